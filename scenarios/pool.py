@@ -1,0 +1,173 @@
+"""The trace pool: generate ahead of time, claim one per drill.
+
+Rules live here as named functions so tests can call them directly:
+- ``claim`` takes one unclaimed trace in a short transaction with SKIP LOCKED, so concurrent
+  learners never get the same row and never wait on each other.
+- ``refill`` tops a scenario up to its target. Seeds come from a per-scenario sequence
+  (``pool_seed``), so a redelivered or concurrent refill generates the same seeds and the
+  (scenario, seed) unique constraint turns the duplicates into no-ops instead of an overfilled pool.
+- An empty pool never fails a learner: ``claim_or_generate`` builds a trace on the spot, logs a
+  warning and enqueues a refill.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import logging
+import secrets
+import threading
+import zlib
+from collections.abc import Iterable
+
+import orjson
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from scenarios import engine
+from scenarios.models import Trace
+
+log = logging.getLogger(__name__)
+
+SEED_BITS = 48
+
+
+def pool_target() -> int:
+    return settings.TRACETRACK["POOL_TARGET"]
+
+
+def low_water() -> int:
+    return settings.TRACETRACK["POOL_LOW_WATER"]
+
+
+def pool_seed(scenario: str, index: int) -> int:
+    """The index-th pool seed of a scenario: stable for a deployment, unguessable without its key."""
+    digest = hashlib.blake2b(
+        f"{scenario}:{index}".encode(), key=settings.SECRET_KEY.encode()[:64], digest_size=8
+    ).digest()
+    return int.from_bytes(digest) >> (64 - SEED_BITS)
+
+
+def build_trace(
+    scenario: str, seed: int, *, hardware: str | None = None, source: str = Trace.Source.POOL
+) -> Trace:
+    """Generate one trace and wrap it in an unsaved row (all the heavy work happens here)."""
+    trace = engine.generate(scenario, seed, hardware=hardware)
+    timeline = orjson.dumps(engine.to_timeline(trace))
+    return Trace(
+        scenario=scenario,
+        seed=seed,
+        hardware=trace.hardware,
+        generator_version=engine.GENERATOR_VERSION,
+        source=source,
+        prompt=trace.prompt,
+        key=trace.key.to_dict(),
+        n_events=trace.n_events,
+        payload=zlib.compress(engine.dumps(trace), 6),
+        timeline_gz=gzip.compress(timeline, compresslevel=6, mtime=0),
+    )
+
+
+def stock() -> dict[str, int]:
+    """Unclaimed traces per scenario (every scenario present, zeros included): one query."""
+    counts = dict.fromkeys(engine.SCENARIOS, 0)
+    rows = Trace.objects.unclaimed().values("scenario").annotate(n=Count("id"))
+    for row in rows:
+        if row["scenario"] in counts:
+            counts[row["scenario"]] = row["n"]
+    return counts
+
+
+def refill(scenario: str, *, target: int | None = None, progress=None) -> int:
+    """Top ``scenario`` up to ``target`` unclaimed traces; returns how many rows were inserted."""
+    if scenario not in engine.SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}")
+    target = pool_target() if target is None else target
+    counts = Trace.objects.filter(source=Trace.Source.POOL, scenario=scenario).aggregate(
+        total=Count("id"), unclaimed=Count("id", filter=Q(claimed_at__isnull=True))
+    )
+    deficit = target - counts["unclaimed"]
+    inserted = 0
+    for i in range(max(0, deficit)):
+        row = build_trace(scenario, pool_seed(scenario, counts["total"] + i))
+        inserted += _insert_once(row)
+        if progress is not None:
+            progress(1)
+    return inserted
+
+
+def _insert_once(row: Trace) -> int:
+    try:
+        with transaction.atomic():
+            row.save(force_insert=True)
+    except IntegrityError:
+        return 0  # another worker (or a redelivery) already wrote this (scenario, seed)
+    return 1
+
+
+def refill_many(scenarios: Iterable[str], *, target: int | None = None, progress=None) -> int:
+    return sum(refill(s, target=target, progress=progress) for s in scenarios)
+
+
+def claim(user, scenario: str) -> Trace | None:
+    """Take one unclaimed trace of ``scenario`` for ``user``, or None if the pool has none."""
+    with transaction.atomic():
+        trace = (
+            Trace.objects.unclaimed()
+            .filter(scenario=scenario)
+            .order_by("created_at")
+            .select_for_update(skip_locked=True)
+            .first()
+        )
+        if trace is None:
+            return None
+        Trace.objects.filter(pk=trace.pk).update(claimed_at=timezone.now(), claimed_by=user)
+        trace.claimed_by = user
+    return trace
+
+
+def claim_or_generate(user, scenario: str) -> Trace:
+    """Claim from the pool; on an empty pool generate synchronously so the learner never fails."""
+    trace = claim(user, scenario)
+    if trace is None:
+        log.warning("trace pool empty for %s: generating on the request path", scenario)
+        trace = build_trace(scenario, secrets.randbits(SEED_BITS), source=Trace.Source.ON_DEMAND)
+        trace.claimed_at = timezone.now()
+        trace.claimed_by = user
+        trace.save(force_insert=True)
+        schedule_refill(scenario)
+        return trace
+    remaining = Trace.objects.unclaimed().filter(scenario=scenario).count()
+    if remaining < low_water():
+        schedule_refill(scenario)
+    return trace
+
+
+def schedule_refill(scenario: str) -> None:
+    """Enqueue a refill once the current transaction commits (in-process in embedded mode)."""
+    from scenarios.tasks import refill_pool
+
+    def _send() -> None:
+        if settings.CELERY_TASK_ALWAYS_EAGER:
+            # Embedded mode has no worker: refill in-process, but off the request path.
+            threading.Thread(target=_refill_quietly, args=(scenario,), daemon=True).start()
+            return
+        try:
+            refill_pool.delay(scenario)
+        except Exception:  # the broker being down must not fail the learner's request
+            log.exception("could not enqueue a refill for %s", scenario)
+
+    transaction.on_commit(_send)
+
+
+def _refill_quietly(scenario: str) -> None:
+    from django.db import connection
+
+    try:
+        refill(scenario)
+    except Exception:
+        log.exception("in-process refill of %s failed", scenario)
+    finally:
+        connection.close()
