@@ -1,0 +1,330 @@
+"""Spaced-repetition scheduling over scenarios (pure: ``fsrs`` + stdlib, no Django).
+
+One FSRS card per learner x scenario. The card is kept as a JSON-able dict (the keys of
+``fsrs.Card.to_dict()``), so the web app can store it in a JSONField and tests can build
+cards without a database.
+
+Rating map (DESIGN.md "Diagnosis and grading"), evaluated top to bottom:
+
+============================================================  =======
+condition                                                     rating
+============================================================  =======
+scenario wrong                                                Again
+past 2:00 (``over_time`` or ``elapsed_s > 120``)              Again
+``elapsed_s > 90`` (right but slow)                           Hard
+measurement wrong or fix wrong (either one, or both)          Hard
+otherwise                                                     Good
+============================================================  =======
+
+Decisions:
+
+* "measurement/fix half wrong" means the measurement-and-fix half of the answer is not fully
+  right: one of them wrong *or both*. The card tracks recognising the scenario; when the scenario
+  is named correctly in time the recall succeeded, so it is a pass (Hard), never a lapse. A lapse
+  (Again) costs a lot in FSRS (difficulty jumps, stability collapses), so it is kept for a wrong
+  scenario or a blown clock.
+* ``win_correct`` (the expected-win arithmetic) does not affect the rating: it is arithmetic,
+  drilled by the mental-math families, not recall of the scenario.
+* Easy is never given (speed alone is not evidence of long-term stability).
+* Exactly 90 s is still Good; exactly 120 s is still in time (Hard), unless ``over_time`` is set.
+* Practice attempts are graded and shown but never update the card: see ``counts_for_schedule``.
+
+Times must be timezone-aware; they are converted to UTC for fsrs.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+import fsrs
+
+__all__ = [
+    "AGAIN_AFTER_S",
+    "DEFAULT_DESIRED_RETENTION",
+    "HARD_AFTER_S",
+    "TWINS",
+    "GradeLike",
+    "counts_for_schedule",
+    "due",
+    "due_summary",
+    "is_due",
+    "new_card_state",
+    "pick_next",
+    "pull_due_now",
+    "rating_for",
+    "rebuild",
+    "retrievability",
+    "review",
+    "twin_of",
+    "twin_pull_target",
+]
+
+DEFAULT_DESIRED_RETENTION = 0.95
+HARD_AFTER_S = 90.0
+AGAIN_AFTER_S = 120.0
+
+# The two deliberate lookalike pairs (DESIGN.md scenario table), both directions.
+TWINS: dict[str, str] = {
+    "bandwidth-bound-collective": "straggler",
+    "straggler": "bandwidth-bound-collective",
+    "recompilation": "input-starvation",
+    "input-starvation": "recompilation",
+}
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # a new card is due "since forever"
+
+CardState = dict[str, Any]
+
+
+class GradeLike(Protocol):
+    """What ``rating_for`` reads from a grade (``drills.grading.GradeResult`` fits)."""
+
+    @property
+    def scenario_correct(self) -> bool: ...
+    @property
+    def measurement_correct(self) -> bool: ...
+    @property
+    def fix_correct(self) -> bool: ...
+    @property
+    def win_correct(self) -> bool: ...
+    @property
+    def elapsed_s(self) -> float: ...
+    @property
+    def over_time(self) -> bool: ...
+    @property
+    def practice(self) -> bool: ...
+
+
+# --------------------------------------------------------------------------- rating
+
+
+def rating_for(grade: GradeLike) -> fsrs.Rating:
+    """FSRS rating for one graded attempt (see the module docstring for the table)."""
+    if not grade.scenario_correct:
+        return fsrs.Rating.Again
+    if grade.over_time or grade.elapsed_s > AGAIN_AFTER_S:
+        return fsrs.Rating.Again
+    if grade.elapsed_s > HARD_AFTER_S:
+        return fsrs.Rating.Hard
+    if not (grade.measurement_correct and grade.fix_correct):
+        return fsrs.Rating.Hard
+    return fsrs.Rating.Good
+
+
+def counts_for_schedule(grade: GradeLike) -> bool:
+    """Whether this attempt may update the learner's card (practice attempts never do)."""
+    return not grade.practice
+
+
+def twin_of(slug: str) -> str | None:
+    """The lookalike twin of a scenario, or None."""
+    return TWINS.get(slug)
+
+
+def twin_pull_target(true_slug: str, answered_slug: str | None) -> str | None:
+    """The card to pull due now after an attempt: the answered scenario when it is the twin."""
+    if answered_slug is not None and TWINS.get(true_slug) == answered_slug:
+        return answered_slug
+    return None
+
+
+# --------------------------------------------------------------------------- card state
+
+
+def _utc(now: datetime) -> datetime:
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("datetimes must be timezone-aware")
+    return now.astimezone(UTC)
+
+
+@functools.lru_cache(maxsize=16)
+def _scheduler(desired_retention: float) -> fsrs.Scheduler:
+    # No fuzzing: scheduling stays a pure function of the history (rebuild == incremental).
+    return fsrs.Scheduler(desired_retention=desired_retention, enable_fuzzing=False)
+
+
+def _card(state: Mapping[str, Any]) -> fsrs.Card:
+    return fsrs.Card.from_dict(dict(state))  # type: ignore[arg-type]
+
+
+def _state(card: fsrs.Card) -> CardState:
+    return dict(card.to_dict())
+
+
+def new_card_state(now: datetime | None = None, *, card_id: int = 0) -> CardState:
+    """A never-reviewed card. It is due at ``now`` (or at the epoch: always due)."""
+    when = _EPOCH if now is None else _utc(now)
+    return _state(fsrs.Card(card_id=card_id, due=when))
+
+
+def review(
+    state: Mapping[str, Any],
+    rating: fsrs.Rating | int,
+    now: datetime,
+    *,
+    desired_retention: float = DEFAULT_DESIRED_RETENTION,
+) -> CardState:
+    """The card after one graded review at ``now``. The input is not modified."""
+    card, _log = _scheduler(desired_retention).review_card(
+        _card(state), fsrs.Rating(int(rating)), review_datetime=_utc(now)
+    )
+    return _state(card)
+
+
+def retrievability(state: Mapping[str, Any] | None, now: datetime) -> float:
+    """Predicted recall probability at ``now`` (0 for unseen or never-reviewed cards).
+
+    fsrs counts elapsed time in whole days, so any card reviewed within the last day reads 1.0.
+    """
+    if state is None:
+        return 0.0
+    sched = _scheduler(DEFAULT_DESIRED_RETENTION)  # R does not depend on desired retention
+    return float(sched.get_card_retrievability(_card(state), _utc(now)))
+
+
+def due(state: Mapping[str, Any]) -> datetime:
+    """When the card is next due (UTC)."""
+    value = state["due"]
+    if isinstance(value, datetime):
+        return _utc(value)
+    return _utc(datetime.fromisoformat(value))
+
+
+def is_due(state: Mapping[str, Any] | None, now: datetime) -> bool:
+    return state is not None and due(state) <= _utc(now)
+
+
+def pull_due_now(state: Mapping[str, Any] | None, now: datetime) -> CardState:
+    """Twin pull: the same card, due at ``now`` (an unseen scenario gets a new card due now).
+
+    Only ``due`` changes; memory state (stability, difficulty) is untouched. A card already due
+    earlier keeps its earlier due date.
+    """
+    if state is None:
+        return new_card_state(now)
+    pulled = dict(state)
+    when = _utc(now)
+    if due(state) > when:
+        pulled["due"] = when.isoformat()
+    return pulled
+
+
+def rebuild(
+    reviews: Iterable[tuple[datetime, fsrs.Rating | int]],
+    *,
+    desired_retention: float = DEFAULT_DESIRED_RETENTION,
+    card_id: int = 0,
+) -> CardState:
+    """The card rebuilt from its scheduled reviews (chronological order is enforced).
+
+    Pass only attempts that count (``counts_for_schedule``). Twin pulls are not replayed: they
+    move ``due`` only, and the next review after a pull overwrites it anyway.
+    """
+    state = new_card_state(card_id=card_id)
+    for when, rating in sorted(reviews, key=lambda item: _utc(item[0])):
+        state = review(state, rating, when, desired_retention=desired_retention)
+    return state
+
+
+# --------------------------------------------------------------------------- picking
+
+
+def _recency_penalty(recent: Sequence[str]) -> dict[str, int]:
+    """Larger for more recently served slugs (the last one served scores len(recent))."""
+    penalty: dict[str, int] = {}
+    for i, slug in enumerate(recent):
+        penalty[slug] = i + 1
+    return penalty
+
+
+def _weighted_choice(slugs: Sequence[str], weights: Mapping[str, int], rng: random.Random) -> str:
+    w = [max(0, int(weights.get(s, 1))) for s in slugs]
+    if sum(w) <= 0:
+        w = [1] * len(slugs)
+    return rng.choices(list(slugs), weights=w, k=1)[0]
+
+
+def pick_next(
+    cards: Mapping[str, Mapping[str, Any] | None],
+    now: datetime,
+    *,
+    rng: random.Random,
+    weights: Mapping[str, int] | None = None,
+    recent: Sequence[str] = (),
+) -> str:
+    """The scenario to drill next.
+
+    ``cards`` maps every scenario slug to its card state, or None when never drilled.
+    ``recent`` lists the slugs served most recently, oldest first (e.g. the last few attempts).
+
+    1. Due cards first, lowest retrievability first. Among equally low ones, the one served
+       least recently, then the most overdue, then a random one. A due card that is strictly
+       the weakest is served even if it was just served (a weak one must come back).
+    2. Otherwise an unseen scenario, weighted random (``weights``; healthy has weight 2, the
+       default is 1), avoiding the ones just served when others are left.
+    3. Otherwise (nothing due, nothing unseen) the lowest retrievability, with the same
+       tie-breaks as in 1 (practising ahead is allowed by FSRS).
+    """
+    if not cards:
+        raise ValueError("no scenarios to pick from")
+    weights = weights or {}
+    when = _utc(now)
+    penalty = _recency_penalty(recent)
+
+    seen = {slug: st for slug, st in cards.items() if st is not None}
+    unseen = sorted(slug for slug, st in cards.items() if st is None)
+    due_now = [slug for slug, st in seen.items() if due(st) <= when]
+
+    def best_of(candidates: list[str]) -> str:
+        scored = [
+            (
+                round(retrievability(seen[s], when), 9),
+                penalty.get(s, 0),
+                due(seen[s]),
+                s,
+            )
+            for s in candidates
+        ]
+        top = min(sc[:3] for sc in scored)
+        ties = sorted(sc[3] for sc in scored if sc[:3] == top)
+        return ties[0] if len(ties) == 1 else rng.choice(ties)
+
+    if due_now:
+        return best_of(due_now)
+    if unseen:
+        fresh = [s for s in unseen if s not in penalty] or unseen
+        return _weighted_choice(fresh, weights, rng)
+    return best_of(sorted(seen))
+
+
+def due_summary(
+    cards: Mapping[str, Mapping[str, Any] | None], now: datetime
+) -> dict[str, list[Any]]:
+    """What is due: ``due_now`` (weakest first), ``due_today`` (later on ``now``'s calendar day,
+    in ``now``'s own timezone, soonest first), ``next`` ([(slug, due datetime)] for every seen card
+    not due now, soonest first) and ``unseen`` (never drilled, sorted)."""
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("datetimes must be timezone-aware")
+    end_of_day = datetime.combine(
+        now.date() + timedelta(days=1), datetime.min.time(), tzinfo=now.tzinfo
+    )
+    seen = {slug: st for slug, st in cards.items() if st is not None}
+    due_now = sorted(
+        (s for s, st in seen.items() if due(st) <= _utc(now)),
+        key=lambda s: (retrievability(seen[s], now), due(seen[s]), s),
+    )
+    later = sorted(
+        ((s, due(st)) for s, st in seen.items() if due(st) > _utc(now)),
+        key=lambda item: (item[1], item[0]),
+    )
+    due_today = [s for s, when in later if when < _utc(end_of_day)]
+    return {
+        "due_now": due_now,
+        "due_today": due_today,
+        "next": later,
+        "unseen": sorted(s for s, st in cards.items() if st is None),
+    }
