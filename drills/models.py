@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from scenarios.models import Trace
+
+
+class AttemptQuerySet(models.QuerySet["Attempt"]):
+    def visible_to(self, user) -> AttemptQuerySet:
+        return self.filter(user=user)
+
+    def graded(self) -> AttemptQuerySet:
+        return self.filter(submitted_at__isnull=False)
+
+
+class Attempt(models.Model):
+    """One trace served to one learner, and (once submitted) their graded diagnosis.
+
+    Every raw answer is kept, so the rating map can change and cards be rebuilt from history.
+    """
+
+    class Mode(models.TextChoices):
+        TIMED = "timed", "Timed (2:00)"
+        PRACTICE = "practice", "Untimed practice"
+        PERFETTO = "perfetto", "Perfetto only"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    trace = models.OneToOneField(Trace, on_delete=models.PROTECT, related_name="attempt")
+    scenario = models.CharField(max_length=40, help_text="The true scenario (never served early).")
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.TIMED)
+    served_at = models.DateTimeField()
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    answer_scenario = models.CharField(max_length=40, blank=True)
+    answer_measurement = models.CharField(max_length=60, blank=True)
+    answer_fix = models.CharField(max_length=60, blank=True)
+    answer_expected_ms = models.FloatField(null=True, blank=True)
+    elapsed_s = models.FloatField(null=True, blank=True)
+    scenario_correct = models.BooleanField(null=True)
+    measurement_correct = models.BooleanField(null=True)
+    fix_correct = models.BooleanField(null=True)
+    win_correct = models.BooleanField(null=True)
+    win_error = models.FloatField(null=True, blank=True)
+    over_time = models.BooleanField(null=True)
+    rating = models.PositiveSmallIntegerField(null=True, blank=True)
+    counted = models.BooleanField(default=False, help_text="Updated the scheduling card.")
+
+    objects = AttemptQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["user", "submitted_at"], name="attempt_user_submitted_idx"),
+            models.Index(fields=["user", "scenario"], name="attempt_user_scenario_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.id}"
+
+    @property
+    def is_submitted(self) -> bool:
+        return self.submitted_at is not None
+
+
+class Card(models.Model):
+    """The FSRS memory state of one learner for one scenario (or mental-math family)."""
+
+    class Kind(models.TextChoices):
+        SCENARIO = "scenario", "trace scenario"
+        MATH = "math", "mental-math family"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.SCENARIO)
+    item = models.CharField(max_length=40)
+    state = models.JSONField()
+    due = models.DateTimeField()
+    reviews = models.PositiveIntegerField(default=0)
+    last_review = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "kind", "item"], name="card_unique_user_item")
+        ]
+        indexes = [models.Index(fields=["user", "kind", "due"], name="card_user_due_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.kind}:{self.item}"

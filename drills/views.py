@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from drills import reveal, services
+from drills.forms import DiagnosisForm, StartForm
+from drills.models import Attempt
+
+
+def _attempt_for(request: HttpRequest, attempt_id) -> Attempt:
+    return get_object_or_404(
+        Attempt.objects.visible_to(request.user).select_related("trace"), pk=attempt_id
+    )
+
+
+@require_GET
+def trainer(request: HttpRequest) -> HttpResponse:
+    return TemplateResponse(
+        request,
+        "drills/trainer.html",
+        {
+            "open_attempt": services.open_attempt(request.user),
+            "modes": Attempt.Mode.choices,
+            "recent": Attempt.objects.visible_to(request.user)
+            .graded()
+            .order_by("-submitted_at")[:10],
+        },
+    )
+
+
+@require_POST
+def next_drill(request: HttpRequest) -> HttpResponse:
+    form = StartForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Unknown drill mode.")
+        return redirect("drills:trainer")
+    attempt = services.open_attempt(request.user)
+    if attempt is None or attempt.mode != form.cleaned_data["mode"]:
+        attempt = services.start_drill(request.user, form.cleaned_data["mode"])
+    if request.htmx:
+        response = _attempt_page(request, attempt, DiagnosisForm(), partial=True)
+        response["HX-Push-Url"] = attempt_url(attempt)
+        return response
+    return redirect(attempt_url(attempt))
+
+
+def attempt_url(attempt: Attempt) -> str:
+    from django.urls import reverse
+
+    return reverse("drills:attempt", args=[attempt.pk])
+
+
+@require_GET
+def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
+    return _attempt_page(request, _attempt_for(request, attempt_id), DiagnosisForm())
+
+
+@require_POST
+def submit_diagnosis(request: HttpRequest, attempt_id) -> HttpResponse:
+    attempt = _attempt_for(request, attempt_id)
+    if attempt.is_submitted:
+        return _after_submit(request, attempt)
+    form = DiagnosisForm(request.POST)
+    if not form.is_valid():
+        return _attempt_page(request, attempt, form, status=400, partial=bool(request.htmx))
+    attempt, _ = services.submit_diagnosis(attempt, form.diagnosis())
+    return _after_submit(request, attempt)
+
+
+def _after_submit(request: HttpRequest, attempt: Attempt) -> HttpResponse:
+    if request.htmx:
+        return _attempt_page(request, attempt, None, partial=True)
+    return redirect(attempt_url(attempt))
+
+
+def _attempt_page(
+    request: HttpRequest,
+    attempt: Attempt,
+    form: DiagnosisForm | None,
+    *,
+    status: int = 200,
+    partial: bool = False,
+) -> HttpResponse:
+    limit = services.time_limit_s()
+    elapsed = (timezone.now() - attempt.served_at).total_seconds()
+    context = {
+        "attempt": attempt,
+        "prompt": attempt.trace.prompt,
+        "form": form,
+        "limit_s": limit,
+        "remaining_s": max(0.0, limit - elapsed),
+        "timed": attempt.mode != Attempt.Mode.PRACTICE,
+        "perfetto_only": attempt.mode == Attempt.Mode.PERFETTO,
+        "reveal": reveal.build(attempt) if attempt.is_submitted else None,
+    }
+    template = "drills/attempt.html#drill" if partial else "drills/attempt.html"
+    response = TemplateResponse(request, template, context, status=status)
+    response["Cache-Control"] = "no-store"
+    return response

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from scenarios import views
+
+app_name = "scenarios"
+
+urlpatterns = [
+    path("traces/<uuid:trace_id>/timeline.json", views.timeline_json, name="timeline"),
+    path("traces/<uuid:trace_id>/perfetto.json", views.perfetto_json, name="perfetto"),
+]

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_GET
+
+from scenarios import engine
+from scenarios.models import Trace
+
+
+def _trace_for(request: HttpRequest, trace_id) -> Trace:
+    return get_object_or_404(Trace.objects.visible_to(request.user), pk=trace_id)
+
+
+@require_GET
+def timeline_json(request: HttpRequest, trace_id) -> HttpResponse:
+    """The viewer's columnar timeline, stored gzipped at generation time and sent as is."""
+    trace = _trace_for(request, trace_id)
+    body = bytes(trace.timeline_gz)
+    if "gzip" in request.headers.get("Accept-Encoding", ""):
+        response = HttpResponse(body, content_type="application/json")
+        response["Content-Encoding"] = "gzip"
+    else:
+        import gzip
+
+        response = HttpResponse(gzip.decompress(body), content_type="application/json")
+    response["Vary"] = "Accept-Encoding"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+@require_GET
+def perfetto_json(request: HttpRequest, trace_id) -> HttpResponse:
+    """The whole trace, every rank, as Chrome-trace JSON that Perfetto opens."""
+    trace = _trace_for(request, trace_id)
+    response = HttpResponse(engine.perfetto_bytes(trace.load()), content_type="application/json")
+    if request.GET.get("inline") != "1":
+        response["Content-Disposition"] = f'attachment; filename="trace-{trace.pk.hex[:12]}.json"'
+    response["Cache-Control"] = "private, no-store"
+    return response

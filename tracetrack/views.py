@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.forms import UserCreationForm
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+from drills import services
+from drills.dashboard import due_overview
+from scenarios import pool
+
+log = logging.getLogger(__name__)
+
+
+@login_not_required
+@never_cache
+def signup(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("home")
+    form = UserCreationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect("home")
+    status = 400 if request.method == "POST" else 200
+    return TemplateResponse(request, "registration/signup.html", {"form": form}, status=status)
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    context = {
+        "due": due_overview(request.user, timezone.now()),
+        "open_attempt": services.open_attempt(request.user),
+    }
+    try:
+        from content.services import home_assignments
+
+        context["assignments"] = home_assignments(request.user)
+    except ImportError:
+        context["assignments"] = []
+    return TemplateResponse(request, "home.html", context)
+
+
+def _broker_ok() -> tuple[bool, str]:
+    if not settings.REDIS_URL:
+        return True, "in-process (embedded mode)"
+    try:
+        import redis
+
+        redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1).ping()
+    except Exception as exc:
+        return False, f"unreachable: {type(exc).__name__}"
+    return True, "ok"
+
+
+@login_not_required
+@require_GET
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    checks: dict[str, object] = {}
+    healthy = True
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        checks["database"] = "ok"
+        stock = pool.stock()
+    except Exception as exc:
+        log.exception("healthz: database check failed")
+        checks["database"] = f"error: {type(exc).__name__}"
+        stock = {}
+        healthy = False
+    broker_ok, broker_status = _broker_ok()
+    checks["broker"] = broker_status
+    healthy = healthy and broker_ok
+    empty = sorted(slug for slug, n in stock.items() if n == 0)
+    checks["pool"] = {"stock": stock, "empty": empty}
+    status = 200 if healthy else 503
+    return JsonResponse({"status": "ok" if healthy else "degraded", **checks}, status=status)
