@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.conf import settings
+
+# Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
+# beside one unless told. Tests only; never in production settings.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+PASSWORD = "correct-horse-battery-42"
+
+
+def require_services() -> bool:
+    return os.environ.get("TRACETRACK_REQUIRE_SERVICES") == "1"
+
+
+def needs_postgres():
+    """Skip locally without PostgreSQL; in CI (TRACETRACK_REQUIRE_SERVICES=1) fail instead."""
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        return
+    if require_services():
+        pytest.fail("this test needs PostgreSQL (DATABASE_URL) and CI requires it")
+    pytest.skip("needs PostgreSQL: set DATABASE_URL")
+
+
+def needs_redis():
+    if settings.REDIS_URL:
+        return
+    if require_services():
+        pytest.fail("this test needs Redis (REDIS_URL) and CI requires it")
+    pytest.skip("needs Redis: set REDIS_URL")
+
+
+@pytest.fixture(autouse=True)
+def _fast_tests(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.TRACETRACK = {**settings.TRACETRACK, "POOL_TARGET": 3, "POOL_LOW_WATER": 1}
+
+
+@pytest.fixture
+def make_user(django_user_model):
+    counter = iter(range(10_000))
+
+    def make(username: str | None = None, **extra):
+        name = username or f"user{next(counter)}"
+        return django_user_model.objects.create_user(username=name, password=PASSWORD, **extra)
+
+    return make
+
+
+@pytest.fixture
+def learner(make_user):
+    return make_user("ada")
+
+
+@pytest.fixture
+def learner_client(client, learner):
+    client.force_login(learner)
+    return client
+
+
+@pytest.fixture
+def no_refill(monkeypatch):
+    """Keep background refills out of tests that count pool rows."""
+    from scenarios import pool
+
+    monkeypatch.setattr(pool, "schedule_refill", lambda scenario: None)

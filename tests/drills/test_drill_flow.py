@@ -1,0 +1,223 @@
+"""The drill loop over HTTP, as a learner meets it."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from drills.models import Attempt, Card
+from scenarios import engine
+
+pytestmark = pytest.mark.django_db
+
+
+def start(client, mode="timed") -> Attempt:
+    response = client.post("/drill/next/", {"mode": mode})
+    assert response.status_code == 302
+    attempt_id = re.search(r"/drill/attempts/([0-9a-f-]{36})/", response["Location"]).group(1)
+    return Attempt.objects.select_related("trace").get(pk=attempt_id)
+
+
+def right_answer(attempt: Attempt) -> dict:
+    key = attempt.trace.key
+    return {
+        "scenario": key["scenario"],
+        "measurement": key["measurement"],
+        "fix": key["fix"],
+        "expected_step_ms": f"{key['expected_step_ms']:.3f}",
+    }
+
+
+def strip_form_choices(html: str) -> str:
+    """The answer <select>s list every scenario on every drill; they carry no information."""
+    return re.sub(r"<select.*?</select>", "", html, flags=re.S)
+
+
+def assert_no_leak(text: str, scenario: str) -> None:
+    title = engine.SCENARIOS[scenario].title
+    lowered = text.lower()
+    assert scenario not in lowered, f"slug {scenario!r} leaked"
+    assert title.lower() not in lowered, f"title {title!r} leaked"
+
+
+def test_every_page_but_sign_in_requires_a_signed_in_user(client):
+    for url in ["/", "/drill/", "/dashboard/"]:
+        response = client.get(url)
+        assert response.status_code == 302 and "/accounts/login/" in response["Location"], url
+    assert client.get("/accounts/login/").status_code == 200
+    assert client.get("/accounts/signup/").status_code == 200
+    assert client.get("/healthz").status_code in (200, 503)
+
+
+def test_sign_up_signs_in_and_sign_out_is_a_post(client):
+    response = client.post(
+        "/accounts/signup/",
+        {"username": "grace", "password1": "long-enough-pass-91", "password2": "long-enough-pass-91"},
+    )
+    assert response.status_code == 302
+    assert client.get("/drill/").status_code == 200
+    assert client.get("/accounts/logout/").status_code == 405
+    assert client.post("/accounts/logout/").status_code == 302
+    assert client.get("/drill/").status_code == 302
+
+
+def test_sign_up_with_mismatched_passwords_explains_and_creates_nobody(client, django_user_model):
+    response = client.post(
+        "/accounts/signup/",
+        {"username": "grace", "password1": "long-enough-pass-91", "password2": "other-pass-91xx"},
+    )
+    assert response.status_code == 400
+    assert b"didn" in response.content or b"match" in response.content
+    assert not django_user_model.objects.filter(username="grace").exists()
+
+
+def test_a_drill_serves_a_trace_and_nothing_that_names_the_answer(learner_client, no_refill):
+    attempt = start(learner_client)
+    scenario = attempt.scenario
+    page = learner_client.get(f"/drill/attempts/{attempt.pk}/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert_no_leak(strip_form_choices(html), scenario)
+    assert 'data-scenario="' not in html
+    assert f"/traces/{attempt.trace_id}/perfetto.json" in html
+    for field in ("scenario", "measurement", "fix", "expected_step_ms"):
+        assert f'name="{field}"' in html
+
+    timeline = learner_client.get(f"/traces/{attempt.trace_id}/timeline.json")
+    body = timeline.content
+    if timeline.get("Content-Encoding") == "gzip":
+        body = gzip.decompress(body)
+    assert_no_leak(body.decode(), scenario)
+    data = json.loads(body)
+    assert len(data["slices"]["ts"]) > 1000 and data["rows"]
+
+    download = learner_client.get(f"/traces/{attempt.trace_id}/perfetto.json")
+    assert download.status_code == 200
+    assert download["Content-Disposition"].startswith("attachment")
+    assert_no_leak(download["Content-Disposition"], scenario)
+    assert_no_leak(download.content.decode(), scenario)
+    trace = json.loads(download.content)
+    assert isinstance(trace, dict) and len(trace["traceEvents"]) == attempt.trace.n_events
+
+
+def test_committing_a_diagnosis_grades_it_and_reveals_the_truth(learner_client, no_refill):
+    attempt = start(learner_client)
+    response = learner_client.post(
+        f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt), follow=True
+    )
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f'data-scenario="{attempt.scenario}"' in html
+    attempt.refresh_from_db()
+    assert attempt.submitted_at is not None
+    assert attempt.scenario_correct and attempt.measurement_correct and attempt.fix_correct
+    assert attempt.win_correct and not attempt.over_time
+    assert attempt.trace.key["signature"][:40] in html
+    card = Card.objects.get(user=attempt.user, item=attempt.scenario)
+    assert card.reviews == 1 and card.due > timezone.now()
+
+
+def test_submitting_twice_grades_once(learner_client, no_refill):
+    attempt = start(learner_client)
+    url = f"/drill/attempts/{attempt.pk}/diagnosis/"
+    learner_client.post(url, right_answer(attempt))
+    first = Attempt.objects.get(pk=attempt.pk)
+    wrong = {**right_answer(attempt), "scenario": "healthy" if attempt.scenario != "healthy" else "straggler"}
+    again = learner_client.post(url, wrong)
+    assert again.status_code == 302
+    second = Attempt.objects.get(pk=attempt.pk)
+    assert second.submitted_at == first.submitted_at
+    assert second.answer_scenario == first.answer_scenario and second.scenario_correct
+    assert Card.objects.get(user=attempt.user, item=attempt.scenario).reviews == 1
+
+
+def test_time_is_the_servers_past_two_minutes_is_over_time(learner_client, no_refill):
+    attempt = start(learner_client)
+    Attempt.objects.filter(pk=attempt.pk).update(served_at=timezone.now() - timedelta(seconds=150))
+    payload = {**right_answer(attempt), "elapsed": "10", "elapsed_s": "10", "submitted_at": "0"}
+    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", payload)
+    attempt.refresh_from_db()
+    assert attempt.over_time and attempt.elapsed_s >= 150
+    assert attempt.scenario_correct  # right, but a miss for scheduling
+    assert attempt.rating == 1  # Again
+
+
+def test_practice_mode_is_untimed_and_does_not_touch_the_schedule(learner_client, no_refill):
+    attempt = start(learner_client, mode="practice")
+    Attempt.objects.filter(pk=attempt.pk).update(served_at=timezone.now() - timedelta(seconds=400))
+    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    attempt.refresh_from_db()
+    assert not attempt.over_time and not attempt.counted
+    assert not Card.objects.filter(user=attempt.user).exists()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"scenario": "not-a-scenario"},
+        {"measurement": ""},
+        {"fix": "rewrite-it-in-rust"},
+        {"expected_step_ms": "fast"},
+        {"expected_step_ms": "-5"},
+        {"expected_step_ms": ""},
+    ],
+)
+def test_malformed_diagnosis_is_refused_clearly_and_records_nothing(learner_client, no_refill, change):
+    attempt = start(learner_client)
+    response = learner_client.post(
+        f"/drill/attempts/{attempt.pk}/diagnosis/", {**right_answer(attempt), **change}
+    )
+    assert response.status_code == 400
+    assert b"nothing was recorded" in response.content
+    attempt.refresh_from_db()
+    assert attempt.submitted_at is None and attempt.scenario_correct is None
+    # ...and the attempt can still be committed properly afterwards.
+    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    attempt.refresh_from_db()
+    assert attempt.scenario_correct
+
+
+def test_another_users_attempt_and_trace_answer_404(learner_client, client, make_user, no_refill):
+    attempt = start(learner_client)
+    other = make_user("mallory")
+    client.force_login(other)
+    urls = [
+        f"/drill/attempts/{attempt.pk}/",
+        f"/traces/{attempt.trace_id}/timeline.json",
+        f"/traces/{attempt.trace_id}/perfetto.json",
+    ]
+    for url in urls:
+        assert client.get(url).status_code == 404, url
+    response = client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    assert response.status_code == 404
+    attempt.refresh_from_db()
+    assert attempt.submitted_at is None
+
+
+def test_a_new_drill_resumes_the_unfinished_one(learner_client, no_refill):
+    first = start(learner_client)
+    again = start(learner_client)
+    assert again.pk == first.pk
+    learner_client.post(f"/drill/attempts/{first.pk}/diagnosis/", right_answer(first))
+    assert start(learner_client).pk != first.pk
+
+
+def test_htmx_start_returns_the_drill_partial(learner_client, no_refill):
+    response = learner_client.post("/drill/next/", {"mode": "timed"}, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    assert response["HX-Push-Url"].startswith("/drill/attempts/")
+    html = response.content.decode()
+    assert 'id="drill-area"' in html and "<html" not in html
+
+
+def test_healthz_reports_database_broker_and_pool_stock(client):
+    response = client.get("/healthz")
+    data = response.json()
+    assert data["database"] == "ok"
+    assert set(data["pool"]["stock"]) == set(engine.SCENARIOS)
+    assert response.status_code == (200 if data["status"] == "ok" else 503)

@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import pytest
+
+from scenarios import engine, pool
+from scenarios.models import Trace
+
+
+@pytest.mark.django_db
+def test_refill_tops_a_scenario_up_to_target_and_no_further(no_refill):
+    assert pool.refill("healthy", target=3) == 3
+    assert pool.stock()["healthy"] == 3
+    assert pool.refill("healthy", target=3) == 0
+    assert Trace.objects.filter(scenario="healthy").count() == 3
+
+
+@pytest.mark.django_db
+def test_refill_seeds_are_deterministic_so_a_redelivered_task_inserts_nothing(no_refill):
+    first = pool.pool_seed("healthy", 0)
+    assert first == pool.pool_seed("healthy", 0)
+    assert first != pool.pool_seed("healthy", 1)
+    row = pool.build_trace("healthy", first)
+    assert pool._insert_once(row) == 1
+    assert pool._insert_once(pool.build_trace("healthy", first)) == 0
+    assert Trace.objects.filter(scenario="healthy").count() == 1
+
+
+@pytest.mark.django_db
+def test_claim_takes_each_trace_once(make_user, no_refill):
+    pool.refill("exposed-allreduce", target=2)
+    a, b, c = make_user(), make_user(), make_user()
+    t1 = pool.claim(a, "exposed-allreduce")
+    t2 = pool.claim(b, "exposed-allreduce")
+    assert t1 and t2 and t1.pk != t2.pk
+    assert pool.claim(c, "exposed-allreduce") is None
+    assert Trace.objects.get(pk=t1.pk).claimed_by == a
+
+
+@pytest.mark.django_db
+def test_empty_pool_generates_on_the_spot_and_schedules_a_refill(
+    make_user, monkeypatch, caplog, django_capture_on_commit_callbacks
+):
+    asked = []
+    monkeypatch.setattr(pool, "schedule_refill", asked.append)
+    user = make_user()
+    with caplog.at_level("WARNING"):
+        trace = pool.claim_or_generate(user, "healthy")
+    assert trace.claimed_by == user
+    assert trace.source == Trace.Source.ON_DEMAND
+    assert asked == ["healthy"]
+    assert "pool empty" in caplog.text
+
+
+@pytest.mark.django_db
+def test_claim_below_low_water_enqueues_a_refill(make_user, monkeypatch):
+    asked = []
+    monkeypatch.setattr(pool, "schedule_refill", asked.append)
+    pool.refill("healthy", target=2)
+    pool.claim_or_generate(make_user(), "healthy")  # 1 left, low water is 1: no refill yet
+    assert asked == []
+    pool.claim_or_generate(make_user(), "healthy")  # 0 left
+    assert asked == ["healthy"]
+
+
+@pytest.mark.django_db
+def test_stock_lists_every_scenario(no_refill):
+    stock = pool.stock()
+    assert set(stock) == set(engine.SCENARIOS)
+    assert all(v == 0 for v in stock.values())
+
+
+@pytest.mark.django_db
+def test_stored_row_round_trips_to_the_same_trace(no_refill):
+    row = pool.build_trace("exposed-allreduce", 7)
+    row.save()
+    again = Trace.objects.get(pk=row.pk).load()
+    fresh = engine.generate("exposed-allreduce", 7)
+    assert again.n_events == fresh.n_events == row.n_events
+    assert engine.perfetto_bytes(again) == engine.perfetto_bytes(fresh)
