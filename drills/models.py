@@ -87,3 +87,61 @@ class Card(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}:{self.kind}:{self.item}"
+
+
+class LearnerProfile(models.Model):
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="learner_profile"
+    )
+    streak_opt_in = models.BooleanField(default=False)
+
+    def __str__(self) -> str:
+        return f"profile {self.user_id}"
+
+
+class MathSprint(models.Model):
+    """A 120-second run of mental-math problems; the score is the number answered right."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    started_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    score = models.PositiveIntegerField(default=0)
+    attempted = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"sprint {self.id}"
+
+
+class MathAttempt(models.Model):
+    """One mental-math problem served to a learner, and their graded answer."""
+
+    class Mode(models.TextChoices):
+        SINGLE = "single", "Single drill (2:00)"
+        SPRINT = "sprint", "Sprint"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    family = models.CharField(max_length=40)
+    seed = models.BigIntegerField()
+    problem = models.JSONField()
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.SINGLE)
+    sprint = models.ForeignKey(
+        MathSprint, null=True, blank=True, on_delete=models.CASCADE, related_name="attempts"
+    )
+    served_at = models.DateTimeField()
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    answer_text = models.CharField(max_length=100, blank=True)
+    value = models.FloatField(null=True, blank=True)
+    correct = models.BooleanField(null=True)
+    error = models.FloatField(null=True, blank=True)
+    elapsed_s = models.FloatField(null=True, blank=True)
+    over_time = models.BooleanField(null=True)
+    rating = models.PositiveSmallIntegerField(null=True, blank=True)
+    counted = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "family"], name="mathattempt_user_family_idx")]
+
+    def __str__(self) -> str:
+        return f"math attempt {self.id}"
