@@ -4,8 +4,10 @@ import sys
 
 
 def main() -> None:
-    if sys.version_info < (3, 12):
-        sys.exit("TraceTrack needs Python 3.12+ (Django 6). Use .venv/bin/python or run `make install`.")
+    if sys.version_info < (3, 12):  # noqa: UP036 - a clear message beats Django's import error
+        sys.exit(
+            "TraceTrack needs Python 3.12+ (Django 6). Use .venv/bin/python or run `make install`."
+        )
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tracetrack.settings")
     from django.core.management import execute_from_command_line
 

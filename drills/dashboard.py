@@ -12,7 +12,8 @@ from scenarios import engine
 
 def due_overview(user, now: datetime) -> dict[str, Any]:
     cards = {
-        c.item: c.state for c in Card.objects.filter(user=user, kind=Card.Kind.SCENARIO).only("item", "state")
+        c.item: c.state
+        for c in Card.objects.filter(user=user, kind=Card.Kind.SCENARIO).only("item", "state")
     }
     states = {slug: cards.get(slug) for slug in engine.SCENARIOS}
     summary = scheduling.due_summary(states, now)

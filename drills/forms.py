@@ -39,7 +39,9 @@ class DiagnosisForm(forms.Form):
 
 
 class StartForm(forms.Form):
-    mode = forms.ChoiceField(choices=Attempt.Mode.choices, initial=Attempt.Mode.TIMED, required=False)
+    mode = forms.ChoiceField(
+        choices=Attempt.Mode.choices, initial=Attempt.Mode.TIMED, required=False
+    )
 
     def clean_mode(self) -> str:
         return self.cleaned_data.get("mode") or Attempt.Mode.TIMED

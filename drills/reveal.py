@@ -22,9 +22,8 @@ def build(attempt: Attempt) -> dict[str, Any]:
         "answered_title": answered.title if answered else attempt.answer_scenario,
         "twin": key.get("twin"),
         "signature": key["signature"],
-        "measurement_label": key.get("measurement_label") or _label(
-            engine.MEASUREMENTS, key["measurement"]
-        ),
+        "measurement_label": key.get("measurement_label")
+        or _label(engine.MEASUREMENTS, key["measurement"]),
         "measurement_value": key.get("measurement_value", ""),
         "measurement_text": key.get("measurement_text", ""),
         "answered_measurement": _label(engine.MEASUREMENTS, attempt.answer_measurement),

@@ -32,9 +32,9 @@ def next_scenario(user, now: datetime | None = None) -> str:
     cards = load_cards(user)
     states = {slug: (cards[slug].state if slug in cards else None) for slug in engine.SCENARIOS}
     recent = list(
-        Attempt.objects.filter(user=user).order_by("-served_at").values_list("scenario", flat=True)[
-            :5
-        ]
+        Attempt.objects.filter(user=user)
+        .order_by("-served_at")
+        .values_list("scenario", flat=True)[:5]
     )
     return scheduling.pick_next(
         states, now, rng=random.Random(), weights=scenario_weights(), recent=recent
@@ -72,7 +72,11 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
         elapsed = (now - locked.served_at).total_seconds()
         practice = locked.mode == Attempt.Mode.PRACTICE
         result = grade(
-            diagnosis, locked.trace.key, elapsed_s=elapsed, limit_s=time_limit_s(), practice=practice
+            diagnosis,
+            locked.trace.key,
+            elapsed_s=elapsed,
+            limit_s=time_limit_s(),
+            practice=practice,
         )
         rating = scheduling.rating_for(result)
         locked.submitted_at = now

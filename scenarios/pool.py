@@ -43,7 +43,7 @@ def low_water() -> int:
 
 
 def pool_seed(scenario: str, index: int) -> int:
-    """The index-th pool seed of a scenario: stable for a deployment, unguessable without its key."""
+    """The index-th pool seed of a scenario: stable per deployment, unguessable without its key."""
     digest = hashlib.blake2b(
         f"{scenario}:{index}".encode(), key=settings.SECRET_KEY.encode()[:64], digest_size=8
     ).digest()

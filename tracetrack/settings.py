@@ -30,7 +30,8 @@ if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
             "SECRET_KEY is not set. With DEBUG off TraceTrack refuses to start without a real "
-            'secret: generate one with  python -c "import secrets; print(secrets.token_urlsafe(50))"'
+            "secret: generate one with "
+            'python -c "import secrets; print(secrets.token_urlsafe(50))"'
         )
     SECRET_KEY = _DEV_SECRET
 elif not DEBUG and (

@@ -57,7 +57,11 @@ def test_every_page_but_sign_in_requires_a_signed_in_user(client):
 def test_sign_up_signs_in_and_sign_out_is_a_post(client):
     response = client.post(
         "/accounts/signup/",
-        {"username": "grace", "password1": "long-enough-pass-91", "password2": "long-enough-pass-91"},
+        {
+            "username": "grace",
+            "password1": "long-enough-pass-91",
+            "password2": "long-enough-pass-91",
+        },
     )
     assert response.status_code == 302
     assert client.get("/drill/").status_code == 200
@@ -127,7 +131,10 @@ def test_submitting_twice_grades_once(learner_client, no_refill):
     url = f"/drill/attempts/{attempt.pk}/diagnosis/"
     learner_client.post(url, right_answer(attempt))
     first = Attempt.objects.get(pk=attempt.pk)
-    wrong = {**right_answer(attempt), "scenario": "healthy" if attempt.scenario != "healthy" else "straggler"}
+    wrong = {
+        **right_answer(attempt),
+        "scenario": "healthy" if attempt.scenario != "healthy" else "straggler",
+    }
     again = learner_client.post(url, wrong)
     assert again.status_code == 302
     second = Attempt.objects.get(pk=attempt.pk)
@@ -167,7 +174,9 @@ def test_practice_mode_is_untimed_and_does_not_touch_the_schedule(learner_client
         {"expected_step_ms": ""},
     ],
 )
-def test_malformed_diagnosis_is_refused_clearly_and_records_nothing(learner_client, no_refill, change):
+def test_malformed_diagnosis_is_refused_clearly_and_records_nothing(
+    learner_client, no_refill, change
+):
     attempt = start(learner_client)
     response = learner_client.post(
         f"/drill/attempts/{attempt.pk}/diagnosis/", {**right_answer(attempt), **change}
@@ -208,7 +217,9 @@ def test_a_new_drill_resumes_the_unfinished_one(learner_client, no_refill):
 
 
 def test_htmx_start_returns_the_drill_partial(learner_client, no_refill):
-    response = learner_client.post("/drill/next/", {"mode": "timed"}, headers={"HX-Request": "true"})
+    response = learner_client.post(
+        "/drill/next/", {"mode": "timed"}, headers={"HX-Request": "true"}
+    )
     assert response.status_code == 200
     assert response["HX-Push-Url"].startswith("/drill/attempts/")
     html = response.content.decode()

@@ -55,16 +55,35 @@ def worker_queue(tmp_path):
     log_path = tmp_path / "worker.log"
     log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "tracetrack", "worker", "-Q", queue,
-         "--concurrency", "1", "--pool", "solo", "-l", "info"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "tracetrack",
+            "worker",
+            "-Q",
+            queue,
+            "--concurrency",
+            "1",
+            "--pool",
+            "solo",
+            "-l",
+            "info",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     old_queue = celery_app.conf.task_default_queue
     celery_app.conf.task_default_queue = queue
     try:
         ready = _wait_for(
-            lambda: bool(celery_app.control.ping(destination=[], timeout=0.5))
-            or proc.poll() is not None,
+            lambda: (
+                bool(celery_app.control.ping(destination=[], timeout=0.5))
+                or proc.poll() is not None
+            ),
             60,
         )
         assert proc.poll() is None and ready, log_path.read_text()[-3000:]
