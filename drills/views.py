@@ -4,12 +4,14 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from drills import reveal, services
 from drills.forms import DiagnosisForm, StartForm
 from drills.models import Attempt
+from scenarios import perfetto_ui
 
 
 def _attempt_for(request: HttpRequest, attempt_id) -> Attempt:
@@ -50,8 +52,6 @@ def next_drill(request: HttpRequest) -> HttpResponse:
 
 
 def attempt_url(attempt: Attempt) -> str:
-    from django.urls import reverse
-
     return reverse("drills:attempt", args=[attempt.pk])
 
 
@@ -97,6 +97,11 @@ def _attempt_page(
         "timed": attempt.mode != Attempt.Mode.PRACTICE,
         "perfetto_only": attempt.mode == Attempt.Mode.PERFETTO,
         "reveal": reveal.build(attempt) if attempt.is_submitted else None,
+        "perfetto_available": perfetto_ui.available(),
+        "perfetto_url": perfetto_ui.open_url(
+            request, reverse("scenarios:perfetto", args=[attempt.trace_id])
+        ),
+        "perfetto_hint": perfetto_ui.INSTALL_HINT,
     }
     template = "drills/attempt.html#drill" if partial else "drills/attempt.html"
     response = TemplateResponse(request, template, context, status=status)
