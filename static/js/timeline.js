@@ -1,0 +1,1251 @@
+/*
+ * TraceTrack timeline viewer — vendored, plain ES2020, no build step, no dependencies.
+ *
+ *   const viewer = TraceTimeline.mount(container, timelineData, {height: 520});
+ *   viewer.zoomTo(t0_us, t1_us); viewer.getView() -> {t0, t1}
+ *   viewer.highlight([{rank, row, start_us, end_us, label}]); viewer.clearHighlight();
+ *   viewer.on("select", cb)  // cb({name, start, dur, end, row, rowKind, rowIndex, rank, cat, corr, depth, args, index})
+ *   viewer.on("range", cb)   // cb({t0, t1, dur})
+ *   viewer.destroy();
+ *
+ * Data format: docs/contracts.md §2 (columnar; times in µs from the trace start).
+ *
+ * Rendering: two stacked canvases (slices underneath; hover, selection, range and highlights on
+ * top). Slices are split per (row, depth) into "lanes" of sorted typed arrays when mounted; each
+ * frame binary-searches the visible window of every visible lane, merges sub-pixel slices into one
+ * rect per device-pixel column, batches fillRect by colour, and only labels slices wider than
+ * TEXT_MIN_PX. Redraws are coalesced with requestAnimationFrame.
+ *
+ * Mouse/keys (Perfetto-like):
+ *   W/S zoom in/out (around the mouse, else the centre) · A/D pan · wheel or ctrl+wheel zoom ·
+ *   shift+wheel pan · wheel over the labels scrolls rows · drag on the timeline selects a time
+ *   range (snaps to slice edges within a few px; hold Alt to not snap) · Space+drag or middle-drag
+ *   pans · click a slice for details · ↑/↓ move the row cursor, Enter folds a rank / picks a slice ·
+ *   ←/→ previous/next slice in the row · F zooms to the selection · M marks the selected slice as
+ *   the range · 0 / Home shows everything · Esc clears the range, then the selection.
+ */
+(function (global) {
+  'use strict';
+
+  const AXIS_H = 30;
+  const HEADER_H = 26;
+  const LANE_H = 18;
+  const ROW_PAD = 3;
+  const SB_W = 10;
+  const TEXT_MIN_PX = 30;
+  const DRAG_PX = 4;
+  const SNAP_PX = 6;
+  const ZOOM_STEP = 0.8;
+  const PAN_STEP = 0.125;
+  const MIN_SPAN = 0.05; // µs
+  const FAMILY = 'system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", "Liberation Sans", Arial, sans-serif';
+  const FONT = '11px ' + FAMILY;
+  const FONT_B = '600 11px ' + FAMILY;
+  const FONT_H = '600 12px ' + FAMILY;
+
+  const TH = {
+    bg: '#ffffff', rowAlt: '#f6f8fa', label: '#f0f2f5', labelText: '#1f2328', muted: '#4f5863',
+    header: '#e3e7ec', headerHi: '#d5dbe3', sep: '#c9d1d9', grid: 'rgba(31,35,40,0.07)',
+    axisBg: '#fbfcfd', axisText: '#2f353d', tick: '#8c959f', focus: '#0969da',
+    range: 'rgba(9,105,218,0.10)', rangeEdge: '#0969da', hlFill: 'rgba(255,166,0,0.20)',
+    hlEdge: '#b35900', sel: '#0d1117', flow: '#cf222e', hover: 'rgba(13,17,23,0.85)',
+    thumb: 'rgba(31,35,40,0.30)', sbTrack: 'rgba(31,35,40,0.06)',
+  };
+
+  // Category hues (H, S%, L%); text colour is chosen per shade for contrast.
+  const CAT_HSL = {
+    user_annotation: [262, 40, 50],
+    cpu_op: [211, 58, 44],
+    cuda_runtime: [38, 85, 56],
+    kernel: [145, 58, 33],
+    gpu_memcpy: [6, 62, 47],
+    gpu_memset: [28, 55, 40],
+    nccl: [328, 62, 44],
+    dataloader: [186, 58, 32],
+  };
+  const CAT_LABEL = {
+    user_annotation: 'annotation', cpu_op: 'CPU op', cuda_runtime: 'CUDA runtime', kernel: 'kernel',
+    gpu_memcpy: 'memcpy', gpu_memset: 'memset', nccl: 'NCCL', dataloader: 'dataloader',
+  };
+  const SHADES = [0, 7, -6];
+  const KIND_LABEL = { cpu: 'CPU', dataloader: 'dataloader', cuda_api: 'CUDA API', gpu: 'GPU stream', nccl: 'NCCL stream' };
+
+  // ---------------------------------------------------------------- helpers
+  function hsl2rgb(h, s, l) {
+    s /= 100; l /= 100;
+    const a = s * Math.min(l, 1 - l);
+    const f = (n) => {
+      const k = (n + h / 30) % 12;
+      return Math.round(255 * (l - a * Math.max(-1, Math.min(k - 3, 9 - k, 1))));
+    };
+    return [f(0), f(8), f(4)];
+  }
+  function luminance(rgb) {
+    const c = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * c(rgb[0]) + 0.7152 * c(rgb[1]) + 0.0722 * c(rgb[2]);
+  }
+  function strHash(s) {
+    let h = 2166136261;
+    for (let i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 16777619); }
+    return h >>> 0;
+  }
+  function trimZeros(s) { return s.indexOf('.') >= 0 ? s.replace(/\.?0+$/, '') : s; }
+  /** Duration / time in µs → "40.2 µs", "1.2345 ms", "1.234567 s". */
+  function fmtDur(us) {
+    const a = Math.abs(us);
+    if (a < 1e3) return trimZeros(us.toFixed(3)) + ' µs';
+    if (a < 1e6) return trimZeros((us / 1e3).toFixed(4)) + ' ms';
+    return trimZeros((us / 1e6).toFixed(6)) + ' s';
+  }
+  function fmtBytes(b) {
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let v = b, i = 0;
+    while (Math.abs(v) >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+    return (i ? v.toFixed(2) : String(v)) + ' ' + u[i];
+  }
+  function fmtNum(v) { return typeof v === 'number' ? v.toLocaleString('en-US') : String(v); }
+  function fmtArg(k, v) {
+    if (Array.isArray(v)) return v.every((x) => typeof x === 'number') ? v.join(' × ') : JSON.stringify(v);
+    if (v !== null && typeof v === 'object') return JSON.stringify(v);
+    if (typeof v === 'number' && /bytes/i.test(k) && Math.abs(v) >= 1024) return fmtNum(v) + ' (' + fmtBytes(v) + ')';
+    return fmtNum(v);
+  }
+  function toF64(a, n) { const o = new Float64Array(n); if (a) for (let i = 0; i < n; i++) o[i] = +a[i] || 0; return o; }
+  function toI32(a, n) { const o = new Int32Array(n); if (a) for (let i = 0; i < n; i++) o[i] = a[i] | 0; return o; }
+  /** First index j in sorted `arr` with arr[j] > v (arr.length if none). */
+  function upper(arr, v, lo, hi) {
+    lo = lo || 0; hi = hi === undefined ? arr.length : hi;
+    while (lo < hi) { const m = (lo + hi) >>> 1; if (arr[m] > v) hi = m; else lo = m + 1; }
+    return lo;
+  }
+  /** First index j with arr[j] >= v. */
+  function lower(arr, v, lo, hi) {
+    lo = lo || 0; hi = hi === undefined ? arr.length : hi;
+    while (lo < hi) { const m = (lo + hi) >>> 1; if (arr[m] >= v) hi = m; else lo = m + 1; }
+    return lo;
+  }
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // ---------------------------------------------------------------- data preparation
+  function prepare(data) {
+    const S = data.slices || {};
+    const n = (S.ts || []).length;
+    const names = data.names || [];
+    const cats = data.cats || [];
+    const rowA = toI32(S.row, n), depA = toI32(S.depth, n), nameA = toI32(S.name, n), catA = toI32(S.cat, n);
+    const tsA = toF64(S.ts, n), durA = toF64(S.dur, n), corrA = toF64(S.corr, n);
+    const rowsIn = data.rows || [];
+    const nRows = rowsIn.length;
+
+    // palette: 3 shades per category, colour index = cat * 3 + shade
+    const palette = [];
+    for (let c = 0; c < Math.max(1, cats.length); c++) {
+      const key = cats[c] || 'other';
+      const hsl = CAT_HSL[key] || [strHash(key) % 360, 40, 42];
+      for (const d of SHADES) {
+        const rgb = hsl2rgb(hsl[0], hsl[1], Math.max(18, Math.min(80, hsl[2] + d)));
+        const L = luminance(rgb);
+        const onWhite = 1.05 / (L + 0.05), onDark = (L + 0.05) / 0.0555;
+        palette.push({ fill: 'rgb(' + rgb.join(',') + ')', text: onWhite >= onDark ? '#ffffff' : '#111418' });
+      }
+    }
+    const shadeOfName = new Uint8Array(names.length);
+    for (let i = 0; i < names.length; i++) shadeOfName[i] = strHash(String(names[i])) % 3;
+
+    const maxD = new Int32Array(nRows);
+    const laneCount = [];
+    for (let i = 0; i < n; i++) {
+      const r = rowA[i];
+      if (r < 0 || r >= nRows) continue;
+      if (depA[i] < 0) depA[i] = 0;
+      if (depA[i] + 1 > maxD[r]) maxD[r] = depA[i] + 1;
+    }
+    const rows = rowsIn.map((r, i) => ({
+      index: i, rank: r.rank, kind: r.kind || '', name: r.name || '', lanes: [],
+      nLanes: Math.max(1, r.depth | 0, maxD[i]), y: 0, h: 0, visible: true,
+    }));
+    const laneBase = new Int32Array(nRows + 1);
+    for (let r = 0; r < nRows; r++) laneBase[r + 1] = laneBase[r] + rows[r].nLanes;
+    const nL = laneBase[nRows];
+    for (let l = 0; l < nL; l++) laneCount.push(0);
+    for (let i = 0; i < n; i++) { const r = rowA[i]; if (r >= 0 && r < nRows) laneCount[laneBase[r] + depA[i]]++; }
+    const lanes = laneCount.map((c) => ({
+      ts: new Float64Array(c), end: new Float64Array(c), pmax: new Float64Array(c),
+      idx: new Int32Array(c), col: new Uint16Array(c), base: new Uint16Array(c), n: 0,
+    }));
+    for (let i = 0; i < n; i++) {
+      const r = rowA[i];
+      if (r < 0 || r >= nRows) continue;
+      const L = lanes[laneBase[r] + depA[i]];
+      const j = L.n++;
+      L.ts[j] = tsA[i]; L.end[j] = tsA[i] + Math.max(0, durA[i]); L.idx[j] = i;
+      const c = catA[i] >= 0 && catA[i] < cats.length ? catA[i] : 0;
+      L.col[j] = c * 3 + (shadeOfName[nameA[i]] || 0); L.base[j] = c * 3;
+    }
+    for (const L of lanes) {
+      let sorted = true;
+      for (let j = 1; j < L.n; j++) if (L.ts[j] < L.ts[j - 1]) { sorted = false; break; }
+      if (!sorted) {
+        const order = Array.from(L.idx.keys()).sort((a, b) => L.ts[a] - L.ts[b]);
+        for (const k of ['ts', 'end', 'idx', 'col', 'base']) { const old = L[k].slice(); order.forEach((o, j) => { L[k][j] = old[o]; }); }
+      }
+      let m = -Infinity;
+      for (let j = 0; j < L.n; j++) { if (L.end[j] > m) m = L.end[j]; L.pmax[j] = m; }
+    }
+    for (let r = 0; r < nRows; r++) for (let d = 0; d < rows[r].nLanes; d++) rows[r].lanes.push(lanes[laneBase[r] + d]);
+
+    // ranks, in the order given (then any rank only named by rows)
+    const ranks = [];
+    const rankBy = new Map();
+    for (const rk of data.ranks || []) {
+      const R = { rank: rk.rank, label: rk.label || 'rank ' + rk.rank, rows: [], collapsed: false, y0: 0, y1: 0 };
+      ranks.push(R); rankBy.set(rk.rank, R);
+    }
+    for (const row of rows) {
+      let R = rankBy.get(row.rank);
+      if (!R) { R = { rank: row.rank, label: 'rank ' + row.rank, rows: [], collapsed: false, y0: 0, y1: 0 }; ranks.push(R); rankBy.set(row.rank, R); }
+      R.rows.push(row); row.R = R;
+    }
+    let span = data.span;
+    if (!span || !(span[1] > span[0])) {
+      let a = Infinity, b = -Infinity;
+      for (let i = 0; i < n; i++) { if (tsA[i] < a) a = tsA[i]; if (tsA[i] + durA[i] > b) b = tsA[i] + durA[i]; }
+      span = n ? [a, b > a ? b : a + 1] : [0, 1];
+    }
+    return { n, names, cats, rowA, depA, nameA, catA, tsA, durA, corrA, rows, ranks, rankBy, palette, span: [+span[0], +span[1]], args: data.args || {} };
+  }
+
+  // ---------------------------------------------------------------- the viewer
+  function mount(container, data, opts) {
+    const tMount = performance.now();
+    opts = opts || {};
+    const D = prepare(data);
+    const tPrep = performance.now();
+    const height = Math.max(200, opts.height || 520);
+    const listeners = { select: [], range: [] };
+    const stats = { prepMs: tPrep - tMount, firstRenderMs: 0, frames: [], drawMs: [], frameCount: 0, lastRects: 0, lastTexts: 0 };
+
+    // ---- DOM
+    const root = el('div', 'tt-root');
+    const toolbar = el('div', 'tt-toolbar');
+    const btn = (label, title, fn) => { const b = el('button', 'tt-btn', label); b.type = 'button'; b.title = title; b.setAttribute('aria-label', title); b.addEventListener('click', fn); return b; };
+    const bIn = btn('+', 'Zoom in (W)', () => zoomBy(ZOOM_STEP));
+    const bOut = btn('−', 'Zoom out (S)', () => zoomBy(1 / ZOOM_STEP));
+    const bFit = btn('Fit', 'Show the whole trace (0)', () => fit());
+    const bFold = btn('Collapse all', 'Collapse or expand every rank', () => {
+      const any = D.ranks.some((R) => !R.collapsed);
+      for (const R of D.ranks) R.collapsed = any;
+      relayout(); bFold.textContent = any ? 'Expand all' : 'Collapse all';
+    });
+    const readout = el('div', 'tt-readout');
+    readout.setAttribute('aria-live', 'polite');
+    const viewOut = el('span', 'tt-view');
+    const rangeOut = el('span', 'tt-range-out');
+    readout.append(viewOut, rangeOut);
+    toolbar.append(bIn, bOut, bFit, bFold, readout);
+
+    const legend = el('div', 'tt-legend');
+    const keys = [
+      ['W', 'S', 'zoom'], ['A', 'D', 'pan'], ['Wheel', 'zoom'], ['⇧ Wheel', 'pan'], ['Drag', 'select range'],
+      ['Space+drag', 'pan'], ['Click', 'details'], ['↑', '↓', 'rows'], ['Enter', 'fold rank'], ['←', '→', 'step slices'],
+      ['F', 'fit selection'], ['M', 'mark slice'], ['Esc', 'clear'],
+    ];
+    const keyList = el('span', 'tt-keys');
+    for (const k of keys) {
+      const item = el('span', 'tt-key');
+      for (let i = 0; i < k.length - 1; i++) item.append(el('kbd', null, k[i]));
+      item.append(document.createTextNode(' ' + k[k.length - 1]));
+      keyList.append(item);
+    }
+    const catList = el('span', 'tt-cats');
+    const usedCats = new Set();
+    for (let i = 0; i < D.n; i++) usedCats.add(D.catA[i]);
+    [...usedCats].sort((a, b) => a - b).forEach((c) => {
+      const item = el('span', 'tt-cat');
+      const sw = el('span', 'tt-swatch'); sw.style.background = D.palette[c * 3] ? D.palette[c * 3].fill : '#888';
+      item.append(sw, document.createTextNode(CAT_LABEL[D.cats[c]] || D.cats[c] || 'other'));
+      catList.append(item);
+    });
+    legend.append(keyList, catList);
+
+    const stage = el('div', 'tt-stage');
+    stage.style.height = height + 'px';
+    const base = el('canvas', 'tt-base');
+    base.setAttribute('aria-hidden', 'true');
+    const over = el('canvas', 'tt-canvas');
+    over.tabIndex = 0;
+    over.setAttribute('role', 'application');
+    over.setAttribute('aria-roledescription', 'trace timeline');
+    over.setAttribute('aria-label', 'Trace timeline. W and S zoom, A and D pan, arrow keys move between rows and slices, Enter folds a rank, Escape clears.');
+    const tip = el('div', 'tt-tooltip');
+    tip.hidden = true;
+    tip.setAttribute('role', 'tooltip');
+    stage.append(base, over, tip);
+
+    const details = el('section', 'tt-details');
+    details.setAttribute('aria-label', 'Slice details');
+    details.setAttribute('aria-live', 'polite');
+    const live = el('div', 'tt-sr');
+    live.setAttribute('aria-live', 'polite');
+
+    root.append(toolbar, legend, stage, details, live);
+    container.append(root);
+
+    const bctx = base.getContext('2d', { alpha: false });
+    const octx = over.getContext('2d');
+
+    // ---- state
+    let cssW = 0, dpr = 1;
+    let t0 = D.span[0], t1 = D.span[1];
+    let scrollY = 0, contentH = 0;
+    let items = [];
+    let hover = -1, selected = -1;
+    let range = null; // {t0, t1}
+    let drag = null;
+    let highlights = [];
+    let cursor = 0; // index into items (keyboard row cursor)
+    let hasFocus = false, spaceHeld = false;
+    let mouse = null; // {x, y} inside the stage
+    let dirtyBase = true, dirtyOver = true, raf = 0, destroyed = false;
+    let corrIndex = null;
+
+    // label column width from the longest label
+    bctx.font = FONT_B;
+    let labelW = 150;
+    for (const row of D.rows) labelW = Math.max(labelW, bctx.measureText(row.name).width + 34);
+    for (const R of D.ranks) labelW = Math.max(labelW, bctx.measureText(R.label).width + 90);
+    labelW = Math.min(260, Math.ceil(labelW));
+
+    const nameW = new Float32Array(D.names.length).fill(-1);
+    const truncCache = new Map();
+    let ellW = 0;
+
+    // ---- geometry
+    const trackX0 = () => labelW;
+    const trackX1 = () => cssW - SB_W;
+    const trackW = () => Math.max(1, trackX1() - trackX0());
+    const bodyH = () => height - AXIS_H;
+    const scale = () => trackW() / (t1 - t0);
+    const tx = (t) => trackX0() + (t - t0) * scale();
+    const xt = (x) => t0 + (x - trackX0()) / scale();
+    const maxScroll = () => Math.max(0, contentH - bodyH());
+
+    function relayout() {
+      items = [];
+      let y = 0;
+      for (const R of D.ranks) {
+        R.y0 = y;
+        items.push({ type: 'rank', R, y, h: HEADER_H });
+        y += HEADER_H;
+        for (const row of R.rows) {
+          row.visible = !R.collapsed;
+          if (R.collapsed) continue;
+          row.y = y; row.h = row.nLanes * LANE_H + 2 * ROW_PAD;
+          items.push({ type: 'row', row, R, y, h: row.h });
+          y += row.h;
+        }
+        R.y1 = y;
+      }
+      contentH = y;
+      scrollY = Math.min(Math.max(0, scrollY), maxScroll());
+      if (cursor >= items.length) cursor = items.length - 1;
+      invalidate(true);
+    }
+    function itemAtContentY(cy) {
+      let lo = 0, hi = items.length - 1;
+      if (hi < 0 || cy < 0 || cy >= contentH) return null;
+      while (lo < hi) { const m = (lo + hi + 1) >>> 1; if (items[m].y <= cy) lo = m; else hi = m - 1; }
+      return items[lo];
+    }
+
+    function resize() {
+      dpr = Math.max(1, global.devicePixelRatio || 1);
+      cssW = Math.max(320, Math.floor(stage.clientWidth || container.clientWidth || 960));
+      for (const c of [base, over]) {
+        c.width = Math.round(cssW * dpr); c.height = Math.round(height * dpr);
+        c.style.width = cssW + 'px'; c.style.height = height + 'px';
+      }
+      truncCache.clear();
+      scrollY = Math.min(scrollY, maxScroll());
+      dirtyBase = dirtyOver = true;
+      render();
+    }
+
+    // ---- view changes
+    function setView(a, b, silent) {
+      const total = D.span[1] - D.span[0];
+      const pad = total * 0.02;
+      let span = Math.min(Math.max(b - a, MIN_SPAN), total + 2 * pad);
+      let c = (a + b) / 2;
+      if (!(span > 0) || !isFinite(c)) return;
+      a = c - span / 2; b = c + span / 2;
+      if (a < D.span[0] - pad) { b += D.span[0] - pad - a; a = D.span[0] - pad; }
+      if (b > D.span[1] + pad) { a -= b - (D.span[1] + pad); b = D.span[1] + pad; }
+      t0 = Math.max(a, D.span[0] - pad); t1 = b;
+      if (!silent) invalidate(true);
+    }
+    function anchorTime() {
+      if (mouse && mouse.x >= trackX0() && mouse.x < trackX1()) return xt(mouse.x);
+      return (t0 + t1) / 2;
+    }
+    function zoomBy(f, at) {
+      const a = at === undefined ? anchorTime() : at;
+      setView(a - (a - t0) * f, a + (t1 - a) * f);
+    }
+    function panBy(dt) { setView(t0 + dt, t1 + dt); }
+    function fit() { setView(D.span[0], D.span[1]); }
+    function scrollTo(y) { scrollY = Math.min(Math.max(0, y), maxScroll()); invalidate(true); }
+
+    function invalidate(all) {
+      if (all) dirtyBase = true;
+      dirtyOver = true;
+      if (!raf && !destroyed) raf = requestAnimationFrame(() => { raf = 0; render(); });
+    }
+    function render() {
+      if (destroyed) return;
+      const s = performance.now();
+      let d = 0;
+      if (dirtyBase) { drawBase(); dirtyBase = false; d = performance.now() - s; }
+      if (dirtyOver) { drawOver(); dirtyOver = false; }
+      if (opts.measureRaster) { bctx.getImageData(0, 0, 1, 1); octx.getImageData(0, 0, 1, 1); }
+      const ms = performance.now() - s;
+      stats.frameCount++;
+      stats.frames.push(ms); stats.drawMs.push(d);
+      if (stats.frames.length > 1000) { stats.frames.splice(0, 500); stats.drawMs.splice(0, 500); }
+      updateReadout();
+    }
+
+    // ---- base drawing (slices, labels, axis)
+    const buckets = []; // per colour: Float32Array [x, y, w, h]*
+    const bucketN = [];
+    let texts = [];
+    function bPush(c, x, y, w, h) {
+      let a = buckets[c];
+      if (!a) { a = buckets[c] = new Float32Array(4096); bucketN[c] = 0; }
+      const m = bucketN[c] * 4;
+      if (m + 4 > a.length) { const b = new Float32Array(a.length * 2); b.set(a); a = buckets[c] = b; }
+      a[m] = x; a[m + 1] = y; a[m + 2] = w; a[m + 3] = h;
+      bucketN[c]++;
+      return m;
+    }
+
+    function drawLane(L, y, h, withText) {
+      const n = L.n;
+      if (!n) return;
+      const k = scale(), o = trackX0() - t0 * k;
+      const cl = trackX0(), cr = trackX1();
+      const ts = L.ts, end = L.end;
+      let j = upper(L.pmax, t0);
+      let covered = -1e9; // device-pixel column up to which this lane is painted (exclusive)
+      let lastC = -1, lastM = -1, lastX = 0;
+      for (; j < n; j++) {
+        const s = ts[j];
+        if (s >= t1) break;
+        const e = end[j];
+        if (e <= t0) continue;
+        let x0 = o + s * k, x1 = o + e * k;
+        if (x0 < cl) x0 = cl;
+        if (x1 > cr) x1 = cr;
+        const px0 = Math.floor(x0 * dpr);
+        if (x1 - x0 < 1.5) {
+          // narrow: paint whole device-pixel columns, merging runs of busy columns
+          if (px0 < covered) {
+            const px1 = Math.ceil(x1 * dpr);
+            if (px1 <= covered) continue;
+            if (lastC >= 0) { covered = px1; buckets[lastC][lastM + 2] = covered / dpr - lastX; continue; }
+          }
+          const px1 = Math.max(px0 + 1, Math.ceil(x1 * dpr));
+          const c = L.base[j];
+          if (c === lastC && px0 <= covered) {
+            covered = px1; buckets[c][lastM + 2] = covered / dpr - lastX;
+          } else {
+            lastX = px0 / dpr; lastM = bPush(c, lastX, y, (px1 - px0) / dpr, h); lastC = c; covered = px1;
+          }
+        } else {
+          const c = L.col[j];
+          let px1 = Math.round(x1 * dpr);
+          let p0 = Math.max(Math.round(x0 * dpr), covered > px0 ? covered : px0);
+          const gap = px1 - p0 > 5 * dpr ? dpr : 0; // a one-pixel gap separates adjacent wide slices
+          if (px1 - gap > p0) bPush(c, p0 / dpr, y, (px1 - gap - p0) / dpr, h);
+          covered = px1; lastC = -1;
+          if (withText && x1 - x0 >= TEXT_MIN_PX) texts.push(L.idx[j], x0, x1 - x0, y + h / 2, c);
+        }
+      }
+    }
+
+    function ticks() {
+      const span = t1 - t0;
+      const raw = (span * 110) / trackW();
+      const p = Math.pow(10, Math.floor(Math.log10(raw)));
+      let step = p;
+      for (const m of [1, 2, 5, 10]) { if (m * p >= raw) { step = m * p; break; } }
+      let unit = 'µs', div = 1;
+      if (step >= 1e6) { unit = 's'; div = 1e6; } else if (step >= 1e3) { unit = 'ms'; div = 1e3; }
+      const dec = Math.max(0, Math.ceil(-Math.log10(step / div) - 1e-9));
+      const out = [];
+      const first = Math.ceil(t0 / step) * step;
+      for (let t = first, i = 0; t <= t1 && i < 400; i++, t = first + i * step) out.push(t);
+      return { out, step, unit, div, dec };
+    }
+
+    function drawBase() {
+      const ctx = bctx;
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.fillStyle = TH.bg;
+      ctx.fillRect(0, 0, cssW, height);
+      const X0 = trackX0(), X1 = trackX1(), W = trackW();
+      const bh = bodyH();
+      // row backgrounds
+      for (let i = 0; i < items.length; i++) {
+        const it = items[i];
+        const y = AXIS_H + it.y - scrollY;
+        if (y + it.h < AXIS_H || y > height) continue;
+        if (it.type === 'rank') { ctx.fillStyle = TH.header; ctx.fillRect(0, y, cssW, it.h); }
+        else if (it.row.index % 2) { ctx.fillStyle = TH.rowAlt; ctx.fillRect(X0, y, W, it.h); }
+      }
+      // grid
+      const tk = ticks();
+      ctx.fillStyle = TH.grid;
+      for (const t of tk.out) ctx.fillRect(Math.round(tx(t) * dpr) / dpr, AXIS_H, 1 / dpr, bh);
+      // slices
+      for (let c = 0; c < bucketN.length; c++) bucketN[c] = 0;
+      texts = [];
+      for (let i = 0; i < items.length; i++) {
+        const it = items[i];
+        const y = AXIS_H + it.y - scrollY;
+        if (y + it.h < AXIS_H || y > height) continue;
+        if (it.type === 'row') {
+          const row = it.row;
+          for (let d = 0; d < row.nLanes; d++) {
+            const ly = y + ROW_PAD + d * LANE_H;
+            if (ly + LANE_H < AXIS_H || ly > height) continue;
+            drawLane(row.lanes[d], ly, LANE_H - 2, true);
+          }
+        } else if (it.R.collapsed) {
+          // collapsed rank: a thin summary strip per GPU/NCCL stream
+          const minis = it.R.rows.filter((r) => r.kind === 'gpu' || r.kind === 'nccl');
+          if (minis.length) {
+            const sh = Math.max(2, Math.min(7, Math.floor((HEADER_H - 8) / minis.length)));
+            minis.forEach((r, m) => { if (r.lanes[0]) drawLane(r.lanes[0], y + 4 + m * (sh + 1), sh, false); });
+          }
+        }
+      }
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(X0, AXIS_H, W, bh);
+      ctx.clip();
+      let rects = 0;
+      for (let c = 0; c < bucketN.length; c++) {
+        const m = bucketN[c];
+        if (!m) continue;
+        rects += m;
+        const a = buckets[c];
+        ctx.fillStyle = D.palette[c] ? D.palette[c].fill : '#888';
+        for (let q = 0; q < m * 4; q += 4) ctx.fillRect(a[q], a[q + 1], a[q + 2], a[q + 3]);
+      }
+      stats.lastRects = rects;
+      // names on slices wide enough
+      stats.lastTexts = texts.length / 5;
+      if (texts.length) {
+        ctx.font = FONT;
+        ctx.textBaseline = 'middle';
+        if (!ellW) ellW = ctx.measureText('…').width;
+        for (const pass of ['#ffffff', '#111418']) {
+          ctx.fillStyle = pass;
+          for (let q = 0; q < texts.length; q += 5) {
+            const pc = D.palette[texts[q + 4]];
+            if (!pc || pc.text !== pass) continue;
+            const s = fitName(D.nameA[texts[q]], texts[q + 2] - 8);
+            if (s) ctx.fillText(s, texts[q + 1] + 4, texts[q + 3] + 0.5);
+          }
+        }
+      }
+      ctx.restore();
+      // label column
+      ctx.fillStyle = TH.label;
+      ctx.fillRect(0, AXIS_H, X0, bh);
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(0, AXIS_H, cssW, bh);
+      ctx.clip();
+      ctx.textBaseline = 'middle';
+      for (let i = 0; i < items.length; i++) {
+        const it = items[i];
+        const y = AXIS_H + it.y - scrollY;
+        if (y + it.h < AXIS_H || y > height) continue;
+        if (it.type === 'rank') {
+          ctx.fillStyle = TH.header;
+          ctx.fillRect(0, y, X0, it.h);
+          ctx.fillStyle = TH.sep;
+          ctx.fillRect(0, y + it.h - 1, cssW, 1);
+          // disclosure triangle
+          ctx.fillStyle = TH.labelText;
+          ctx.beginPath();
+          const cx = 12, cy = y + it.h / 2;
+          if (it.R.collapsed) { ctx.moveTo(cx - 3, cy - 5); ctx.lineTo(cx + 3, cy); ctx.lineTo(cx - 3, cy + 5); }
+          else { ctx.moveTo(cx - 5, cy - 3); ctx.lineTo(cx + 5, cy - 3); ctx.lineTo(cx, cy + 3); }
+          ctx.fill();
+          ctx.font = FONT_H;
+          ctx.fillText(it.R.label, 24, cy);
+          ctx.font = FONT;
+          ctx.fillStyle = TH.muted;
+          const note = it.R.collapsed ? it.R.rows.length + ' rows hidden' : it.R.rows.length + ' rows';
+          ctx.fillText(note, X0 - 8 - ctx.measureText(note).width, cy);
+        } else {
+          ctx.fillStyle = TH.sep;
+          ctx.fillRect(0, y + it.h - 1, cssW, 1 / dpr);
+          ctx.fillStyle = TH.labelText;
+          ctx.font = FONT_B;
+          ctx.fillText(clip(ctx, it.row.name, X0 - 28), 20, y + Math.min(it.h / 2, LANE_H / 2 + ROW_PAD));
+          if (it.row.nLanes > 1) {
+            ctx.font = FONT;
+            ctx.fillStyle = TH.muted;
+            ctx.fillText((KIND_LABEL[it.row.kind] || it.row.kind), 20, y + ROW_PAD + LANE_H * 1.5);
+          }
+        }
+      }
+      ctx.restore();
+      ctx.fillStyle = TH.sep;
+      ctx.fillRect(X0 - 1, AXIS_H, 1, bh);
+      // scrollbar
+      if (contentH > bh) {
+        ctx.fillStyle = TH.sbTrack;
+        ctx.fillRect(X1, AXIS_H, SB_W, bh);
+        const th = Math.max(24, (bh * bh) / contentH);
+        const ty = AXIS_H + (scrollY / maxScroll()) * (bh - th);
+        ctx.fillStyle = TH.thumb;
+        ctx.fillRect(X1 + 2, ty, SB_W - 4, th);
+      }
+      // axis
+      ctx.fillStyle = TH.axisBg;
+      ctx.fillRect(0, 0, cssW, AXIS_H);
+      ctx.fillStyle = TH.sep;
+      ctx.fillRect(0, AXIS_H - 1, cssW, 1);
+      ctx.font = FONT;
+      ctx.textBaseline = 'alphabetic';
+      ctx.fillStyle = TH.muted;
+      ctx.fillText('time since trace start', 8, 19);
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(X0, 0, W, AXIS_H);
+      ctx.clip();
+      ctx.fillStyle = TH.tick;
+      const minor = (tk.step / 5) * scale();
+      if (minor >= 6) {
+        const f = Math.floor(t0 / (tk.step / 5));
+        for (let i = f; ; i++) { const x = tx(i * tk.step / 5); if (x > X1) break; ctx.fillRect(Math.round(x), AXIS_H - 5, 1, 4); }
+      }
+      ctx.fillStyle = TH.axisText;
+      for (const t of tk.out) {
+        const x = Math.round(tx(t));
+        ctx.fillRect(x, AXIS_H - 10, 1, 9);
+        ctx.fillText((t / tk.div).toFixed(tk.dec) + ' ' + tk.unit, x + 4, 14);
+      }
+      ctx.restore();
+    }
+    function clip(ctx, s, w) {
+      if (ctx.measureText(s).width <= w) return s;
+      let lo = 0, hi = s.length;
+      while (lo < hi) { const m = (lo + hi + 1) >> 1; if (ctx.measureText(s.slice(0, m) + '…').width <= w) lo = m; else hi = m - 1; }
+      return s.slice(0, lo) + '…';
+    }
+    function fitName(ni, avail) {
+      if (avail < 8) return '';
+      let w = nameW[ni];
+      const s = String(D.names[ni] === undefined ? '?' : D.names[ni]);
+      if (w < 0) w = nameW[ni] = bctx.measureText(s).width;
+      if (w <= avail) return s;
+      let chars = Math.floor((s.length * (avail - ellW)) / w);
+      if (chars < 1) return '';
+      const key = ni * 1024 + Math.min(chars, 1023);
+      let t = truncCache.get(key);
+      if (t === undefined) {
+        while (chars > 0 && bctx.measureText(s.slice(0, chars) + '…').width > avail) chars--;
+        t = chars > 0 ? s.slice(0, chars) + '…' : '';
+        if (truncCache.size > 20000) truncCache.clear();
+        truncCache.set(key, t);
+      }
+      return t;
+    }
+
+    // ---- overlay (hover, selection, flows, range, highlights, cursor)
+    function sliceRect(i) {
+      if (i < 0 || i >= D.n) return null;
+      const row = D.rows[D.rowA[i]];
+      if (!row) return null;
+      const x0 = tx(D.tsA[i]), x1 = tx(D.tsA[i] + D.durA[i]);
+      if (!row.visible) {
+        const y = AXIS_H + row.R.y0 - scrollY;
+        return { x0, x1, y, h: HEADER_H, hidden: true };
+      }
+      const y = AXIS_H + row.y - scrollY + ROW_PAD + D.depA[i] * LANE_H;
+      return { x0, x1, y, h: LANE_H - 2, hidden: false };
+    }
+    function buildCorr() {
+      corrIndex = { launch: new Map(), device: new Map() };
+      for (let i = 0; i < D.n; i++) {
+        const c = D.corrA[i];
+        if (!c) continue;
+        const row = D.rows[D.rowA[i]];
+        if (!row) continue;
+        const key = c * 4096 + ((row.rank | 0) & 4095);
+        (row.kind === 'cuda_api' ? corrIndex.launch : corrIndex.device).set(key, i);
+      }
+    }
+    function partner(i) {
+      if (i < 0 || !D.corrA[i]) return -1;
+      if (!corrIndex) buildCorr();
+      const row = D.rows[D.rowA[i]];
+      if (!row) return -1;
+      const key = D.corrA[i] * 4096 + ((row.rank | 0) & 4095);
+      const p = (row.kind === 'cuda_api' ? corrIndex.device : corrIndex.launch).get(key);
+      return p === undefined ? -1 : p;
+    }
+    function drawFlow(ctx, a, b) {
+      // a: launch, b: device slice
+      const ra = sliceRect(a), rb = sliceRect(b);
+      if (!ra || !rb) return;
+      const clampY = (y) => Math.min(Math.max(y, AXIS_H + 2), height - 2);
+      const x0 = Math.min(Math.max(ra.x0, trackX0()), trackX1());
+      const y0 = clampY(ra.y + ra.h);
+      const x1 = Math.min(Math.max(rb.x0, trackX0()), trackX1());
+      const y1 = clampY(rb.y);
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(trackX0(), AXIS_H, trackW(), bodyH());
+      ctx.clip();
+      ctx.strokeStyle = TH.flow;
+      ctx.fillStyle = TH.flow;
+      ctx.lineWidth = 1.5;
+      ctx.beginPath();
+      ctx.moveTo(x0, y0);
+      const my = (y0 + y1) / 2;
+      ctx.bezierCurveTo(x0, my, x1, my, x1, y1);
+      ctx.stroke();
+      ctx.beginPath(); ctx.arc(x0, y0, 2.5, 0, Math.PI * 2); ctx.fill();
+      const dir = y1 >= y0 ? 1 : -1;
+      ctx.beginPath(); ctx.moveTo(x1, y1); ctx.lineTo(x1 - 4, y1 - 7 * dir); ctx.lineTo(x1 + 4, y1 - 7 * dir); ctx.closePath(); ctx.fill();
+      ctx.restore();
+    }
+    function outline(ctx, i, color, w) {
+      const r = sliceRect(i);
+      if (!r) return;
+      const x0 = Math.max(r.x0, trackX0() - 2), x1 = Math.min(Math.max(r.x1, r.x0 + 1), trackX1() + 2);
+      if (x1 < trackX0() || x0 > trackX1()) return;
+      ctx.strokeStyle = color; ctx.lineWidth = w;
+      ctx.strokeRect(x0 - w / 2, r.y - w / 2, x1 - x0 + w, r.h + w);
+    }
+    function bandRects(ev) {
+      // the vertical extents (screen y, h) named by one evidence item
+      const out = [];
+      const wantRank = ev.rank === undefined || ev.rank === null || ev.rank === '*' ? null : ev.rank;
+      const kind = ev.row === undefined || ev.row === null ? '*' : ev.row;
+      for (const R of D.ranks) {
+        if (wantRank !== null && R.rank !== wantRank && String(R.rank) !== String(wantRank)) continue;
+        if (kind === '*' || R.collapsed) {
+          if (kind !== '*' && !R.rows.some((r) => r.kind === kind || r.name === kind)) continue;
+          out.push({ y: AXIS_H + R.y0 - scrollY, h: R.y1 - R.y0 });
+          continue;
+        }
+        for (const row of R.rows) if (row.kind === kind || row.name === kind) out.push({ y: AXIS_H + row.y - scrollY, h: row.h });
+      }
+      return out;
+    }
+    function drawOver() {
+      const ctx = octx;
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.clearRect(0, 0, cssW, height);
+      const X0 = trackX0(), X1 = trackX1();
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(X0, AXIS_H, trackW(), bodyH());
+      ctx.clip();
+      // highlights (evidence)
+      ctx.font = FONT_B;
+      ctx.textBaseline = 'middle';
+      for (const ev of highlights) {
+        const a = ev.start_us === undefined || ev.start_us === null ? D.span[0] : +ev.start_us;
+        const b = ev.end_us === undefined || ev.end_us === null ? D.span[1] : +ev.end_us;
+        let x0 = tx(a), x1 = tx(b);
+        if (x1 - x0 < 3) { const m = (x0 + x1) / 2; x0 = m - 1.5; x1 = m + 1.5; }
+        if (x1 < X0 || x0 > X1) continue;
+        const bands = bandRects(ev);
+        bands.forEach((r, bi) => {
+          ctx.fillStyle = TH.hlFill;
+          ctx.fillRect(x0, r.y, x1 - x0, r.h);
+          ctx.strokeStyle = TH.hlEdge;
+          ctx.lineWidth = 2;
+          ctx.strokeRect(x0 + 1, r.y + 1, x1 - x0 - 2, r.h - 2);
+          if (ev.label && bi === 0) {
+            const tw = ctx.measureText(ev.label).width + 10;
+            const lx = Math.min(Math.max(x0, X0 + 2), X1 - tw - 2);
+            const ly = Math.max(r.y, AXIS_H) + 2;
+            ctx.fillStyle = TH.hlEdge;
+            ctx.fillRect(lx, ly, tw, 16);
+            ctx.fillStyle = '#ffffff';
+            ctx.fillText(ev.label, lx + 5, ly + 8.5);
+          }
+        });
+      }
+      // range selection (committed or being dragged)
+      const rg = drag && drag.mode === 'select' && drag.moved ? { t0: Math.min(drag.ta, drag.tb), t1: Math.max(drag.ta, drag.tb) } : range;
+      if (rg) {
+        const x0 = tx(rg.t0), x1 = tx(rg.t1);
+        ctx.fillStyle = TH.range;
+        ctx.fillRect(x0, AXIS_H, x1 - x0, bodyH());
+        ctx.fillStyle = TH.rangeEdge;
+        ctx.fillRect(Math.round(x0) - 1, AXIS_H, 2, bodyH());
+        ctx.fillRect(Math.round(x1) - 1, AXIS_H, 2, bodyH());
+      }
+      // hover / selection + launch→kernel connectors
+      if (selected >= 0) {
+        outline(ctx, selected, '#ffffff', 3);
+        outline(ctx, selected, TH.sel, 2);
+      }
+      if (hover >= 0 && hover !== selected) outline(ctx, hover, TH.hover, 1.5);
+      ctx.restore();
+      for (const i of [selected, hover]) {
+        if (i < 0) continue;
+        const p = partner(i);
+        if (p < 0) continue;
+        outline(ctx, p, TH.flow, 2);
+        const isLaunch = D.rows[D.rowA[i]].kind === 'cuda_api';
+        drawFlow(ctx, isLaunch ? i : p, isLaunch ? p : i);
+      }
+      // keyboard cursor
+      if (hasFocus && items[cursor]) {
+        const it = items[cursor];
+        const y = AXIS_H + it.y - scrollY;
+        if (y + it.h > AXIS_H && y < height) {
+          ctx.save();
+          ctx.beginPath(); ctx.rect(0, AXIS_H, cssW, bodyH()); ctx.clip();
+          ctx.strokeStyle = TH.focus; ctx.lineWidth = 2;
+          ctx.strokeRect(2, y + 1.5, X0 - 4, it.h - 3);
+          ctx.fillStyle = TH.focus;
+          ctx.fillRect(X0, y + it.h - 2, trackW(), 2);
+          ctx.restore();
+        }
+      }
+      // range readout in the axis band
+      if (rg) {
+        const x0 = tx(rg.t0), x1 = tx(rg.t1);
+        const label = 'Δ ' + fmtDur(rg.t1 - rg.t0);
+        ctx.font = FONT_B;
+        const tw = ctx.measureText(label).width + 12;
+        const cx = Math.min(Math.max((x0 + x1) / 2, X0 + tw / 2 + 2), X1 - tw / 2 - 2);
+        ctx.fillStyle = TH.rangeEdge;
+        ctx.fillRect(cx - tw / 2, 3, tw, AXIS_H - 8);
+        ctx.fillStyle = '#ffffff';
+        ctx.textBaseline = 'middle';
+        ctx.fillText(label, cx - tw / 2 + 6, 3 + (AXIS_H - 8) / 2 + 0.5);
+      }
+      // hover time line
+      if (mouse && !drag && mouse.x >= X0 && mouse.x < X1 && mouse.y >= AXIS_H) {
+        ctx.fillStyle = 'rgba(13,17,23,0.35)';
+        ctx.fillRect(Math.round(mouse.x), AXIS_H, 1, bodyH());
+      }
+    }
+
+    // ---- hit testing
+    function laneAt(y) {
+      if (y < AXIS_H) return null;
+      const it = itemAtContentY(y - AXIS_H + scrollY);
+      if (!it || it.type !== 'row') return it ? { it } : null;
+      const d = Math.floor((y - AXIS_H + scrollY - it.y - ROW_PAD) / LANE_H);
+      return { it, d: Math.min(Math.max(d, 0), it.row.nLanes - 1), inLane: d >= 0 && d < it.row.nLanes };
+    }
+    function hitTest(x, y) {
+      if (x < trackX0() || x >= trackX1()) return -1;
+      const h = laneAt(y);
+      if (!h || !h.inLane) return -1;
+      const L = h.it.row.lanes[h.d];
+      if (!L || !L.n) return -1;
+      const t = xt(x), tol = 3 / scale();
+      let best = -1, bestD = Infinity;
+      for (let j = upper(L.pmax, t - tol); j < L.n && L.ts[j] <= t + tol; j++) {
+        const s = L.ts[j], e = L.end[j];
+        if (e < t - tol) continue;
+        const dd = t < s ? s - t : t > e ? t - e : 0;
+        if (dd < bestD) { bestD = dd; best = L.idx[j]; if (dd === 0) break; }
+      }
+      return best;
+    }
+    function snap(t, y, noSnap) {
+      if (noSnap) return t;
+      const h = laneAt(y);
+      if (!h || !h.it.row) return t;
+      const tol = SNAP_PX / scale();
+      let best = t, bestD = tol;
+      for (const L of h.it.row.lanes) {
+        for (let j = upper(L.pmax, t - tol); j < L.n && L.ts[j] <= t + tol; j++) {
+          for (const e of [L.ts[j], L.end[j]]) { const dd = Math.abs(e - t); if (dd <= bestD) { bestD = dd; best = e; } }
+        }
+      }
+      return best;
+    }
+
+    // ---- selection, details, events
+    function emit(name, payload) { for (const cb of listeners[name] || []) { try { cb(payload); } catch (e) { console.error(e); } } }
+    function sliceInfo(i) {
+      const row = D.rows[D.rowA[i]] || { name: '?', kind: '?', rank: null, index: -1 };
+      return {
+        index: i, name: String(D.names[D.nameA[i]]), start: D.tsA[i], dur: D.durA[i], end: D.tsA[i] + D.durA[i],
+        row: row.name, rowKind: row.kind, rowIndex: row.index, rank: row.rank, cat: D.cats[D.catA[i]],
+        depth: D.depA[i], corr: D.corrA[i], args: D.args[String(i)] || {},
+      };
+    }
+    function select(i, opt) {
+      selected = i;
+      renderDetails();
+      invalidate(false);
+      if (i >= 0) {
+        const info = sliceInfo(i);
+        live.textContent = 'Selected ' + info.name + ', ' + fmtDur(info.dur) + ' on ' + info.row;
+        if (!(opt && opt.silent)) emit('select', info);
+      }
+    }
+    function setRange(a, b, silent) {
+      if (a === null) { range = null; invalidate(false); return; }
+      range = { t0: Math.min(a, b), t1: Math.max(a, b) };
+      invalidate(false);
+      const p = { t0: range.t0, t1: range.t1, dur: range.t1 - range.t0 };
+      live.textContent = 'Range ' + fmtDur(p.dur);
+      if (!silent) emit('range', p);
+    }
+    function renderDetails() {
+      details.textContent = '';
+      if (selected < 0) {
+        details.append(el('p', 'tt-empty', 'Click a slice (or use ↑/↓ and ←/→) to see its details. Drag across the timeline to measure a gap.'));
+        return;
+      }
+      const s = sliceInfo(selected);
+      const h = el('h3', 'tt-d-title', s.name);
+      const sw = el('span', 'tt-swatch'); sw.style.background = D.palette[D.catA[selected] * 3].fill;
+      h.prepend(sw);
+      const dl = el('dl', 'tt-d-grid');
+      const add = (k, v) => { const w = el('div', 'tt-d-item'); w.append(el('dt', null, k), el('dd', null, v)); dl.append(w); return w; };
+      add('Start', fmtDur(s.start));
+      add('Duration', fmtDur(s.dur));
+      add('End', fmtDur(s.end));
+      add('Row', s.row);
+      add('Rank', String(s.rank));
+      add('Category', s.cat || '—');
+      add('Depth', String(s.depth));
+      if (s.args && s.args.stream !== undefined) add('Stream', String(s.args.stream));
+      if (s.corr) {
+        const w = add('Correlation', String(s.corr));
+        const p = partner(selected);
+        if (p >= 0) {
+          const pi = sliceInfo(p);
+          const isLaunch = s.rowKind === 'cuda_api';
+          const b = el('button', 'tt-link', (isLaunch ? 'kernel → ' : 'launched by ← ') + pi.name);
+          b.type = 'button';
+          b.title = (isLaunch ? 'Go to the kernel on ' : 'Go to the launch on ') + pi.row;
+          b.addEventListener('click', () => { reveal(p); select(p); });
+          w.querySelector('dd').append(el('br'), b);
+          const lat = isLaunch ? pi.start - s.start : s.start - pi.start;
+          add(isLaunch ? 'Launch → kernel start' : 'Launch → this start', fmtDur(lat));
+        }
+      }
+      for (const k of Object.keys(s.args || {})) {
+        if (k === 'stream') continue;
+        add(k, fmtArg(k, s.args[k]));
+      }
+      details.append(h, dl);
+    }
+    function reveal(i) {
+      // make a slice visible: expand its rank, scroll to it, pan (or zoom out) so it is in view
+      const row = D.rows[D.rowA[i]];
+      if (!row) return;
+      if (row.R.collapsed) { row.R.collapsed = false; relayout(); }
+      const y = row.y + ROW_PAD + D.depA[i] * LANE_H;
+      if (y < scrollY || y + LANE_H > scrollY + bodyH()) scrollTo(y - bodyH() / 3);
+      const a = D.tsA[i], b = a + D.durA[i];
+      const span = t1 - t0;
+      if (b - a > span * 0.9) setView(a - (b - a) * 0.1, b + (b - a) * 0.1);
+      else if (a < t0 || b > t1) setView((a + b) / 2 - span / 2, (a + b) / 2 + span / 2);
+      const ci = items.findIndex((it) => it.type === 'row' && it.row === row);
+      if (ci >= 0) cursor = ci;
+    }
+    function updateReadout() {
+      viewOut.textContent = 'View ' + fmtDur(t0 - D.span[0] < 0 ? 0 : t0) + ' – ' + fmtDur(t1) + '  (' + fmtDur(t1 - t0) + ')';
+      const rg = drag && drag.mode === 'select' && drag.moved ? { t0: Math.min(drag.ta, drag.tb), t1: Math.max(drag.ta, drag.tb) } : range;
+      rangeOut.textContent = rg ? 'Selection Δ ' + fmtDur(rg.t1 - rg.t0) + '  (' + fmtDur(rg.t0) + ' → ' + fmtDur(rg.t1) + ')' : 'Drag to measure';
+      rangeOut.classList.toggle('tt-has-range', !!rg);
+    }
+
+    // ---- tooltip
+    function showTip(i, x, y) {
+      if (i < 0) { tip.hidden = true; return; }
+      const s = sliceInfo(i);
+      tip.textContent = '';
+      tip.append(el('strong', null, s.name));
+      tip.append(el('div', null, fmtDur(s.dur) + ' · starts ' + fmtDur(s.start)));
+      tip.append(el('div', 'tt-tip-muted', s.row + ' · ' + (s.cat || '')));
+      const p = partner(i);
+      if (p >= 0) {
+        const pi = sliceInfo(p);
+        const isLaunch = s.rowKind === 'cuda_api';
+        const line = el('div', 'tt-tip-flow', (isLaunch ? '→ kernel: ' : '← launched by: ') + pi.name);
+        tip.append(line);
+        const lat = isLaunch ? pi.start - s.start : s.start - pi.start;
+        tip.append(el('div', 'tt-tip-muted', (isLaunch ? 'on ' + pi.row + ', starts ' : 'launch was ') + fmtDur(lat) + (isLaunch ? ' after the launch' : ' earlier') + ' · corr ' + s.corr));
+      }
+      tip.hidden = false;
+      const tw = tip.offsetWidth, th = tip.offsetHeight;
+      let lx = x + 14, ly = y + 16;
+      if (lx + tw > cssW - 4) lx = Math.max(4, x - tw - 10);
+      if (ly + th > height - 4) ly = Math.max(4, y - th - 10);
+      tip.style.left = lx + 'px';
+      tip.style.top = ly + 'px';
+    }
+
+    // ---- input
+    function pos(e) { const r = over.getBoundingClientRect(); return { x: e.clientX - r.left, y: e.clientY - r.top }; }
+    function onPointerDown(e) {
+      over.focus({ preventScroll: true });
+      const p = pos(e);
+      mouse = p;
+      if (p.x >= trackX1() && contentH > bodyH()) { // scrollbar
+        const bh = bodyH(), th = Math.max(24, (bh * bh) / contentH);
+        const ty = AXIS_H + (scrollY / (maxScroll() || 1)) * (bh - th);
+        if (p.y < ty || p.y > ty + th) scrollTo(scrollY + (p.y < ty ? -1 : 1) * bh * 0.9);
+        drag = { mode: 'scrollbar', y: p.y, s: scrollY, k: maxScroll() / Math.max(1, bh - th) };
+      } else if (e.button === 1 || (e.button === 0 && spaceHeld)) {
+        drag = { mode: 'pan', x: p.x, y: p.y, v0: t0, v1: t1, s: scrollY, moved: false };
+        over.classList.add('tt-grabbing');
+        e.preventDefault();
+      } else if (e.button === 0) {
+        if (p.x < trackX0()) {
+          drag = { mode: 'label', x: p.x, y: p.y, s: scrollY, moved: false };
+        } else {
+          const ta = p.y < AXIS_H ? xt(p.x) : snap(xt(p.x), p.y, e.altKey);
+          drag = { mode: 'select', x: p.x, y: p.y, ta, tb: ta, moved: false };
+        }
+      } else return;
+      try { over.setPointerCapture(e.pointerId); } catch (err) { /* synthetic events */ }
+      tip.hidden = true;
+    }
+    function onPointerMove(e) {
+      const p = pos(e);
+      mouse = p;
+      if (drag) {
+        const dx = p.x - drag.x, dy = p.y - drag.y;
+        if (drag.mode === 'scrollbar') { scrollTo(drag.s + dy * drag.k); return; }
+        if (!drag.moved && Math.abs(dx) + Math.abs(dy) >= DRAG_PX) drag.moved = true;
+        if (!drag.moved) return;
+        if (drag.mode === 'pan') {
+          const dt = (dx * (drag.v1 - drag.v0)) / trackW();
+          setView(drag.v0 - dt, drag.v1 - dt);
+          scrollTo(drag.s - dy);
+        } else if (drag.mode === 'label') {
+          scrollTo(drag.s - dy);
+        } else if (drag.mode === 'select') {
+          const x = Math.min(Math.max(p.x, trackX0()), trackX1());
+          drag.tb = snap(xt(x), p.y, e.altKey);
+          invalidate(false);
+        }
+        return;
+      }
+      const h = hitTest(p.x, p.y);
+      over.classList.toggle('tt-pointer', h >= 0 || (p.x < trackX0() && isRankHeader(p.y)));
+      if (h !== hover) { hover = h; invalidate(false); }
+      else if (p.x >= trackX0()) invalidate(false); // hover time line
+      showTip(h, p.x, p.y);
+    }
+    function isRankHeader(y) { const h = laneAt(y); return !!(h && h.it.type === 'rank'); }
+    function onPointerUp(e) {
+      const p = pos(e);
+      const d = drag;
+      drag = null;
+      over.classList.remove('tt-grabbing');
+      if (!d) return;
+      if (d.mode === 'select' && d.moved) {
+        if (Math.abs(tx(d.tb) - tx(d.ta)) >= 1) setRange(d.ta, d.tb);
+        else invalidate(false);
+        return;
+      }
+      if (d.moved || d.mode === 'scrollbar') { invalidate(false); return; }
+      // a click
+      const h = laneAt(p.y);
+      if (h && h.it.type === 'rank' && (p.x < trackX0() || true)) {
+        if (p.y >= AXIS_H) { toggleRank(h.it.R); cursor = items.findIndex((it) => it.type === 'rank' && it.R === h.it.R); return; }
+      }
+      if (d.mode === 'label') {
+        if (h && h.it.type === 'row') { cursor = items.indexOf(h.it); invalidate(false); }
+        return;
+      }
+      const i = hitTest(p.x, p.y);
+      if (h && h.it.type === 'row') cursor = items.indexOf(h.it);
+      select(i);
+    }
+    function onLeave() { mouse = null; if (!drag) { hover = -1; tip.hidden = true; invalidate(false); } }
+    function onWheel(e) {
+      e.preventDefault();
+      const p = pos(e);
+      mouse = p;
+      const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? bodyH() : 1;
+      const dx = e.deltaX * unit, dy = e.deltaY * unit;
+      if (p.x < trackX0() || p.x >= trackX1()) { scrollTo(scrollY + dy); return; }
+      if (e.shiftKey || Math.abs(dx) > Math.abs(dy)) {
+        const px = Math.abs(dx) > Math.abs(dy) ? dx : dy;
+        panBy((px * (t1 - t0)) / trackW());
+        return;
+      }
+      const f = Math.exp(dy * (e.ctrlKey ? 0.01 : 0.0022));
+      zoomBy(Math.min(4, Math.max(0.25, f)), xt(p.x));
+      tip.hidden = true;
+    }
+    function toggleRank(R, collapsed) {
+      R.collapsed = collapsed === undefined ? !R.collapsed : !!collapsed;
+      if (selected >= 0 && !D.rows[D.rowA[selected]].visible) { /* keep selection, drawn on the header */ }
+      relayout();
+      live.textContent = R.label + (R.collapsed ? ' collapsed' : ' expanded');
+    }
+    function ensureCursorVisible() {
+      const it = items[cursor];
+      if (!it) return;
+      if (it.y < scrollY) scrollTo(it.y);
+      else if (it.y + it.h > scrollY + bodyH()) scrollTo(it.y + it.h - bodyH());
+    }
+    function stepSlice(dir) {
+      const it = items[cursor];
+      if (!it || it.type !== 'row') return;
+      const cur = selected >= 0 && D.rowA[selected] === it.row.index ? D.tsA[selected] : dir > 0 ? t0 - 1e-9 : t1;
+      let best = -1, bestT = dir > 0 ? Infinity : -Infinity;
+      for (const L of it.row.lanes) {
+        if (!L.n) continue;
+        if (dir > 0) {
+          let j = upper(L.ts, cur);
+          // same start as the current slice but a different (deeper) one
+          if (j < L.n && L.ts[j] < bestT) { bestT = L.ts[j]; best = L.idx[j]; }
+        } else {
+          const j = lower(L.ts, cur) - 1;
+          if (j >= 0 && L.ts[j] > bestT) { bestT = L.ts[j]; best = L.idx[j]; }
+        }
+      }
+      if (best >= 0) { reveal(best); select(best); }
+    }
+    function onKey(e) {
+      if (e.ctrlKey || e.metaKey) return;
+      const k = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+      let handled = true;
+      switch (k) {
+        case 'w': zoomBy(ZOOM_STEP); break;
+        case 's': zoomBy(1 / ZOOM_STEP); break;
+        case 'a': panBy(-(t1 - t0) * PAN_STEP); break;
+        case 'd': panBy((t1 - t0) * PAN_STEP); break;
+        case 'ArrowUp': cursor = Math.max(0, cursor - 1); ensureCursorVisible(); invalidate(false); break;
+        case 'ArrowDown': cursor = Math.min(items.length - 1, cursor + 1); ensureCursorVisible(); invalidate(false); break;
+        case 'ArrowLeft': if (items[cursor] && items[cursor].type === 'row') stepSlice(-1); else panBy(-(t1 - t0) * PAN_STEP); break;
+        case 'ArrowRight': if (items[cursor] && items[cursor].type === 'row') stepSlice(1); else panBy((t1 - t0) * PAN_STEP); break;
+        case 'PageUp': scrollTo(scrollY - bodyH() * 0.9); break;
+        case 'PageDown': scrollTo(scrollY + bodyH() * 0.9); break;
+        case 'Enter': {
+          const it = items[cursor];
+          if (it && it.type === 'rank') toggleRank(it.R);
+          else if (it) stepSlice(1);
+          break;
+        }
+        case 'Home': case '0': fit(); break;
+        case 'f': {
+          if (selected >= 0) { const a = D.tsA[selected], b = a + D.durA[selected], m = Math.max(b - a, MIN_SPAN) * 0.15; setView(a - m, b + m); }
+          else if (range) { const m = (range.t1 - range.t0) * 0.1; setView(range.t0 - m, range.t1 + m); }
+          break;
+        }
+        case 'm': if (selected >= 0) setRange(D.tsA[selected], D.tsA[selected] + D.durA[selected]); break;
+        case 'Escape':
+          if (drag) { drag = null; invalidate(false); }
+          else if (range) setRange(null);
+          else if (selected >= 0) select(-1);
+          else if (highlights.length) { /* leave evidence alone */ handled = false; }
+          else handled = false;
+          break;
+        case ' ': spaceHeld = true; over.classList.add('tt-grab'); break;
+        default: handled = false;
+      }
+      if (handled) e.preventDefault();
+    }
+    function onKeyUp(e) { if (e.key === ' ') { spaceHeld = false; over.classList.remove('tt-grab'); } }
+    function onFocus() { hasFocus = true; invalidate(false); }
+    function onBlur() { hasFocus = false; spaceHeld = false; over.classList.remove('tt-grab'); invalidate(false); }
+
+    over.addEventListener('pointerdown', onPointerDown);
+    over.addEventListener('pointermove', onPointerMove);
+    over.addEventListener('pointerup', onPointerUp);
+    over.addEventListener('pointercancel', () => { drag = null; invalidate(false); });
+    over.addEventListener('pointerleave', onLeave);
+    over.addEventListener('wheel', onWheel, { passive: false });
+    over.addEventListener('keydown', onKey);
+    over.addEventListener('keyup', onKeyUp);
+    over.addEventListener('focus', onFocus);
+    over.addEventListener('blur', onBlur);
+    over.addEventListener('auxclick', (e) => e.preventDefault());
+    over.addEventListener('contextmenu', (e) => { if (drag) e.preventDefault(); });
+    let ro = null;
+    if (global.ResizeObserver) {
+      ro = new ResizeObserver(() => { const w = Math.floor(stage.clientWidth); if (w && w !== cssW) resize(); });
+      ro.observe(stage);
+    }
+
+    // ---- first frame (synchronous, so mount → first frame is measurable)
+    relayout();
+    renderDetails();
+    resize();
+    stats.firstRenderMs = performance.now() - tMount;
+    stats.frames.length = 0; stats.drawMs.length = 0;
+
+    const api = {
+      zoomTo(a, b) { if (b < a) { const t = a; a = b; b = t; } setView(+a, +b); render(); return api; },
+      getView() { return { t0, t1 }; },
+      getRange() { return range ? { t0: range.t0, t1: range.t1, dur: range.t1 - range.t0 } : null; },
+      setRange(a, b) { if (a === null || a === undefined) setRange(null); else setRange(+a, +b, true); return api; },
+      highlight(evidence) { highlights = Array.isArray(evidence) ? evidence.slice() : evidence ? [evidence] : []; invalidate(false); return api; },
+      clearHighlight() { highlights = []; invalidate(false); return api; },
+      on(name, cb) {
+        if (!listeners[name]) listeners[name] = [];
+        listeners[name].push(cb);
+        return () => { listeners[name] = listeners[name].filter((f) => f !== cb); };
+      },
+      off(name, cb) { if (listeners[name]) listeners[name] = listeners[name].filter((f) => f !== cb); },
+      select(i) { if (i === null || i === undefined || i < 0) select(-1); else { reveal(i); select(i, { silent: true }); } return api; },
+      getSelection() { return selected >= 0 ? sliceInfo(selected) : null; },
+      toggleRank(rank, collapsed) { const R = D.rankBy.get(rank); if (R) toggleRank(R, collapsed); return api; },
+      isCollapsed(rank) { const R = D.rankBy.get(rank); return !!(R && R.collapsed); },
+      /** Where slice i is drawn, in viewport (client) CSS px, or null when not drawn. */
+      sliceBox(i) {
+        const r = sliceRect(i);
+        if (!r || r.hidden) return null;
+        const b = over.getBoundingClientRect();
+        const x0 = Math.max(r.x0, trackX0()), x1 = Math.min(r.x1, trackX1());
+        if (x1 < x0 || r.y + r.h < AXIS_H || r.y > height) return null;
+        return { x: b.left + x0, y: b.top + r.y, w: Math.max(1, x1 - x0), h: r.h };
+      },
+      /** Viewport x of time t and y of a row (by index), for tests and tours. */
+      timeToClientX(t) { return over.getBoundingClientRect().left + tx(t); },
+      rowClientY(rowIndex) { const row = D.rows[rowIndex]; if (!row || !row.visible) return null; return over.getBoundingClientRect().top + AXIS_H + row.y - scrollY + row.h / 2; },
+      rankClientY(rank) { const R = D.rankBy.get(rank); return R ? over.getBoundingClientRect().top + AXIS_H + R.y0 - scrollY + HEADER_H / 2 : null; },
+      scrollToRow(rowIndex) { const row = D.rows[rowIndex]; if (row) { if (row.R.collapsed) toggleRank(row.R, false); scrollTo(row.y - 4); render(); } return api; },
+      partnerOf: (i) => partner(i),
+      redraw() { dirtyBase = dirtyOver = true; render(); return api; },
+      stats,
+      canvas: over,
+      element: root,
+      destroy() {
+        destroyed = true;
+        if (raf) cancelAnimationFrame(raf);
+        if (ro) ro.disconnect();
+        listeners.select = []; listeners.range = [];
+        root.remove();
+      },
+    };
+    return api;
+  }
+
+  global.TraceTimeline = { mount, formatDuration: fmtDur, version: '1.0' };
+})(typeof window !== 'undefined' ? window : globalThis);
