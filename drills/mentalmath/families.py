@@ -522,7 +522,8 @@ def _solve_launch(framing: str, g: Given, hw: Hardware) -> _Solution:
     )
     if framing == "cpu-time":
         prompt = f"{setting} How much CPU time per step goes into launching?"
-        return _Solution(prompt, cpu_ms, "ms", [cpu_step.replace(" = ", " ≈ ", 1)])
+        final = f"{kernels:,} launches × {show(launch_us)} µs ≈ {fmt(cpu_ms)} ms"
+        return _Solution(prompt, cpu_ms, "ms", [final])
     eager = max(cpu_ms, gpu_ms)
     bound = "launch-bound" if cpu_ms > gpu_ms else "GPU-bound"
     eager_step = (

@@ -182,8 +182,8 @@ def parse_answer(text: str, canonical_unit: str) -> ParsedAnswer:
     dim, factor = lookup_unit(unit)
     if dim != want_dim:
         raise UnitError(
-            f"that's {_article(_UNIT_WORDS[dim])} {_UNIT_WORDS[dim]} unit ({unit}), "
-            f"the answer is {DIMENSION_NAMES[want_dim]} (in {canonical_unit})"
+            f"that's {_article(_UNIT_WORDS[dim])} {_UNIT_WORDS[dim]} unit, "
+            f"the answer is {DIMENSION_NAMES[want_dim]}: answer in {canonical_unit}, not {unit}"
         )
     return ParsedAnswer(value=value * factor / want_factor, unit_given=unit)
 
