@@ -33,6 +33,8 @@ TOL_TIGHT = 0.05  # speedups and step times after a change: the change itself is
 TOL_ROUGH = 0.25  # order-of-magnitude estimates (training days, fleet-level checkpointing)
 TOL_EXACT = 0.0  # whole-number answers (workers)
 
+_MAX_DRAWS = 50  # rejection-sampling bound when a draw must be realistic
+
 
 @dataclass(frozen=True, slots=True)
 class Family:
@@ -442,7 +444,9 @@ def _solve_floor(framing: str, g: Given, hw: Hardware) -> _Solution:
 
 def _sample_bubble(rng: random.Random, hw: Hardware, framing: str) -> Given:
     p = rng.choice([4, 8, 8, 16])
-    m = rng.choice([m for m in (4, 8, 16, 32, 64) if m >= p // 2])
+    # GPipe/1F1B may run fewer microbatches than stages; the interleaved schedule needs m >= p.
+    least = p if framing in {"interleaved", "interleave-speedup"} else p // 2
+    m = rng.choice([m for m in (4, 8, 16, 32, 64) if m >= least])
     g: Given = {"p": p, "m": m}
     if framing in {"interleaved", "interleave-speedup"}:
         g["v"] = rng.choice([2, 3, 4])
@@ -637,11 +641,12 @@ def _ceil(x: float) -> int:
 def _sample_workers(rng: random.Random, hw: Hardware, framing: str) -> Given:
     compute = float(rng.randrange(40, 301, 10))
     if framing == "per-sample":
-        return {
-            "batch": rng.choice([32, 64, 128, 256]),
-            "sample_ms": rng.choice([1.5, 2, 3, 4, 6, 8, 12]),
-            "compute_ms": compute,
-        }
+        for _ in range(_MAX_DRAWS):
+            batch = rng.choice([32, 64, 128, 256])
+            sample = rng.choice([1.5, 2, 3, 4, 6, 8, 12])
+            if batch * sample <= 16 * compute:  # at most 16 workers: a node's CPU share per GPU
+                break
+        return {"batch": batch, "sample_ms": sample, "compute_ms": compute}
     data = _nice(compute * rng.choice([0.7, 1.3, 1.8, 2.5, 3.4, 4.6, 7.2]), 2)
     g: Given = {"data_ms": data, "compute_ms": compute}
     if framing in {"step-with-k", "serial-speedup"}:
@@ -704,11 +709,19 @@ def _solve_workers(framing: str, g: Given, hw: Hardware) -> _Solution:
 
 def _sample_mfu(rng: random.Random, hw: Hardware, framing: str) -> Given:
     params = rng.choice([1.3, 7, 8, 13, 34, 70])
-    gpus = rng.choice([8, 64, 256, 1024])
+    # Enough GPUs to hold ~20 B per parameter (weights, grads, Adam states, some activations).
+    min_gpus = rng.choice([n for n in (8, 64, 256, 1024) if n * hw.hbm_gb >= 20 * params])
+    gpus = min_gpus
     mfu = rng.choice([0.25, 0.32, 0.38, 0.45, 0.52])
     g: Given = {"params_b": params, "gpus": gpus, "peak_tflops": hw.bf16_tflops}
     if framing == "train-days":
-        g |= {"tokens_t": rng.choice([0.3, 1, 2, 15]), "mfu_pct": mfu * 100}
+        for _ in range(_MAX_DRAWS):
+            tokens = rng.choice([0.3, 1, 2, 15])
+            gpus = rng.choice([n for n in (256, 1024, 2048, 4096, 16384) if n >= min_gpus])
+            days = 6 * params * 1e9 * tokens * 1e12 / (gpus * hw.bf16_tflops * 1e12 * mfu) / 86400
+            if 2 <= days <= 200:  # a pretraining run someone would plan
+                break
+        g |= {"gpus": gpus, "tokens_t": tokens, "mfu_pct": mfu * 100}
     else:
         g["tokens_per_s"] = _nice(gpus * hw.bf16_tflops * 1e12 * mfu / (6 * params * 1e9), 3)
     return g
@@ -1079,7 +1092,6 @@ def build_problem(
     )
 
 
-_MAX_DRAWS = 50
 _MIN_SPEEDUP = 1.08
 
 

@@ -783,3 +783,36 @@ def test_any_seed_grades_its_own_answer_correct(key, seed):
     p = make_problem(key, seed)
     assert ORACLE[key](p.framing, p.given) == pytest.approx(p.answer, rel=1e-9)
     assert grade_answer(p, f"{p.answer!r} {p.unit}").correct
+
+
+def test_drawn_numbers_stay_realistic():
+    for seed in range(150):
+        mfu = make_problem("mfu", seed)
+        hw = HARDWARE[mfu.hardware]
+        assert mfu.given["gpus"] * hw.hbm_gb >= 20 * mfu.given["params_b"]
+        if mfu.framing == "train-days":
+            assert 2 <= mfu.answer <= 200
+        else:
+            assert (
+                15
+                <= mfu.given["tokens_per_s"]
+                * 6
+                * mfu.given["params_b"]
+                * 1e9
+                / (mfu.given["gpus"] * hw.bf16_tflops * 1e12)
+                * 100
+                <= 60
+            )
+        w = make_problem("dataloader-workers", seed)
+        if w.unit == "workers":
+            assert 1 <= w.answer <= 16
+        b = make_problem("bubble", seed)
+        if b.framing in ("interleaved", "interleave-speedup"):
+            assert b.given["m"] >= b.given["p"]
+        bw = make_problem("busbw", seed)
+        if bw.unit == "GB/s":
+            assert bw.answer <= HARDWARE[bw.hardware].scaleup_gbps
+        for key in FAMILIES:
+            p = make_problem(key, seed)
+            if p.unit == "×":
+                assert p.answer == pytest.approx(1.0) or p.answer >= 1.08
