@@ -141,10 +141,24 @@ def _utc(now: datetime) -> datetime:
     return now.astimezone(UTC)
 
 
+# No same-session (re)learning steps (fsrs's defaults are 1 and 10 minutes for new cards, 10
+# minutes after a lapse). Every drill ends in a full reveal, so re-serving the scenario ten minutes
+# later mostly tests short-term memory of that reveal and costs a drill from a 10-15 drill session;
+# without steps a new or lapsed card comes back on a later day. In bench/scheduler_sim.py this
+# reached mastery about 2-3 days sooner under both learner models (docs/scheduler-benchmark.md).
+LEARNING_STEPS: tuple[timedelta, ...] = ()
+RELEARNING_STEPS: tuple[timedelta, ...] = ()
+
+
 @functools.lru_cache(maxsize=16)
 def _scheduler(desired_retention: float) -> fsrs.Scheduler:
     # No fuzzing: scheduling stays a pure function of the history (rebuild == incremental).
-    return fsrs.Scheduler(desired_retention=desired_retention, enable_fuzzing=False)
+    return fsrs.Scheduler(
+        desired_retention=desired_retention,
+        learning_steps=LEARNING_STEPS,
+        relearning_steps=RELEARNING_STEPS,
+        enable_fuzzing=False,
+    )
 
 
 def _card(state: Mapping[str, Any]) -> fsrs.Card:
@@ -184,6 +198,20 @@ def retrievability(state: Mapping[str, Any] | None, now: datetime) -> float:
         return 0.0
     sched = _scheduler(DEFAULT_DESIRED_RETENTION)  # R does not depend on desired retention
     return float(sched.get_card_retrievability(_card(state), _utc(now)))
+
+
+def _fine_retrievability(state: Mapping[str, Any], when: datetime) -> float:
+    """FSRS-6 forgetting curve with fractional elapsed days (for ordering only)."""
+    stability = state.get("stability")
+    last = state.get("last_review")
+    if stability is None or last is None:
+        return 0.0
+    if not isinstance(last, datetime):
+        last = datetime.fromisoformat(last)
+    decay = -float(_scheduler(DEFAULT_DESIRED_RETENTION).parameters[20])
+    factor = 0.9 ** (1 / decay) - 1
+    elapsed = max(0.0, (when - _utc(last)).total_seconds() / 86400.0)
+    return float((1 + factor * elapsed / float(stability)) ** decay)
 
 
 def due(state: Mapping[str, Any]) -> datetime:
@@ -261,6 +289,9 @@ def pick_next(
     ``cards`` maps every scenario slug to its card state, or None when never drilled.
     ``recent`` lists the slugs served most recently, oldest first (e.g. the last few attempts).
 
+    0. Lookalike interleaving: when the last scenario served has a twin that was not served
+       recently, the twin comes next if it is due, or if nothing is due (pairs are drilled side
+       by side; drilling one twin alone is what breeds the confusion).
     1. Due cards first, lowest retrievability first. Among equally low ones, the one served
        least recently, then the most overdue, then a random one. A due card that is strictly
        the weakest is served even if it was just served (a weak one must come back).
@@ -268,6 +299,9 @@ def pick_next(
        default is 1), avoiding the ones just served when others are left.
     3. Otherwise (nothing due, nothing unseen) the lowest retrievability, with the same
        tie-breaks as in 1 (practising ahead is allowed by FSRS).
+
+    Ordering uses retrievability with fractional elapsed days (``retrievability`` itself
+    follows fsrs and counts whole days, which makes every card reviewed within a day tie).
     """
     if not cards:
         raise ValueError("no scenarios to pick from")
@@ -282,7 +316,7 @@ def pick_next(
     def best_of(candidates: list[str]) -> str:
         scored = [
             (
-                round(retrievability(seen[s], when), 9),
+                round(_fine_retrievability(seen[s], when), 9),
                 penalty.get(s, 0),
                 due(seen[s]),
                 s,
@@ -293,6 +327,14 @@ def pick_next(
         ties = sorted(sc[3] for sc in scored if sc[:3] == top)
         return ties[0] if len(ties) == 1 else rng.choice(ties)
 
+    partner = twin_of(recent[-1]) if recent else None
+    if (
+        partner is not None
+        and partner in cards
+        and partner not in penalty
+        and (partner in due_now or not due_now)
+    ):
+        return partner
     if due_now:
         return best_of(due_now)
     if unseen:

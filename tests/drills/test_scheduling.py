@@ -239,6 +239,27 @@ def test_twin_pull_gets_twin_served_next():
     assert nxt == "bandwidth-bound-collective"
 
 
+def test_lookalike_twin_served_next_when_nothing_due():
+    now = T0 + timedelta(hours=1)
+    cards: dict[str, dict | None] = {s: sch.review(sch.new_card_state(), G, T0) for s in SLUGS}
+    assert not any(sch.is_due(c, now) for c in cards.values())
+    for slug in ("straggler", "recompilation", "input-starvation"):
+        twin = sch.twin_of(slug)
+        assert sch.pick_next(cards, now, rng=random.Random(2), recent=[slug]) == twin
+    # the pair was just drilled side by side: no ping-pong back to the first twin
+    nxt = sch.pick_next(
+        cards, now, rng=random.Random(2), recent=["straggler", "bandwidth-bound-collective"]
+    )
+    assert nxt not in ("straggler", "bandwidth-bound-collective")
+
+
+def test_due_weak_card_beats_undue_twin():
+    now = T0 + timedelta(days=3)
+    cards: dict[str, dict | None] = {s: sch.review(sch.new_card_state(), G, now) for s in SLUGS}
+    cards["healthy"] = sch.review(sch.new_card_state(), A, T0)  # due and weak
+    assert sch.pick_next(cards, now, rng=random.Random(2), recent=["straggler"]) == "healthy"
+
+
 # --------------------------------------------------------------------------- picking
 
 
