@@ -1,0 +1,141 @@
+"""Kernel names and unit-template helpers shared by the workloads."""
+
+from __future__ import annotations
+
+from .hardware import Hardware
+from .model import C_ANN, C_KERN, C_MEMCPY, C_MEMSET, C_OP, COMPUTE, NCCL, Interner
+
+_BF = "c10::BFloat16"
+LN_FWD = f"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<{_BF}, float>(int, float, {_BF} const*, {_BF} const*, {_BF} const*, float*, float*, {_BF}*)"  # noqa: E501
+LN_BWD = f"void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<{_BF}, float>({_BF} const*, {_BF} const*, float const*, float const*, {_BF} const*, {_BF}*, int)"  # noqa: E501
+LN_GB = f"void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel_32x32<{_BF}, float>(long, long, {_BF} const*, {_BF} const*, float const*, float const*, {_BF}*, {_BF}*)"  # noqa: E501
+ADD = f"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<{_BF}>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<{_BF}>, at::detail::Array<char*, 3>)"  # noqa: E501
+GELU = f"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{{lambda()#2}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF})#1}}, at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{{lambda()#2}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF})#1}}, at::detail::Array<char*, 2>)"  # noqa: E501
+GELU_BWD = f"void at::native::vectorized_elementwise_kernel<4, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{{lambda()#2}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF}, {_BF})#1}}, at::detail::Array<char*, 3> >(int, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{{lambda()#2}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF}, {_BF})#1}}, at::detail::Array<char*, 3>)"  # noqa: E501
+SOFTMAX = f"void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, {_BF}, float, {_BF}, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>({_BF}*, {_BF} const*, int)"  # noqa: E501
+SOFTMAX_BWD = f"void at::native::(anonymous namespace)::cunn_SoftMaxBackward<4, {_BF}, float, {_BF}, at::native::(anonymous namespace)::SoftMaxBackwardEpilogue>({_BF}*, {_BF} const*, {_BF} const*, long)"  # noqa: E501
+LOGSOFTMAX = f"void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, {_BF}, float, float, at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, {_BF} const*, int)"  # noqa: E501
+NLL = "void at::native::(anonymous namespace)::nll_loss_forward_reduce_cuda_kernel_2d<float, float, long>(float*, float*, float const*, long const*, float const*, bool, long, long, long, long)"  # noqa: E501
+MASKED_FILL = f"void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{{lambda()#1}}::operator()() const::{{lambda()#10}}::operator()() const::{{lambda({_BF}, bool)#1}}, at::detail::Array<char*, 3> >(int, at::native::(anonymous namespace)::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{{lambda()#1}}::operator()() const::{{lambda()#10}}::operator()() const::{{lambda({_BF}, bool)#1}}, at::detail::Array<char*, 3>)"  # noqa: E501
+DROPOUT = f"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<{_BF}, float, unsigned int, 1, 4, bool>(at::cuda::detail::TensorInfo<{_BF} const, unsigned int>, at::cuda::detail::TensorInfo<{_BF}, unsigned int>, at::cuda::detail::TensorInfo<bool, unsigned int>, unsigned int, float, at::PhiloxCudaState)"  # noqa: E501
+MUL = f"void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<{_BF}, {_BF}, {_BF}, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2> >(int, at::native::AUnaryFunctor<{_BF}, {_BF}, {_BF}, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2>)"  # noqa: E501
+MASKED_SCALE = f"void at::native::(anonymous namespace)::masked_scale_kernel<bool, {_BF}, float>(at::Tensor&, at::Tensor const&, at::Tensor const&, float)::{{lambda({_BF}, bool)#1}}"  # noqa: E501
+ADAM = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, double*, double*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, double*, double*)"  # noqa: E501
+RMSNORM = "void vllm::rms_norm_kernel<c10::BFloat16, 8, 4>(c10::BFloat16*, c10::BFloat16 const*, long, c10::BFloat16 const*, float, int, int)"  # noqa: E501
+ROTARY = "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, int, long, long, long, int, int, int)"  # noqa: E501
+SILU_MUL = "void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloat16 vllm::silu_kernel<c10::BFloat16>(c10::BFloat16 const&)), true>(c10::BFloat16*, c10::BFloat16 const*, int)"  # noqa: E501
+ARGMAX = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::BFloat16, at::native::ArgMaxOps<c10::BFloat16>, unsigned int, long, 4> >(at::native::ReduceOp<c10::BFloat16, at::native::ArgMaxOps<c10::BFloat16>, unsigned int, long, 4>)"  # noqa: E501
+EMBED = "void at::native::(anonymous namespace)::indexSelectSmallIndex<c10::BFloat16, long, unsigned int, 2, 2, -2>(at::cuda::detail::TensorInfo<c10::BFloat16, unsigned int>, at::cuda::detail::TensorInfo<c10::BFloat16 const, unsigned int>, at::cuda::detail::TensorInfo<long const, unsigned int>, int, int, unsigned int, long)"  # noqa: E501
+TRITON = {
+    "ln": "triton_red_fused__to_copy_add_native_layer_norm_0",
+    "gelu": "triton_poi_fused_gelu_view_1",
+    "add": "triton_poi_fused_add_2",
+    "ln_bwd": "triton_red_fused_native_layer_norm_backward_3",
+    "gelu_bwd": "triton_poi_fused_gelu_backward_4",
+    "add_bwd": "triton_poi_fused_add_native_layer_norm_backward_5",
+}
+
+
+def gemm_name(hw: Hardware, variant: int = 0) -> str:
+    if hw.key == "a100":
+        tiles = ["256x128_ldg8_f2f_stages_64x3_tn", "128x256_ldg8_f2f_stages_64x3_nn",
+                 "128x128_ldg8_f2f_stages_64x3_nt"]  # fmt: skip
+        return f"ampere_bf16_s16816gemm_bf16_{tiles[variant % 3]}"
+    if hw.vendor == "amd":
+        mts = ["MT256x256x64_MI16x16x16x1", "MT256x128x64_MI32x32x8x1", "MT128x128x64_MI16x16x16x1"]
+        return (f"Cijk_Alik_Bljk_BBS_BH_{mts[variant % 3]}_SN_LDSB1_AFC1_AFEM1_GRVW8_K1_MIWT4_4_WG64_4_1")  # fmt: skip
+    lay = ["tn", "nn", "nt"][variant % 3]
+    tile = ["128x256x64_warpgroupsize2x1x1", "256x128x64_warpgroupsize2x1x1",
+            "128x128x64_warpgroupsize1x1x1"][variant % 3]  # fmt: skip
+    return (f"sm90_xmma_gemm_bf16bf16_bf16f32_f32_{lay}_n_tilesize{tile}"
+            "_execute_segment_k_off_kernel__5x_cublas")  # fmt: skip
+
+
+def flash_names(hw: Hardware) -> tuple[str, str]:
+    if hw.vendor == "amd":
+        return ("fmha_fwd_hd128_bf16_causal_kernel", "fmha_bwd_hd128_bf16_causal_dq_dk_dv_kernel")
+    return (
+        "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, false, false, true, true, false, false>(pytorch_flash::Flash_fwd_params)",  # noqa: E501
+        "void pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<128, 64, 128, 8, 2, 4, 2, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 8, cutlass::bfloat16_t> >, false, true, false, false, false, true, false>(pytorch_flash::Flash_bwd_params)",  # noqa: E501
+    )
+
+
+def nccl_name(coll: str, dtype: str) -> str:
+    dt = {"BFloat16": "bf16", "Float": "f32"}[dtype]
+    if coll == "allreduce":
+        return f"ncclDevKernel_AllReduce_Sum_{dt}_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+    return "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def rt(hw: Hardware, call: str) -> str:
+    """Runtime API name for the vendor: cudaLaunchKernel / hipLaunchKernel ..."""
+    return ("hip" + call) if hw.vendor == "amd" else ("cuda" + call)
+
+
+class UnitBuilder:
+    """Collects rows for `Units.build` with readable helpers."""
+
+    def __init__(self, it: Interner, hw: Hardware):
+        self.it, self.hw, self.rows = it, hw, []
+        self._launch = it.n(rt(hw, "LaunchKernel"))
+        self._memcpy = it.n(rt(hw, "MemcpyAsync"))
+        self._memset = it.n(rt(hw, "MemsetAsync"))
+        self._kaid: dict[str, int] = {}
+
+    def _kargs(self, kname: str, grid, block) -> int:
+        key = kname
+        if key not in self._kaid:
+            self._kaid[key] = self.it.a({
+                "grid": list(grid), "block": list(block),
+                "registers per thread": 128 if block[0] >= 256 else 64,
+                "shared memory": 49152 if "gemm" in kname or "Cijk" in kname else 0,
+                "est. achieved occupancy %": 25 if block[0] >= 256 else 50,
+            })  # fmt: skip
+        return self._kaid[key]
+
+    def k(self, outer: str, inner: str | None, kname: str, gpu_us: float, cpu_us: float = 14.0,
+          dims=None, grid=(1024, 1, 1), block=(256, 1, 1)) -> None:  # fmt: skip
+        it = self.it
+        oaid = (
+            it.a({"Input Dims": dims, "Input type": ["c10::BFloat16"] * len(dims)}) if dims else -1
+        )
+        self.rows.append((
+            it.n(outer), C_OP, oaid, it.n(inner) if inner else -1, -1, self._launch, it.n(kname),
+            C_KERN, self._kargs(kname, grid, block), COMPUTE, cpu_us, gpu_us,
+        ))  # fmt: skip
+
+    def gemm(self, outer: str, inner: str, m: int, n: int, kk: int, tflops: float, variant=0,
+             cpu_us: float = 16.0) -> None:  # fmt: skip
+        us = 2.0 * m * n * kk / (tflops * 1e12) * 1e6 + 4.0
+        self.k(outer, inner, gemm_name(self.hw, variant), us, cpu_us, dims=[[m, kk], [kk, n]],
+               grid=(max(1, m // 128), max(1, n // 128), 1), block=(384, 1, 1))  # fmt: skip
+
+    def memcpy(self, outer: str, inner: str, name: str, nbytes: int, gbps: float, dims=None):
+        it = self.it
+        us = nbytes / (gbps * 1e9) * 1e6 + 2.0
+        oaid = it.a({"Input Dims": dims, "Input type": ["long int"]}) if dims else -1
+        aid = it.a({"bytes": int(nbytes), "memory bandwidth (GB/s)": round(gbps, 3)})
+        self.rows.append((it.n(outer), C_OP, oaid, it.n(inner), -1, self._memcpy, it.n(name),
+                          C_MEMCPY, aid, COMPUTE, 12.0, us))  # fmt: skip
+
+    def memset(self, outer: str, nbytes: int):
+        it = self.it
+        aid = it.a({"bytes": int(nbytes), "memory bandwidth (GB/s)": 400.0})
+        self.rows.append((it.n(outer), C_OP, -1, it.n("aten::fill_"), -1, self._memset,
+                          it.n("Memset (Device)"), C_MEMSET, aid, COMPUTE, 8.0, 2.0))  # fmt: skip
+
+    def nccl(self, coll: str, nelems: int, dtype: str, group: int, us: float, ranks: list[int],
+             ann: str = "nccl:all_reduce") -> None:  # fmt: skip
+        it = self.it
+        args = {
+            "Collective name": coll, "In msg nelems": int(nelems), "Out msg nelems": int(nelems),
+            "Group size": int(group), "dtype": dtype, "Process Group Name": "0",
+            "Process Group Description": "default_pg",
+            "Process Group Ranks": "[" + ", ".join(str(r) for r in ranks) + "]",
+        }  # fmt: skip
+        aid = it.a(args)
+        self.rows.append((it.n(ann), C_ANN, -1, it.n("record_param_comms"), aid, self._launch,
+                          it.n(nccl_name(coll, dtype)), C_KERN, aid, NCCL, 22.0, us))  # fmt: skip
+
+
+DTYPE_BYTES = {"BFloat16": 2, "Float": 4, "Half": 2}

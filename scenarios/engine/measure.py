@@ -1,0 +1,319 @@
+"""Facts measured on the generated events (never copied from generation parameters)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .hardware import Hardware
+from .kernels import DTYPE_BYTES
+from .model import C_KERN, C_RT, COMPUTE, MAIN, NCCL, WORKER0, WORKER1
+
+GEMM_RE = re.compile(r"gemm|Cijk_|gemv|wvSplitK", re.I)
+ROW_NAMES = {MAIN: "python main thread", WORKER0: "dataloader worker 0",
+             WORKER1: "dataloader worker 1"}  # fmt: skip
+
+
+def row_name(rank: int, tid: int) -> str:
+    if tid == COMPUTE:
+        return f"GPU {rank} · stream 7 (compute)"
+    if tid == NCCL:
+        return f"GPU {rank} · stream 20 (NCCL)"
+    if tid == -1:
+        return "CUDA API"
+    return ROW_NAMES[tid]
+
+
+def merge(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    if len(s) == 0:
+        return s, e
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    ce = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > ce[:-1]]
+    idx = np.flatnonzero(new)
+    return s[idx], np.maximum.reduceat(e, idx)
+
+
+def ulen(s, e) -> float:
+    ms, me = merge(s, e)
+    return float((me - ms).sum())
+
+
+def clip(s, e, w0, w1):
+    s2, e2 = np.maximum(s, w0), np.minimum(e, w1)
+    k = e2 > s2
+    return s2[k], e2[k]
+
+
+def inter_len(a, b) -> float:
+    (as_, ae), (bs, be) = a, b
+    return ulen(as_, ae) + ulen(bs, be) - ulen(np.r_[as_, bs], np.r_[ae, be])
+
+
+class Measured:
+    """Per-trace measurement helper over the columnar events."""
+
+    def __init__(self, cols: dict[str, np.ndarray], names: list[str], args: list[dict],
+                 hw: Hardware, world: int):  # fmt: skip
+        self.c, self.names, self.args, self.hw, self.world = cols, names, args, hw, world
+        self.nm = np.array(names, dtype=object)
+        self.ts = cols["ts"] / 1000.0
+        self.end = (cols["ts"] + cols["dur"]) / 1000.0
+        self.dur = cols["dur"] / 1000.0
+        name = cols["name"]
+        step_ids = [i for i, n in enumerate(names) if n.startswith("ProfilerStep#")]
+        self.is_step = np.isin(name, step_ids)
+        self.ranks = sorted(set(cols["rank"].tolist()))
+        self.steps = {}  # rank -> (starts, ends) in µs
+        for r in self.ranks:
+            m = self.is_step & (cols["rank"] == r)
+            o = np.argsort(self.ts[m])
+            self.steps[r] = (self.ts[m][o], self.end[m][o])
+        self.n_steps = len(self.steps[self.ranks[0]][0])
+
+    def mask(self, rank=None, tid=None, names=None, cat=None) -> np.ndarray:
+        c = self.c
+        m = np.ones(len(c["ts"]), bool)
+        if rank is not None:
+            m &= c["rank"] == rank
+        if tid is not None:
+            m &= c["tid"] == tid
+        if cat is not None:
+            m &= c["cat"] == cat
+        if names is not None:
+            ids = [
+                i for i, n in enumerate(self.names) if (names(n) if callable(names) else n in names)
+            ]
+            m &= np.isin(c["name"], ids)
+        return m
+
+    def per_step(self, r: int, m: np.ndarray):
+        """Yield (k, w0, w1, s, e) of events in mask m clipped to each step window of rank r."""
+        s, e = self.ts[m], self.end[m]
+        for k, (w0, w1) in enumerate(zip(*self.steps[r], strict=True)):
+            cs, ce = clip(s, e, w0, w1)
+            yield k, w0, w1, cs, ce
+
+    # ------------------------------------------------------------------------------------------
+    def facts(self) -> dict:
+        c, hw = self.c, self.hw
+        f: dict = {}
+        R = self.ranks
+        step_durs = np.array([self.steps[r][1] - self.steps[r][0] for r in R])  # (R, S)
+        f["n_steps"] = self.n_steps
+        f["world"] = len(R)
+        f["step_ms_series"] = [round(float(x) / 1000, 3) for x in step_durs.max(axis=0)]
+        f["step_ms"] = float(step_durs.max(axis=0).mean() / 1000)
+        idle, comp, comm, ovl, exposed = (np.zeros((len(R), self.n_steps)) for _ in range(5))
+        comp_sum = np.zeros((len(R), self.n_steps))
+        nccl_sum = np.zeros((len(R), self.n_steps))
+        for i, r in enumerate(R):
+            mc, mn = self.mask(r, COMPUTE), self.mask(r, NCCL)
+            gc = list(self.per_step(r, mc))
+            gn = list(self.per_step(r, mn))
+            for k in range(self.n_steps):
+                _, w0, w1, cs, ce = gc[k]
+                _, _, _, ns, ne = gn[k]
+                busy = ulen(np.r_[cs, ns], np.r_[ce, ne])
+                idle[i, k] = (w1 - w0) - busy
+                comp[i, k] = ulen(cs, ce)
+                comm[i, k] = ulen(ns, ne)
+                ovl[i, k] = inter_len((cs, ce), (ns, ne))
+                exposed[i, k] = comm[i, k] - ovl[i, k]
+                comp_sum[i, k] = float((ce - cs).sum())
+                nccl_sum[i, k] = float((ne - ns).sum())
+        f["gpu_idle_ms"] = float(idle.mean() / 1000)
+        f["gpu_idle_frac"] = float((idle / step_durs).mean())
+        f["compute_ms"] = float(comp.mean() / 1000)
+        f["comm_ms"] = float(comm.mean() / 1000)
+        f["exposed_comm_ms"] = float(exposed.mean() / 1000)
+        f["overlap_pct"] = float(100 * ovl.sum() / comm.sum()) if comm.sum() > 0 else 0.0
+        f["overlap_pct_per_rank"] = [round(float(100 * o / max(cm, 1e-9)), 1)
+                                     for o, cm in zip(ovl.sum(1), comm.sum(1), strict=True)]  # fmt: skip
+        rc = comp_sum.mean(axis=1) / 1000
+        f["rank_compute_ms"] = [round(float(x), 3) for x in rc]
+        med = float(np.median(rc))
+        f["compute_skew_pct"] = float(100 * (rc.max() - med) / med) if med > 0 else 0.0
+        f["slowest_rank"] = int(R[int(np.argmax(rc))])
+        rn = nccl_sum.mean(axis=1) / 1000
+        f["rank_nccl_ms"] = [round(float(x), 3) for x in rn]
+        f["idle_frac_per_rank"] = [round(float(x), 4) for x in (idle / step_durs).mean(axis=1)]
+        cidle = (step_durs - comp) / step_durs
+        f["compute_idle_frac_per_rank"] = [round(float(x), 4) for x in cidle.mean(axis=1)]
+        self._collectives(f)
+        self._host(f)
+        self._kernels(f)
+        return f
+
+    def _collectives(self, f: dict) -> None:
+        c = self.c
+        m = self.mask(tid=NCCL, cat=C_KERN) & (c["aid"] >= 0)
+        if not m.any():
+            f.update(coll_bytes_per_step=0.0, busbw_gbps=0.0, busbw_rank_gbps=[], coll_count=0)
+            return
+        aids = c["aid"][m]
+        nel = np.array([self.args[a].get("In msg nelems", 0) for a in aids], float)
+        db = np.array([DTYPE_BYTES.get(self.args[a].get("dtype", "BFloat16"), 2) for a in aids])
+        grp = np.array([self.args[a].get("Group size", 1) for a in aids], float)
+        is_ar = np.array([self.args[a].get("Collective name") == "allreduce" for a in aids])
+        nbytes = nel * db
+        dur_s = self.dur[m] / 1e6
+        factor = np.where(is_ar, 2 * (grp - 1) / np.maximum(grp, 1), 1.0)
+        busbw = nbytes * factor / np.maximum(dur_s, 1e-12) / 1e9
+        ranks = c["rank"][m]
+        f["coll_count"] = int(m.sum())
+        per_rank_bytes = [nbytes[ranks == r].sum() for r in self.ranks]
+        f["coll_bytes_per_step"] = float(np.mean(per_rank_bytes) / max(self.n_steps, 1))
+        f["coll_bytes_each"] = float(np.median(nbytes))
+        big = nbytes >= np.median(nbytes)
+        # a collective's transfer time is the shortest of its per-rank kernels (the last rank to
+        # arrive does not wait); per-rank medians show who waited
+        per_n = [np.sort(np.flatnonzero(ranks == r)) for r in self.ranks]
+        n_c = min(len(x) for x in per_n)
+        bb = np.stack([busbw[x[:n_c]] for x in per_n]) if n_c else np.zeros((1, 1))
+        bigc = np.stack([big[x[:n_c]] for x in per_n]).all(0) if n_c else np.ones(1, bool)
+        f["busbw_gbps"] = float(np.median(bb.max(0)[bigc])) if bigc.any() else 0.0
+        f["busbw_rank_gbps"] = [round(float(np.median(busbw[big & (ranks == r)])), 1)
+                                if (big & (ranks == r)).any() else 0.0 for r in self.ranks]  # fmt: skip
+        f["busbw_min_rank_gbps"] = float(min(f["busbw_rank_gbps"]))
+        f["busbw_max_rank_gbps"] = float(max(f["busbw_rank_gbps"]))
+        f["link_gbps"] = self.hw.scaleup_gbps
+        f["link_achievable_gbps"] = self.hw.achievable_busbw_gbps
+        f["coll_ms_each"] = float(np.median(self.dur[m][big]) / 1000)
+        # start skew of each collective across ranks (same index on every rank)
+        per = [np.sort(self.ts[m][ranks == r]) for r in self.ranks]
+        n = min(len(x) for x in per)
+        if len(self.ranks) > 1 and n:
+            st = np.stack([x[:n] for x in per])
+            f["coll_start_skew_ms"] = float(np.median(st.max(0) - st.min(0)) / 1000)
+            durs = np.stack([np.sort(self.dur[m][ranks == r])[:n] for r in self.ranks])
+            f["coll_dur_cv"] = float(np.median(durs.std(0) / np.maximum(durs.mean(0), 1e-9)))
+        else:
+            f["coll_start_skew_ms"] = 0.0
+            f["coll_dur_cv"] = 0.0
+
+    def _host(self, f: dict) -> None:
+        c = self.c
+        S = max(self.n_steps, 1)
+        nR = len(self.ranks)
+        launch = self.mask(names=lambda n: n.endswith("LaunchKernel"))
+        f["launch_us_mean"] = float(self.dur[launch].mean()) if launch.any() else 0.0
+        gpu = self.mask(cat=C_KERN) & (c["tid"] == COMPUTE)
+        f["kernel_us_median"] = float(np.median(self.dur[gpu])) if gpu.any() else 0.0
+        f["kernels_per_step"] = float(gpu.sum() / S / nR)
+        # pair launches with kernels by (rank, corr)
+        lk = launch & (c["corr"] > 0)
+        key_l = c["rank"][lk].astype(np.int64) * (1 << 40) + c["corr"][lk]
+        key_k = c["rank"][gpu].astype(np.int64) * (1 << 40) + c["corr"][gpu]
+        o = np.argsort(key_l)
+        pos = np.searchsorted(key_l[o], key_k)
+        pos = np.clip(pos, 0, max(len(o) - 1, 0))
+        if len(o):
+            ok = key_l[o][pos] == key_k
+            ldur = self.dur[lk][o][pos][ok]
+            kdur = self.dur[gpu][ok]
+            f["short_kernel_frac"] = float((kdur < ldur).mean()) if len(kdur) else 0.0
+            f["gpu_per_step_ms"] = float(kdur.sum() / S / nR / 1000)
+            f["launch_per_step_ms"] = float(ldur.sum() / S / nR / 1000)
+        else:
+            f["short_kernel_frac"] = 0.0
+            f["gpu_per_step_ms"] = f["launch_per_step_ms"] = 0.0
+        sync = self.mask(names=lambda n: n.endswith("StreamSynchronize"))
+        f["syncs_per_step"] = float(sync.sum() / S / nR)
+        f["sync_ms_per_step"] = float(self.dur[sync].sum() / S / nR / 1000)
+        # GPU refill gap after each sync other than the last one of a step
+        gaps = []
+        for r in self.ranks:
+            ks, ke = self.ts[gpu & (c["rank"] == r)], self.end[gpu & (c["rank"] == r)]
+            o2 = np.argsort(ks)
+            ks, ke = ks[o2], np.maximum.accumulate(ke[o2])
+            se = np.sort(self.end[sync & (c["rank"] == r)])
+            st_s, st_e = self.steps[r]
+            for x in se:
+                k = np.searchsorted(st_s, x) - 1
+                later = se[(se > x) & (se <= st_e[max(k, 0)])]
+                if not len(later):
+                    continue  # the step's final read-back
+                i = np.searchsorted(ks, x)
+                if 0 < i < len(ks):
+                    gaps.append(ks[i] - ke[i - 1])
+        f["sync_refill_ms_per_step"] = float(np.sum(gaps) / S / nR / 1000) if gaps else 0.0
+        f["inner_syncs_per_step"] = float(len(gaps) / S / nR)
+        alloc = self.mask(names=lambda n: n in ("cudaMalloc", "cudaFree", "hipMalloc", "hipFree"))
+        f["alloc_calls_per_step"] = float(alloc.sum() / S / nR)
+        f["alloc_ms_per_step"] = float(self.dur[alloc].sum() / S / nR / 1000)
+        loader = self.mask(names=lambda n: n.startswith("enumerate(DataLoader)"))
+        f["loader_ms_per_step"] = float(self.dur[loader].sum() / S / nR / 1000)
+        comp = self.mask(names=lambda n: n.startswith("_compile.compile_inner"))
+        f["compile_ms_total"] = float(self.dur[comp].sum() / nR / 1000)
+        # steps (rank 0) that contain a compile
+        r0 = self.ranks[0]
+        cs = self.ts[comp & (c["rank"] == r0)]
+        st_s, st_e = self.steps[r0]
+        hit = np.zeros(self.n_steps, bool)
+        for x in cs:
+            hit[(st_s <= x) & (x < st_e)] = True
+        f["compile_steps"] = [int(i) for i in np.flatnonzero(hit)]
+        series = np.array(f["step_ms_series"])
+        f["steady_step_ms"] = float(series[~hit].mean()) if (~hit).any() else f["step_ms"]
+        f["compile_step_ms"] = float(series[hit].mean()) if hit.any() else 0.0
+        # per-step loader wait spread (every step vs some steps)
+        if loader.any():
+            lw = self.dur[loader & (c["rank"] == r0)] / 1000
+            f["loader_ms_min"] = float(lw.min())
+            f["loader_ms_max"] = float(lw.max())
+        else:
+            f["loader_ms_min"] = f["loader_ms_max"] = 0.0
+        _ = C_RT
+
+    def _kernels(self, f: dict) -> None:
+        c = self.c
+        S, nR = max(self.n_steps, 1), len(self.ranks)
+        k = self.mask(cat=C_KERN) & (c["tid"] == COMPUTE)
+        total = self.dur[k].sum()
+        names = c["name"][k]
+        uniq, inv = np.unique(names, return_inverse=True)
+        sums = np.bincount(inv, weights=self.dur[k])
+        is_gemm = np.array([bool(GEMM_RE.search(self.names[u])) or "flash" in self.names[u]
+                            or "fmha" in self.names[u] for u in uniq])  # fmt: skip
+        f["nongemm_share"] = float(sums[~is_gemm].sum() / total) if total else 0.0
+        order = np.argsort(-sums)
+        f["top_kernels"] = [[self.names[uniq[i]][:80], round(float(sums[i] / total), 4)]
+                            for i in order[:5]]  # fmt: skip
+        # score-matrix elementwise chain: kernels whose launching op carries 4-D Input Dims
+        outer = self.mask(tid=MAIN) & (c["aid"] >= 0) & (c["cat"] == 1)
+        dims4 = np.array([len((self.args[a].get("Input Dims") or [[]])[0]) == 4
+                          for a in c["aid"][outer]], bool) if outer.any() else np.zeros(0, bool)  # fmt: skip
+        fam_ms, fam_bytes, fam_time = 0.0, 0.0, 0.0
+        if dims4.any():
+            os_, oe = self.ts[outer][dims4], self.end[outer][dims4]
+            orank = c["rank"][outer][dims4]
+            oaid = c["aid"][outer][dims4]
+            # the launch inside each op gives the correlation of its kernel
+            la = self.mask(names=lambda n: n.endswith("LaunchKernel"))
+            lts, lr, lc = self.ts[la], c["rank"][la], c["corr"][la]
+            kc = dict(zip(zip(c["rank"][k].tolist(), c["corr"][k].tolist(), strict=True),
+                          self.dur[k].tolist(), strict=True))  # fmt: skip
+            for r in self.ranks:
+                mr = lr == r
+                lt_r, lc_r = lts[mr], lc[mr]
+                o2 = np.argsort(lt_r)
+                lt_r, lc_r = lt_r[o2], lc_r[o2]
+                for s0, e0, a in zip(
+                    os_[orank == r], oe[orank == r], oaid[orank == r], strict=True
+                ):
+                    i = np.searchsorted(lt_r, s0)
+                    if i < len(lt_r) and lt_r[i] < e0:
+                        kd = kc.get((r, int(lc_r[i])))
+                        if kd:
+                            dims = self.args[a]["Input Dims"][0]
+                            nel = float(np.prod(dims))
+                            fam_ms += kd / 1000
+                            fam_time += kd
+                            fam_bytes += nel * 2 * 2
+        f["score_chain_ms_per_step"] = fam_ms / S / nR
+        f["score_chain_share"] = float(fam_time / total) if total else 0.0
+        f["score_chain_tbps"] = float(fam_bytes / (fam_time / 1e6) / 1e12) if fam_time else 0.0
+        f["hbm_tbps"] = self.hw.hbm_tbps

@@ -1,0 +1,581 @@
+"""Workloads (data-parallel training, pipeline-parallel training, inference decode) and the
+per-scenario injections. Every function returns a finished `Sim` plus a workload description."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernels as K
+from .hardware import Hardware
+from .kernels import UnitBuilder
+from .model import C_ANN, C_OP, C_RT, COMPUTE, MAIN, NCCL, WORKER0, WORKER1, Interner, Sim, Units
+
+LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+
+
+# ------------------------------------------------------------------------------------------------
+# data-parallel training
+# ------------------------------------------------------------------------------------------------
+def ddp_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
+    p = {
+        "world": 8 if rng.random() < 0.8 else 4,
+        "layers": int(rng.integers(6, 11)),
+        "hidden": int(rng.choice([2048, 3072, 4096])),
+        "batch": int(rng.choice([2, 4, 8])),
+        "seq": int(rng.choice([1024, 2048])),
+        "steps": int(rng.integers(6, 9)),
+        "grad_dtype": "BFloat16",
+        "mfu_eff": float(rng.uniform(0.55, 0.7)),
+        "busbw_eff": float(rng.uniform(0.96, 1.02)),
+        "overlap": True,
+        "workers": int(rng.choice([4, 6, 8])),
+        "data_ms": 0.0,
+    }
+    if slug == "exposed-allreduce":
+        p["overlap"] = False
+        p["hidden"] = int(rng.choice([3072, 4096]))
+        p["grad_dtype"] = str(rng.choice(["BFloat16", "Float"]))
+        p["batch"], p["seq"] = int(rng.choice([1, 2])), 2048
+    elif slug == "bandwidth-bound-collective":
+        p["hidden"] = 4096
+        p["grad_dtype"] = "Float"
+        p["batch"], p["seq"] = 1, 1024
+    elif slug == "memory-bound-kernel":
+        p["seq"] = 4096
+        p["batch"] = int(rng.choice([1, 2]))
+        p["hidden"] = int(rng.choice([3072, 4096]))
+    elif slug == "recompilation":
+        p["world"] = 4
+        p["steps"] = int(rng.integers(7, 10))
+    return p
+
+
+def _layer_fwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled: bool,
+               sync_layer: bool = False) -> None:  # fmt: skip
+    d, t = p["hidden"], p["batch"] * p["seq"]
+    tf = hw.bf16_tflops * p["mfu_eff"]
+    hbm = hw.hbm_tbps * 1e12 * 0.82
+    ew = lambda nbytes: nbytes / hbm * 1e6 + 3.0  # noqa: E731
+    act = t * d * 2
+    ln = K.TRITON["ln"] if compiled else K.LN_FWD
+    b.k("aten::layer_norm", "aten::native_layer_norm", ln, ew(2 * act), dims=[[t, d], [d], [d]])
+    b.gemm("aten::linear", "aten::addmm", t, 3 * d, d, tf, 0)
+    if unfused:
+        heads, s = d // 128, p["seq"]
+        elems = p["batch"] * heads * s * s
+        sb = elems * 2
+        tf_bmm = tf * 0.8
+        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 2)
+        dims = [[p["batch"], heads, s, s]]
+        b.k("aten::mul", None, K.MUL, ew(2 * sb), dims=dims)
+        b.k("aten::masked_fill", "aten::masked_fill_", K.MASKED_FILL, ew(2.25 * sb), dims=dims)
+        b.k("aten::softmax", "aten::_softmax", K.SOFTMAX, ew(2 * sb), dims=dims)
+        b.k("aten::dropout", "aten::native_dropout", K.DROPOUT, ew(2.5 * sb), dims=dims)
+        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1)
+    else:
+        fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.8 * 1e12) * 1e6 + 5
+        b.k("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+            K.flash_names(hw)[0], fl_us, grid=(p["seq"] // 128, d // 128, p["batch"]),
+            block=(128, 1, 1))  # fmt: skip
+    b.gemm("aten::linear", "aten::addmm", t, d, d, tf, 1)
+    b.k("aten::add", None, K.TRITON["add"] if compiled else K.ADD, ew(3 * act))
+    if sync_layer:
+        return  # the router read-back splits the layer here; the caller continues
+    _layer_fwd_mlp(b, p, hw, compiled=compiled)
+
+
+def _layer_fwd_mlp(b: UnitBuilder, p: dict, hw: Hardware, *, compiled: bool) -> None:
+    d, t = p["hidden"], p["batch"] * p["seq"]
+    tf = hw.bf16_tflops * p["mfu_eff"]
+    hbm = hw.hbm_tbps * 1e12 * 0.82
+    ew = lambda nbytes: nbytes / hbm * 1e6 + 3.0  # noqa: E731
+    act = t * d * 2
+    b.k("aten::layer_norm", "aten::native_layer_norm", K.TRITON["ln"] if compiled else K.LN_FWD,
+        ew(2 * act))  # fmt: skip
+    b.gemm("aten::linear", "aten::addmm", t, 4 * d, d, tf, 0)
+    b.k("aten::gelu", None, K.TRITON["gelu"] if compiled else K.GELU, ew(8 * act))
+    b.gemm("aten::linear", "aten::addmm", t, d, 4 * d, tf, 1)
+    b.k("aten::add", None, K.TRITON["add"] if compiled else K.ADD, ew(3 * act))
+
+
+def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled: bool) -> None:
+    d, t = p["hidden"], p["batch"] * p["seq"]
+    tf = hw.bf16_tflops * p["mfu_eff"]
+    hbm = hw.hbm_tbps * 1e12 * 0.82
+    ew = lambda nbytes: nbytes / hbm * 1e6 + 3.0  # noqa: E731
+    act = t * d * 2
+    ev = "autograd::engine::evaluate_function: "
+    b.k(ev + "AddBackward0", None, K.TRITON["add_bwd"] if compiled else K.ADD, ew(3 * act), 10)
+    for n_out, n_in, v in ((d, 4 * d, 1), (4 * d, d, 0)):
+        b.gemm(ev + "AddmmBackward0", "aten::mm", t, n_in, n_out, tf, v, 20)
+        b.gemm(ev + "AddmmBackward0", "aten::mm", n_in, n_out, t, tf, 2, 18)
+        if n_out == d:
+            b.k(ev + "GeluBackward0", "aten::gelu_backward",
+                K.TRITON["gelu_bwd"] if compiled else K.GELU_BWD, ew(12 * act))  # fmt: skip
+    b.k(ev + "NativeLayerNormBackward0", "aten::native_layer_norm_backward",
+        K.TRITON["ln_bwd"] if compiled else K.LN_BWD, ew(3 * act), 18)  # fmt: skip
+    b.gemm(ev + "AddmmBackward0", "aten::mm", t, d, d, tf, 1, 20)
+    b.gemm(ev + "AddmmBackward0", "aten::mm", d, d, t, tf, 2, 18)
+    if unfused:
+        heads, s = d // 128, p["seq"]
+        sb = p["batch"] * heads * s * s * 2
+        dims = [[p["batch"], heads, s, s]]
+        tf_bmm = tf * 0.8
+        for _ in range(2):
+            b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 0, 18)
+        b.k(ev + "NativeDropoutBackward0", "aten::native_dropout_backward", K.MASKED_SCALE,
+            ew(2.5 * sb), 16, dims=dims)  # fmt: skip
+        b.k(ev + "SoftmaxBackward0", "aten::_softmax_backward_data", K.SOFTMAX_BWD, ew(3 * sb), 16,
+            dims=dims)  # fmt: skip
+        b.k(ev + "MulBackward0", "aten::mul", K.MUL, ew(2 * sb), 12, dims=dims)
+        for _ in range(2):
+            b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1, 18)
+    else:
+        fl_us = 2.5 * 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.7 * 1e12) * 1e6 + 8
+        b.k(ev + "ScaledDotProductFlashAttentionBackward0",
+            "aten::_scaled_dot_product_flash_attention_backward", K.flash_names(hw)[1], fl_us, 24,
+            grid=(p["seq"] // 128, d // 128, p["batch"]), block=(256, 1, 1))  # fmt: skip
+    b.gemm(ev + "AddmmBackward0", "aten::mm", t, d, 3 * d, tf, 1, 20)
+    b.gemm(ev + "AddmmBackward0", "aten::mm", 3 * d, d, t, tf, 2, 18)
+    b.k(ev + "NativeLayerNormBackward0", "aten::native_layer_norm_backward",
+        K.TRITON["ln_bwd"] if compiled else K.LN_BWD, ew(3 * act), 18)  # fmt: skip
+
+
+def allreduce_us(nbytes: float, world: int, hw: Hardware, eff: float) -> float:
+    busbw = hw.achievable_busbw_gbps * 1e9 * eff
+    return nbytes * 2 * (world - 1) / world / busbw * 1e6 + 18.0
+
+
+def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p: dict) -> Sim:
+    R, L, d = p["world"], p["layers"], p["hidden"]
+    sim = Sim(R, hw, rng, it)
+    unfused = slug == "memory-bound-kernel"
+    compiled = slug == "recompilation"
+    gsize = K.DTYPE_BYTES[p["grad_dtype"]]
+    layer_params = 12 * d * d + 4 * d
+    p["params"] = layer_params * L
+    t_layer = allreduce_us(layer_params * gsize, R, hw, p["busbw_eff"])
+    ranks = list(range(R))
+
+    def ub() -> UnitBuilder:
+        return UnitBuilder(it, hw)
+
+    # templates
+    fwd = ub()
+    for _ in range(L):
+        _layer_fwd(fwd, p, hw, unfused=unfused, compiled=compiled)
+    t = p["batch"] * p["seq"]
+    vocab_us = 2.0 * t * d * 32000 / (hw.bf16_tflops * p["mfu_eff"] * 1e12) * 1e6
+    fwd.gemm("aten::linear", "aten::mm", t, 32000, d, hw.bf16_tflops * p["mfu_eff"], 0)
+    fwd.k("aten::cross_entropy_loss", "aten::_log_softmax", K.LOGSOFTMAX, vocab_us * 0.08)
+    fwd.k("aten::cross_entropy_loss", "aten::nll_loss_nd", K.NLL, 6.0)
+    bwd = ub()
+    bwd.gemm("autograd::engine::evaluate_function: MmBackward0", "aten::mm", t, d, 32000,
+             hw.bf16_tflops * p["mfu_eff"], 1, 20)  # fmt: skip
+    for _ in range(L):
+        _layer_bwd(bwd, p, hw, unfused=unfused, compiled=compiled)
+        if p["overlap"]:
+            bwd.nccl("allreduce", layer_params, p["grad_dtype"], R, t_layer, ranks)
+    comm = ub()
+    if not p["overlap"]:
+        for _ in range(L):
+            comm.nccl("allreduce", layer_params, p["grad_dtype"], R, t_layer, ranks)
+    opt = ub()
+    opt_bytes = p["params"] * 16
+    for _ in range(4):
+        opt.k("aten::_fused_adamw_", None, K.ADAM, opt_bytes / 4 / (hw.hbm_tbps * 1e12 * 0.8) * 1e6,
+              22, grid=(320, 1, 1), block=(512, 1, 1))  # fmt: skip
+    h2d = ub()
+    pin_gbps = hw.pcie_gbps * 0.9
+    h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)", t * 8, pin_gbps,
+               dims=[[p["batch"], p["seq"]]])  # fmt: skip
+    h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)", t * 8, pin_gbps,
+               dims=[[p["batch"], p["seq"]]])  # fmt: skip
+    zero = ub()
+    zero.memset("aten::zero_", 4)
+    U = {k: Units.build(v.rows) for k, v in
+         (("fwd", fwd), ("bwd", bwd), ("opt", opt), ("h2d", h2d), ("zero", zero))}  # fmt: skip
+    if comm.rows:
+        U["comm"] = Units.build(comm.rows)
+
+    # scenario knobs
+    comp_step_ms = float((U["fwd"].gpu_us.sum() + U["bwd"].gpu_us[U["bwd"].stream == COMPUTE].sum()
+                          + U["opt"].gpu_us.sum()) / 1000)  # fmt: skip
+    p["compute_ms_est"] = comp_step_ms
+    if slug == "straggler":
+        slow = int(rng.integers(0, R))
+        sim.gpu_scale[slow] = 1.0 + float(rng.uniform(0.12, 0.35))
+    else:
+        sim.gpu_scale[:] = 1.0 + rng.normal(0, 0.004, R)
+    data_ms = comp_step_ms * 0.6
+    workers = p["workers"]
+    if slug == "input-starvation":
+        workers = int(rng.choice([1, 2]))
+        data_ms = comp_step_ms * workers * float(rng.uniform(1.35, 2.6))
+        p["workers"] = workers
+    p["data_ms"] = data_ms
+    # shapes for the compiled workload: new sequence lengths appear on a few steps
+    shapes = [p["seq"]] * p["steps"]
+    compile_steps: set[int] = set()
+    if compiled:
+        n_new = int(rng.integers(2, 4))
+        choices = rng.choice(np.arange(1, p["steps"]), size=n_new, replace=False)
+        compile_steps = {int(c) for c in choices}
+        lens = [p["seq"]]
+        for s in range(p["steps"]):
+            if s in compile_steps:
+                new = int(rng.choice([1536, 1792, 2304, 2560, 3072]))
+                while new in lens:
+                    new += 128
+                lens.append(new)
+                shapes[s] = new
+            else:
+                shapes[s] = int(rng.choice(lens))
+    p["shapes"] = shapes
+    p["compile_steps"] = sorted(compile_steps)
+    sync_every_layer = slug == "sync-stalls"
+    sync_host_ms = float(rng.uniform(0.6, 2.2)) if sync_every_layer else 0.0
+    alloc = slug == "allocator-stalls"
+    n_alloc = int(rng.integers(3, 7))
+    alloc_ms = float(rng.uniform(1.5, 6.0))
+
+    # data loader: worker w fetches batch k, at most `depth` batches ahead of the main thread
+    nrow = 2 if workers >= 2 else 1
+    depth_ahead = 2 * workers
+    data_ns = int(data_ms * 1e6)
+    period = data_ns // workers if workers <= 2 else 0
+    # in steady state a starved loader has no batch buffered: worker w's fetch is in flight
+    wfree = np.zeros((nrow, R), np.int64) + sim.cpu[None, :]
+    if period:
+        for w in range(nrow):
+            wfree[w] = sim.cpu - data_ns + (w + 1) * period - int(comp_step_ms * 1e6)
+    ready_at: list[np.ndarray] = []
+    consumed: list[np.ndarray] = []
+
+    def schedule_fetch(k: int) -> None:
+        w = k % nrow
+        dur = (data_ms * 1e6 * rng.lognormal(0, 0.02 if period else 0.05, R)).astype(np.int64)
+        if workers > 2:  # each drawn row stands for several workers
+            dur = dur * 2 // workers + 1000
+        gate = consumed[k - depth_ahead] if k - depth_ahead >= 0 else wfree[w]
+        st = np.maximum(wfree[w], gate) + rng.integers(20_000, 80_000, R)
+        if period:
+            st = wfree[w] + rng.integers(20_000, 80_000, R)
+        tid = WORKER0 if w == 0 else WORKER1
+        sim.slice(tid, st, dur, "DataLoader worker: fetch batch", C_ANN, 0)
+        sim.slice(tid, st + 2000, dur - 4000, "collate_fn", C_OP, 1)
+        wfree[w] = st + dur
+        ready_at.append(st + dur)
+
+    cl_id = 0
+    compile_idx = 0
+    seen = {p["seq"]: 0}
+    for s in range(p["steps"]):
+        step_start = sim.cpu.copy()
+        # scaling of work with this step's shape
+        f = shapes[s] / p["seq"]
+        base_scale = sim.gpu_scale.copy()
+        sim.gpu_scale = base_scale * f
+        # 1 data
+        while len(ready_at) <= s:
+            schedule_fetch(len(ready_at))
+        wait = np.maximum(ready_at[s] - sim.cpu, 0) + rng.integers(120_000, 400_000, R)
+        sim.cpu_op(LOADER, wait, 1, C_ANN)
+        consumed.append(sim.cpu.copy())
+        # 2 copy in
+        h = Units.build(_h2d_rows(it, hw, p, shapes[s]))
+        sim.block(h, depth=1)
+        if alloc:
+            for _ in range(n_alloc):
+                dur = (alloc_ms * 1e6 * rng.lognormal(0, 0.35, R)).astype(np.int64)
+                sim.slice(MAIN, sim.cpu, dur + 4000, "aten::empty_strided", C_OP, 1)
+                sim.slice(MAIN, sim.cpu + 2000, dur, K.rt(hw, "Malloc"), C_RT, 2)
+                sim.cpu = sim.cpu + dur + 4000 + rng.integers(3000, 9000, R)
+        # 3 forward
+        if compiled:
+            t_reg = sim.cpu.copy()
+            sim.cpu = sim.cpu + 1000
+            sim.cpu_op("TorchDynamo Cache Lookup", rng.integers(25_000, 70_000, R), 2)
+            if s in compile_steps:
+                cl_id += 1
+                comp_ns = int(rng.uniform(1.2, 4.5) * 1e9)
+                dur = (comp_ns * rng.lognormal(0, 0.03, R)).astype(np.int64)
+                sim.slice(MAIN, sim.cpu, dur, "_compile.compile_inner (dynamo_timed)", C_ANN, 2)
+                inner = (dur * rng.uniform(0.55, 0.8)).astype(np.int64)
+                sim.slice(MAIN, sim.cpu + (dur - inner) // 2, inner,
+                          "call_user_compiler (dynamo_timed)", C_ANN, 3)  # fmt: skip
+                sim.cpu = sim.cpu + dur + rng.integers(5000, 20000, R)
+                seen[shapes[s]] = cl_id
+                compile_idx += 1
+            sim.block(U["fwd"], depth=2, ann="CompiledFunction")
+            region = f"Torch-Compiled Region: 0/{seen.get(shapes[s], 0)}"
+            sim.slice(MAIN, t_reg, sim.cpu - t_reg, region, C_ANN, 1)
+            sim.cpu = sim.cpu + 2000
+        elif sync_every_layer:
+            t_f = sim.cpu.copy()
+            sim.cpu = sim.cpu + 1000
+            for li in range(L):
+                a = UnitBuilder(it, hw)
+                _layer_fwd(a, p, hw, unfused=False, compiled=False, sync_layer=True)
+                sim.block(Units.build(a.rows), depth=2)
+                sim.sync_item(2, host_after_us=sync_host_ms * 1000 * rng.uniform(0.7, 1.3),
+                              op="aten::nonzero", inner="aten::count_nonzero",
+                              dims=[[t, 8]])  # fmt: skip
+                m = UnitBuilder(it, hw)
+                _layer_fwd_mlp(m, p, hw, compiled=False)
+                if li == L - 1:
+                    m.rows.extend(fwd.rows[-3:])
+                sim.block(Units.build(m.rows), depth=2)
+            sim.slice(MAIN, t_f, sim.cpu - t_f, "DistributedDataParallel.forward", C_ANN, 1)
+            sim.cpu = sim.cpu + 2000
+        else:
+            sim.block(U["fwd"], depth=1, ann="DistributedDataParallel.forward")
+        # 4 backward (+ bucketed all-reduce)
+        sim.block(U["zero"], depth=1)
+        sim.block(U["bwd"], depth=1, ann="## backward ##")
+        if "comm" in U:
+            sim.block(U["comm"], depth=1, ann="DistributedDataParallel.reduce_gradients")
+        # 5 optimizer waits for the last all-reduce on the GPU
+        sim.gpu_scale = base_scale
+        sim.block(U["opt"], depth=1, ann="Optimizer.step#AdamW.step", wait_nccl=True)
+        # 6 the one intended read-back per step (loss for logging)
+        sim.sync_item(1)
+        if alloc:
+            for _ in range(max(2, n_alloc - 1)):
+                dur = (alloc_ms * 6e5 * rng.lognormal(0, 0.35, R)).astype(np.int64)
+                sim.slice(MAIN, sim.cpu, dur, K.rt(hw, "Free"), C_RT, 1)
+                sim.cpu = sim.cpu + dur + rng.integers(3000, 9000, R)
+        sim.slice(MAIN, step_start, sim.cpu - step_start, f"ProfilerStep#{s}", C_ANN, 0)
+        sim.cpu = sim.cpu + rng.integers(8000, 20000, R)
+    p["layer_bytes"] = layer_params * gsize
+    p["t_layer_us"] = t_layer
+    return sim
+
+
+def _h2d_rows(it: Interner, hw: Hardware, p: dict, seq: int) -> list[tuple]:
+    b = UnitBuilder(it, hw)
+    t = p["batch"] * seq
+    for _ in range(2):
+        b.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)", t * 8,
+                 hw.pcie_gbps * 0.9, dims=[[p["batch"], seq]])  # fmt: skip
+    return b.rows
+
+
+# ------------------------------------------------------------------------------------------------
+# inference decode loop (one rank)
+# ------------------------------------------------------------------------------------------------
+def infer_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
+    if slug == "launch-bound":
+        return {"world": 1, "layers": int(rng.integers(16, 29)), "hidden": int(rng.choice([1536, 2048])),
+                "batch": 1, "steps": int(rng.integers(8, 13)), "cpu_us": float(rng.uniform(18, 32))}  # fmt: skip
+    return {"world": 1, "layers": int(rng.integers(20, 33)), "hidden": int(rng.choice([6144, 8192])),
+            "batch": int(rng.choice([64, 96, 128])), "steps": int(rng.integers(8, 12)),
+            "cpu_us": float(rng.uniform(14, 22))}  # fmt: skip
+
+
+def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p: dict) -> Sim:
+    sim = Sim(1, hw, rng, it)
+    d, bsz = p["hidden"], p["batch"]
+    hbm = hw.hbm_tbps * 1e12 * 0.75
+    tf = hw.bf16_tflops * 0.55
+    cpu = p["cpu_us"]
+
+    def lin(b: UnitBuilder, n_out: int, n_in: int, v: int) -> None:
+        wbytes = n_out * n_in * 2
+        us = max(wbytes / hbm, 2.0 * bsz * n_out * n_in / (tf * 1e12)) * 1e6 + 2.5
+        b.k("aten::linear", "aten::mm", K.gemm_name(hw, v) if bsz > 8 else _gemv(hw), us, cpu,
+            dims=[[bsz, n_in], [n_in, n_out]])  # fmt: skip
+
+    b = UnitBuilder(it, hw)
+    b.k("aten::embedding", "aten::index_select", K.EMBED, 3.0, cpu)
+    ctx = 1024
+    for _ in range(p["layers"]):
+        b.k("vllm::rms_norm", None, K.RMSNORM, 2.0 + bsz * d * 4 / hbm * 1e6, cpu)
+        lin(b, 3 * d, d, 0)
+        b.k("vllm::rotary_embedding", None, K.ROTARY, 2.2, cpu)
+        att_us = bsz * ctx * d * 2 * 2 / hbm * 1e6 + 4.0
+        b.k("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+            K.flash_names(hw)[0], att_us, cpu)  # fmt: skip
+        lin(b, d, d, 1)
+        b.k("aten::add", None, K.ADD, 1.8, cpu)
+        b.k("vllm::rms_norm", None, K.RMSNORM, 2.0 + bsz * d * 4 / hbm * 1e6, cpu)
+        lin(b, 8 * d, d, 0)
+        b.k("vllm::silu_and_mul", None, K.SILU_MUL, 2.0 + bsz * d * 16 / hbm * 1e6, cpu)
+        lin(b, d, 4 * d, 1)
+        b.k("aten::add", None, K.ADD, 1.8, cpu)
+    b.k("vllm::rms_norm", None, K.RMSNORM, 2.5, cpu)
+    lin(b, 32000, d, 2)
+    b.k("aten::argmax", None, K.ARGMAX, 3.0 + bsz * 0.05, cpu)
+    U = Units.build(b.rows)
+    p["kernels_per_step"] = len(U)
+    for s in range(p["steps"]):
+        t0 = sim.cpu.copy()
+        sim.cpu_op("aten::copy_", rng.integers(15_000, 40_000, 1), 1)
+        sim.block(U, depth=1, ann="## decode ##")
+        sim.sync_item(1, op="aten::item")
+        sim.cpu_op("sampler.update_state", rng.integers(40_000, 120_000, 1), 1, C_ANN)
+        sim.slice(MAIN, t0, sim.cpu - t0, f"ProfilerStep#{s}", C_ANN, 0)
+        sim.cpu = sim.cpu + rng.integers(5000, 15000, 1)
+    return sim
+
+
+def _gemv(hw: Hardware) -> str:
+    if hw.vendor == "amd":
+        return "void wvSplitK_hf_sml_<__hip_bfloat16, 64, 2, 16, 8, 2, 1>(int, int, int, __hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16*, int, int)"  # noqa: E501
+    return "void gemv2T_kernel_val<int, int, __nv_bfloat16, __nv_bfloat16, float, 128, 16, 4, 4, false, false, cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16>, float> >(cublasGemvParamsEx<int, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16>, float>, float, float)"  # noqa: E501
+
+
+# ------------------------------------------------------------------------------------------------
+# pipeline-parallel training (1F1B), ranks = stages
+# ------------------------------------------------------------------------------------------------
+def pp_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
+    stages = int(rng.choice([4, 6, 8]))
+    return {"world": stages, "stages": stages, "micro": int(rng.integers(max(2, stages // 2), stages + 1)),
+            "hidden": int(rng.choice([4096, 5120, 6144])), "mb_tokens": int(rng.choice([2048, 4096])),
+            "layers_per_stage": int(rng.choice([2, 3, 4])), "steps": int(rng.integers(6, 9)),
+            "mfu_eff": float(rng.uniform(0.55, 0.7))}  # fmt: skip
+
+
+def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p: dict) -> Sim:
+    P, M = p["stages"], p["micro"]
+    sim = Sim(P, hw, rng, it)
+    d, t = p["hidden"], p["mb_tokens"]
+    tf = hw.bf16_tflops * p["mfu_eff"]
+    fb, bb = UnitBuilder(it, hw), UnitBuilder(it, hw)
+    for _ in range(p["layers_per_stage"]):
+        fb.gemm("aten::linear", "aten::addmm", t, 3 * d, d, tf, 0)
+        fb.k("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+             K.flash_names(hw)[0], 2.0 * t * 2048 * d / (tf * 0.8e12) * 1e6 + 5)  # fmt: skip
+        fb.gemm("aten::linear", "aten::addmm", t, d, d, tf, 1)
+        fb.gemm("aten::linear", "aten::addmm", t, 4 * d, d, tf, 0)
+        fb.gemm("aten::linear", "aten::addmm", t, d, 4 * d, tf, 1)
+        ev = "autograd::engine::evaluate_function: AddmmBackward0"
+        for n_in, n_out in ((4 * d, d), (d, 4 * d), (d, d), (d, 3 * d)):
+            bb.gemm(ev, "aten::mm", t, n_in, n_out, tf, 1, 20)
+            bb.gemm(ev, "aten::mm", n_in, n_out, t, tf, 2, 18)
+        bb.k("autograd::engine::evaluate_function: ScaledDotProductFlashAttentionBackward0",
+             "aten::_scaled_dot_product_flash_attention_backward", K.flash_names(hw)[1],
+             5.0 * t * 2048 * d / (tf * 0.7e12) * 1e6 + 8, 24)  # fmt: skip
+    UF, UB = Units.build(fb.rows), Units.build(bb.rows)
+    act_nel = t * d
+    p2p_us = act_nel * 2 / (hw.achievable_busbw_gbps * 1e9 * 0.9) * 1e6 + 12.0
+    send_aid = it.a({"Collective name": "send", "In msg nelems": act_nel, "Out msg nelems": act_nel,
+                     "Group size": 2, "dtype": "BFloat16", "Process Group Name": "1",
+                     "Process Group Description": "pp_group"})  # fmt: skip
+    recv_aid = it.a({"Collective name": "recv", "In msg nelems": act_nel, "Out msg nelems": act_nel,
+                     "Group size": 2, "dtype": "BFloat16", "Process Group Name": "1",
+                     "Process Group Description": "pp_group"})  # fmt: skip
+    p["p2p_us"] = p2p_us
+    # 1F1B order per stage
+    orders = []
+    for s in range(P):
+        warm = min(P - s - 1, M)
+        seq = [("F", i) for i in range(warm)]
+        f, bk = warm, 0
+        while bk < M:
+            if f < M:
+                seq.append(("F", f))
+                f += 1
+            seq.append(("B", bk))
+            bk += 1
+        orders.append(seq)
+    launch = it.n(K.rt(hw, "LaunchKernel"))
+    sr_name = it.n(K.nccl_name("send", "BFloat16"))
+    ann_send, ann_recv = it.n("nccl:send"), it.n("nccl:recv")
+    rcp = it.n("record_param_comms")
+    from .model import C_KERN
+
+    single = [Sim(1, hw, rng, it, rec=sim.rec) for _ in range(P)]
+    for s, one in enumerate(single):
+        one.ranks = np.array([s])
+        one.gpu_scale = np.ones(1)
+        one.cpu = sim.cpu[s : s + 1].copy()
+        one.free_c, one.free_n = one.cpu.copy(), one.cpu.copy()
+        one.corr = np.zeros(1, np.int64)
+
+    def p2p(one: Sim, kind: str, start_ns: int, end_ns: int, depth: int) -> None:
+        # CPU: annotation + record_param_comms + launch; GPU: the SendRecv kernel on the NCCL stream
+        c0 = int(one.cpu[0])
+        L = int(one.launch_lat(1)[0])
+        corr = int(one.next_corr(1)[0, 0])
+        aid = send_aid if kind == "send" else recv_aid
+        dur = 8000 + L + 6000
+        one.rec.add(
+            one.ranks, MAIN, c0, dur, ann_send if kind == "send" else ann_recv, C_ANN, depth
+        )
+        one.rec.add(one.ranks, MAIN, c0 + 2000, dur - 4000, rcp, C_OP, depth + 1, 0, aid)
+        one.rec.add(one.ranks, MAIN, c0 + 6000, L, launch, C_RT, depth + 2, corr)
+        ks = max(start_ns, c0 + 6000 + L // 2, int(one.free_n[0]))
+        ke = max(end_ns, ks + 1500)
+        one.rec.add(one.ranks, NCCL, ks, ke - ks, sr_name, C_KERN, 0, corr, aid)
+        one.free_n[:] = ke + 1500
+        one.cpu[:] = c0 + dur + 2000
+
+    for step in range(p["steps"]):
+        t_step = [int(o.cpu[0]) for o in single]
+        f_done = np.zeros((P, M), np.int64)  # arrival time of activations at stage s (after send)
+        b_done = np.zeros((P, M), np.int64)
+        pos = [0] * P
+        remaining = sum(len(o) for o in orders)
+        for one in single:
+            # step bookkeeping: data copy-in at the first stage only is folded into compute
+            one.cpu[:] = one.cpu + 5000
+        while remaining:
+            progressed = False
+            for s in range(P):
+                while pos[s] < len(orders[s]):
+                    kind, i = orders[s][pos[s]]
+                    if kind == "F":
+                        dep = 0 if s == 0 else int(f_done[s - 1, i])
+                        if s > 0 and dep == 0:
+                            break
+                    else:
+                        dep = int(f_done[s, i]) if s == P - 1 else int(b_done[s + 1, i])
+                        if dep == 0:
+                            break
+                    one = single[s]
+                    if (s > 0 and kind == "F") or (s < P - 1 and kind == "B"):
+                        # receive: the CPU posts the receive, the kernel waits for the data
+                        p2p(one, "recv", int(one.free_c[0]), dep, 1)
+                    one.block(UF if kind == "F" else UB, depth=1,
+                              ann=f"## forward mb{i} ##" if kind == "F" else f"## backward mb{i} ##",
+                              gpu_not_before=np.array([dep]))  # fmt: skip
+                    end = int(one.free_c[0])
+                    if kind == "F":
+                        if s < P - 1:
+                            p2p(one, "send", end, end + int(p2p_us * 1000), 1)
+                            f_done[s, i] = int(one.free_n[0])
+                        else:
+                            f_done[s, i] = end
+                    else:
+                        if s > 0:
+                            p2p(one, "send", end, end + int(p2p_us * 1000), 1)
+                            b_done[s, i] = int(one.free_n[0])
+                        else:
+                            b_done[s, i] = end
+                    pos[s] += 1
+                    remaining -= 1
+                    progressed = True
+            if not progressed:  # pragma: no cover - schedule is deadlock-free by construction
+                raise RuntimeError("pipeline schedule stalled")
+        # optimizer + the step's read-back, then a barrier-like alignment of step starts
+        for s, one in enumerate(single):
+            adam = UnitBuilder(it, hw)
+            adam.k(
+                "aten::_fused_adamw_",
+                None,
+                K.ADAM,
+                12 * d * d * p["layers_per_stage"] * 16 / (hw.hbm_tbps * 0.8e12) * 1e6,
+                22,
+            )
+            one.block(Units.build(adam.rows), depth=1, ann="Optimizer.step#AdamW.step")
+            one.sync_item(1)
+        t_end = max(int(o.cpu[0]) for o in single) + int(rng.integers(10_000, 30_000))
+        for s, one in enumerate(single):
+            one.rec.add(one.ranks, MAIN, t_step[s], t_end - 5000 - t_step[s], it.n(f"ProfilerStep#{step}"),
+                        C_ANN, 0)  # fmt: skip
+            one.cpu[:] = t_end
+    return sim
+
+
+_ = (C_OP, COMPUTE)
