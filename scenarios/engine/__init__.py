@@ -30,15 +30,48 @@ from .model import Interner
 GENERATOR_VERSION = "1"
 
 __all__ = [
-    "FIXES", "GENERATOR_VERSION", "HARDWARE", "MEASUREMENTS", "SCENARIOS", "AnswerKey",
-    "Hardware", "Scenario", "Trace", "dumps", "export_to_path", "generate", "get_hardware",
-    "hta_bytes", "key_json", "loads", "perfetto_bytes", "to_hta", "to_perfetto", "to_timeline",
-]  # fmt: skip
+    "FIXES",
+    "GENERATOR_VERSION",
+    "HARDWARE",
+    "MEASUREMENTS",
+    "SCENARIOS",
+    "AnswerKey",
+    "Hardware",
+    "Scenario",
+    "Trace",
+    "dumps",
+    "export_to_path",
+    "generate",
+    "get_hardware",
+    "hta_bytes",
+    "key_json",
+    "loads",
+    "perfetto_bytes",
+    "to_hta",
+    "to_perfetto",
+    "to_timeline",
+]
 
-_KEY_FIELDS = ("scenario", "title", "twin", "signature", "measurement", "measurements_accepted",
-               "measurement_label", "measurement_value", "measurement_text", "fix",
-               "fixes_accepted", "fix_text", "step_ms", "expected_step_ms", "arithmetic", "facts",
-               "evidence", "mentalmath_family")  # fmt: skip
+_KEY_FIELDS = (
+    "scenario",
+    "title",
+    "twin",
+    "signature",
+    "measurement",
+    "measurements_accepted",
+    "measurement_label",
+    "measurement_value",
+    "measurement_text",
+    "fix",
+    "fixes_accepted",
+    "fix_text",
+    "step_ms",
+    "expected_step_ms",
+    "arithmetic",
+    "facts",
+    "evidence",
+    "mentalmath_family",
+)
 
 
 @dataclass
@@ -94,17 +127,25 @@ class Trace:
 
 
 _WORKLOAD = {
-    "exposed-allreduce": "ddp", "input-starvation": "ddp", "launch-bound": "infer",
-    "straggler": "ddp", "memory-bound-kernel": "ddp", "sync-stalls": "ddp",
-    "pipeline-bubbles": "pp", "allocator-stalls": "ddp", "bandwidth-bound-collective": "ddp",
-    "recompilation": "ddp", "healthy": None,
-}  # fmt: skip
+    "exposed-allreduce": "ddp",
+    "input-starvation": "ddp",
+    "launch-bound": "infer",
+    "straggler": "ddp",
+    "memory-bound-kernel": "ddp",
+    "sync-stalls": "ddp",
+    "pipeline-bubbles": "pp",
+    "allocator-stalls": "ddp",
+    "bandwidth-bound-collective": "ddp",
+    "recompilation": "ddp",
+    "healthy": None,
+}
 _HW_KEYS = list(HARDWARE)
 
 
 def _rng(slug: str, seed: int, hw: str, framing: int) -> np.random.Generator:
-    ss = np.random.SeedSequence([zlib.crc32(slug.encode()), int(seed) & 0xFFFFFFFF,
-                                 _HW_KEYS.index(hw), int(framing)])  # fmt: skip
+    ss = np.random.SeedSequence(
+        [zlib.crc32(slug.encode()), int(seed) & 0xFFFFFFFF, _HW_KEYS.index(hw), int(framing)]
+    )
     return np.random.default_rng(ss)
 
 
@@ -112,23 +153,28 @@ def _describe(kind: str, p: dict, hw: Hardware, slug: str) -> str:
     if kind == "ddp":
         params_b = p["params"] / 1e9
         grads = "fp32" if p["grad_dtype"] == "Float" else "bf16"
-        txt = (f"{params_b:.1f}B-parameter decoder ({p['layers']} layers, hidden {p['hidden']}), "
-               f"DDP on {p['world']} ranks, micro-batch {p['batch']}×{p['seq']} tokens per GPU, "
-               f"{grads} gradients, AdamW")  # fmt: skip
+        txt = (
+            f"{params_b:.1f}B-parameter decoder ({p['layers']} layers, hidden {p['hidden']}), "
+            f"DDP on {p['world']} ranks, micro-batch {p['batch']}×{p['seq']} tokens per GPU, "
+            f"{grads} gradients, AdamW"
+        )
         if slug == "recompilation":
             txt += ", torch.compile, variable-length batches"
         return txt
     if kind == "infer":
-        return (f"decoder with {p['layers']} layers, hidden {p['hidden']}, serving decode at batch "
-                f"{p['batch']} on one GPU, one token per profiler step")  # fmt: skip
+        return (
+            f"decoder with {p['layers']} layers, hidden {p['hidden']}, serving decode at batch "
+            f"{p['batch']} on one GPU, one token per profiler step"
+        )
     return (
         f"pipeline-parallel training: {p['stages']} stages (one per rank), {p['micro']} "
         f"microbatches of {p['mb_tokens']} tokens per step, 1F1B schedule, hidden {p['hidden']}"
     )
 
 
-def generate(slug: str, seed: int, *, hardware: str | None = None,
-             framing: int | None = None) -> Trace:  # fmt: skip
+def generate(
+    slug: str, seed: int, *, hardware: str | None = None, framing: int | None = None
+) -> Trace:
     if slug not in SCENARIOS:
         raise ValueError(f"unknown scenario {slug!r}")
     seed = int(seed)

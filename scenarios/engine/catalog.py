@@ -15,33 +15,95 @@ class Scenario:
 
 
 _S = [
-    ("exposed-allreduce", "Unoverlapped all-reduce", None, 1,
-     "Gradient all-reduce runs after backward instead of under it; every rank idles while it runs."),
-    ("input-starvation", "Input / dataloader starvation", None, 1,
-     "Every step begins with the GPU waiting for the next batch from too few loader workers."),
-    ("launch-bound", "Launch-bound inference", None, 1,
-     "Tiny kernels; the CPU spends longer launching each one than the GPU spends running it."),
-    ("straggler", "Straggler rank", None, 1,
-     "One rank computes slower; the others sit inside their collectives waiting for it."),
-    ("memory-bound-kernel", "Memory-bound dominant kernel", None, 1,
-     "A chain of elementwise kernels over a huge tensor dominates GPU time at HBM speed."),
-    ("sync-stalls", "Host–device sync stalls", None, 1,
-     "Read-backs inside the step drain the GPU queue; the GPU idles while the CPU refills it."),
-    ("pipeline-bubbles", "Pipeline-parallel bubbles", None, 1,
-     "Too few microbatches for the number of stages: warm-up and drain idle every stage."),
-    ("allocator-stalls", "Caching-allocator stalls", None, 1,
-     "Device malloc/free calls in steady state stall the CPU and leave the GPU idle."),
-    ("bandwidth-bound-collective", "Genuinely bandwidth-bound collective", "straggler", 1,
-     "The all-reduce moves its bytes at the link's achievable peak on every rank; it is just big."),
-    ("recompilation", "Recompilation gaps", "input-starvation", 1,
-     "Steps that bring a new input shape stall for seconds in the compiler; the others are fine."),
-    ("healthy", "Healthy trace", None, 2,
-     "GPU busy, communication hidden, no stalls: nothing to fix."),
-]  # fmt: skip
+    (
+        "exposed-allreduce",
+        "Unoverlapped all-reduce",
+        None,
+        1,
+        "Gradient all-reduce runs after backward instead of under it; "
+        "every rank idles while it runs.",
+    ),
+    (
+        "input-starvation",
+        "Input / dataloader starvation",
+        None,
+        1,
+        "Every step begins with the GPU waiting for the next batch from too few loader workers.",
+    ),
+    (
+        "launch-bound",
+        "Launch-bound inference",
+        None,
+        1,
+        "Tiny kernels; the CPU spends longer launching each one than the GPU spends running it.",
+    ),
+    (
+        "straggler",
+        "Straggler rank",
+        None,
+        1,
+        "One rank computes slower; the others sit inside their collectives waiting for it.",
+    ),
+    (
+        "memory-bound-kernel",
+        "Memory-bound dominant kernel",
+        None,
+        1,
+        "A chain of elementwise kernels over a huge tensor dominates GPU time at HBM speed.",
+    ),
+    (
+        "sync-stalls",
+        "Host–device sync stalls",
+        None,
+        1,
+        "Read-backs inside the step drain the GPU queue; the GPU idles while the CPU refills it.",
+    ),
+    (
+        "pipeline-bubbles",
+        "Pipeline-parallel bubbles",
+        None,
+        1,
+        "Too few microbatches for the number of stages: warm-up and drain idle every stage.",
+    ),
+    (
+        "allocator-stalls",
+        "Caching-allocator stalls",
+        None,
+        1,
+        "Device malloc/free calls in steady state stall the CPU and leave the GPU idle.",
+    ),
+    (
+        "bandwidth-bound-collective",
+        "Genuinely bandwidth-bound collective",
+        "straggler",
+        1,
+        "The all-reduce moves its bytes at the link's achievable peak on every rank; "
+        "it is just big.",
+    ),
+    (
+        "recompilation",
+        "Recompilation gaps",
+        "input-starvation",
+        1,
+        "Steps that bring a new input shape stall for seconds in the compiler; "
+        "the others are fine.",
+    ),
+    (
+        "healthy",
+        "Healthy trace",
+        None,
+        2,
+        "GPU busy, communication hidden, no stalls: nothing to fix.",
+    ),
+]
 SCENARIOS: dict[str, Scenario] = {s[0]: Scenario(*s) for s in _S}
 # the twin relation is symmetric for grading purposes
-TWIN_OF = {"bandwidth-bound-collective": "straggler", "straggler": "bandwidth-bound-collective",
-           "recompilation": "input-starvation", "input-starvation": "recompilation"}  # fmt: skip
+TWIN_OF = {
+    "bandwidth-bound-collective": "straggler",
+    "straggler": "bandwidth-bound-collective",
+    "recompilation": "input-starvation",
+    "input-starvation": "recompilation",
+}
 
 MEASUREMENTS: dict[str, str] = {
     "comm_overlap": "Comm/compute overlap per rank (share of NCCL time that runs under compute)",
@@ -78,27 +140,72 @@ FIXES: dict[str, str] = {
 
 # (measurement, accepted measurements, fix, accepted fixes, mental-math family)
 ANSWERS: dict[str, tuple[str, list[str], str, list[str], str | None]] = {
-    "exposed-allreduce": ("comm_overlap", ["comm_overlap"], "ddp_overlap", ["ddp_overlap"],
-                          "allreduce_time"),
-    "input-starvation": ("loader_wait", ["loader_wait", "gpu_idle_breakdown"], "loader_workers",
-                         ["loader_workers"], "dataloader_overlap"),
-    "launch-bound": ("launch_vs_kernel", ["launch_vs_kernel"], "cuda_graphs", ["cuda_graphs"],
-                     "launch_overhead"),
+    "exposed-allreduce": (
+        "comm_overlap",
+        ["comm_overlap"],
+        "ddp_overlap",
+        ["ddp_overlap"],
+        "allreduce_time",
+    ),
+    "input-starvation": (
+        "loader_wait",
+        ["loader_wait", "gpu_idle_breakdown"],
+        "loader_workers",
+        ["loader_workers"],
+        "dataloader_overlap",
+    ),
+    "launch-bound": (
+        "launch_vs_kernel",
+        ["launch_vs_kernel"],
+        "cuda_graphs",
+        ["cuda_graphs"],
+        "launch_overhead",
+    ),
     "straggler": ("rank_skew", ["rank_skew"], "replace_node", ["replace_node"], "straggler_cost"),
-    "memory-bound-kernel": ("hot_kernel_bw", ["hot_kernel_bw"], "fuse_kernels", ["fuse_kernels"],
-                            "roofline"),
-    "sync-stalls": ("sync_api_time", ["sync_api_time"], "remove_syncs", ["remove_syncs"],
-                    "sync_cost"),
-    "pipeline-bubbles": ("stage_idle", ["stage_idle"], "more_microbatches", ["more_microbatches"],
-                         "pipeline_bubble"),
-    "allocator-stalls": ("alloc_api_time", ["alloc_api_time"], "allocator_conf", ["allocator_conf"],
-                         None),
-    "bandwidth-bound-collective": ("busbw_vs_link", ["busbw_vs_link"], "fewer_comm_bytes",
-                                   ["fewer_comm_bytes"], "busbw"),
-    "recompilation": ("step_series_shapes", ["step_series_shapes"], "pad_shapes", ["pad_shapes"],
-                      "recompile_cost"),
+    "memory-bound-kernel": (
+        "hot_kernel_bw",
+        ["hot_kernel_bw"],
+        "fuse_kernels",
+        ["fuse_kernels"],
+        "roofline",
+    ),
+    "sync-stalls": (
+        "sync_api_time",
+        ["sync_api_time"],
+        "remove_syncs",
+        ["remove_syncs"],
+        "sync_cost",
+    ),
+    "pipeline-bubbles": (
+        "stage_idle",
+        ["stage_idle"],
+        "more_microbatches",
+        ["more_microbatches"],
+        "pipeline_bubble",
+    ),
+    "allocator-stalls": (
+        "alloc_api_time",
+        ["alloc_api_time"],
+        "allocator_conf",
+        ["allocator_conf"],
+        None,
+    ),
+    "bandwidth-bound-collective": (
+        "busbw_vs_link",
+        ["busbw_vs_link"],
+        "fewer_comm_bytes",
+        ["fewer_comm_bytes"],
+        "busbw",
+    ),
+    "recompilation": (
+        "step_series_shapes",
+        ["step_series_shapes"],
+        "pad_shapes",
+        ["pad_shapes"],
+        "recompile_cost",
+    ),
     "healthy": ("none", ["none", "mfu"], "none", ["none"], None),
-}  # fmt: skip
+}
 
 # neutral symptom wordings (none may name the cause) and colleague theories (often wrong)
 SYMPTOMS: dict[str, list[str]] = {
@@ -161,26 +268,59 @@ SYMPTOMS: dict[str, list[str]] = {
 }
 
 THEORIES: dict[str, list[str | None]] = {
-    "exposed-allreduce": [None, "A colleague thinks the interconnect is saturated and wants "
-                          "faster links.", "A colleague suspects one slow node."],
-    "input-starvation": [None, "A colleague blames torch.compile recompiling on new shapes.",
-                         "A colleague thinks the kernels are memory-bound."],
-    "launch-bound": [None, "A colleague wants to buy faster GPUs.",
-                     "A colleague thinks the attention kernel is memory-bound."],
-    "straggler": [None, "A colleague is sure the all-reduce is simply too big for NVLink.",
-                  "A colleague thinks the network is saturated."],
-    "memory-bound-kernel": [None, "A colleague thinks the GEMMs are badly tuned.",
-                            "A colleague suspects kernel launch overhead."],
-    "sync-stalls": [None, "A colleague suspects launch overhead.",
-                    "A colleague thinks data loading got slower."],
-    "pipeline-bubbles": [None, "A colleague thinks stage 0 is a straggler.",
-                         "A colleague blames the point-to-point sends."],
-    "allocator-stalls": [None, "A colleague thinks the data loader is the problem.",
-                         "A colleague suspects host-device syncs."],
-    "bandwidth-bound-collective": [None, "A colleague suspects one slow node is holding "
-                                   "everyone back.", "A colleague thinks DDP is not overlapping."],
-    "recompilation": [None, "A colleague thinks the data loader cannot keep up.",
-                      "A colleague suspects the allocator."],
-    "healthy": [None, "A colleague thinks the all-reduce is exposed.",
-                "A colleague is sure there is a straggler."],
-}  # fmt: skip
+    "exposed-allreduce": [
+        None,
+        "A colleague thinks the interconnect is saturated and wants faster links.",
+        "A colleague suspects one slow node.",
+    ],
+    "input-starvation": [
+        None,
+        "A colleague blames torch.compile recompiling on new shapes.",
+        "A colleague thinks the kernels are memory-bound.",
+    ],
+    "launch-bound": [
+        None,
+        "A colleague wants to buy faster GPUs.",
+        "A colleague thinks the attention kernel is memory-bound.",
+    ],
+    "straggler": [
+        None,
+        "A colleague is sure the all-reduce is simply too big for NVLink.",
+        "A colleague thinks the network is saturated.",
+    ],
+    "memory-bound-kernel": [
+        None,
+        "A colleague thinks the GEMMs are badly tuned.",
+        "A colleague suspects kernel launch overhead.",
+    ],
+    "sync-stalls": [
+        None,
+        "A colleague suspects launch overhead.",
+        "A colleague thinks data loading got slower.",
+    ],
+    "pipeline-bubbles": [
+        None,
+        "A colleague thinks stage 0 is a straggler.",
+        "A colleague blames the point-to-point sends.",
+    ],
+    "allocator-stalls": [
+        None,
+        "A colleague thinks the data loader is the problem.",
+        "A colleague suspects host-device syncs.",
+    ],
+    "bandwidth-bound-collective": [
+        None,
+        "A colleague suspects one slow node is holding everyone back.",
+        "A colleague thinks DDP is not overlapping.",
+    ],
+    "recompilation": [
+        None,
+        "A colleague thinks the data loader cannot keep up.",
+        "A colleague suspects the allocator.",
+    ],
+    "healthy": [
+        None,
+        "A colleague thinks the all-reduce is exposed.",
+        "A colleague is sure there is a straggler.",
+    ],
+}

@@ -21,8 +21,16 @@ if TYPE_CHECKING:
 
 FLOW_STRIDE = 1 << 24  # flow ids: rank * stride + correlation (unique across ranks)
 CPU_PID_BASE = 41_000
-TL_CATS = ["user_annotation", "cpu_op", "cuda_runtime", "kernel", "gpu_memcpy", "gpu_memset",
-           "nccl", "dataloader"]  # fmt: skip
+TL_CATS = [
+    "user_annotation",
+    "cpu_op",
+    "cuda_runtime",
+    "kernel",
+    "gpu_memcpy",
+    "gpu_memset",
+    "nccl",
+    "dataloader",
+]
 
 
 def _us(ns: np.ndarray) -> list[float]:
@@ -61,17 +69,43 @@ def _events_for_rank(trace: Trace, rank: int, pid_gpu: int, flow_base: int) -> l
         a = dict(args[aid[i]]) if aid[i] >= 0 else {}
         if t >= COMPUTE:
             ev["pid"], ev["tid"] = pid_gpu, STREAM_OF[t]
-            a.update({"External id": corr[i], "device": rank, "context": 1, "stream": STREAM_OF[t],
-                      "correlation": corr[i]})  # fmt: skip
+            a.update(
+                {
+                    "External id": corr[i],
+                    "device": rank,
+                    "context": 1,
+                    "stream": STREAM_OF[t],
+                    "correlation": corr[i],
+                }
+            )
             if corr[i]:
-                out.append({"ph": "f", "id": flow_base + corr[i], "pid": pid_gpu, "tid": STREAM_OF[t],
-                            "ts": ts[i], "cat": "ac2g", "name": "ac2g", "bp": "e"})  # fmt: skip
+                out.append(
+                    {
+                        "ph": "f",
+                        "id": flow_base + corr[i],
+                        "pid": pid_gpu,
+                        "tid": STREAM_OF[t],
+                        "ts": ts[i],
+                        "cat": "ac2g",
+                        "name": "ac2g",
+                        "bp": "e",
+                    }
+                )
         else:
             ev["pid"], ev["tid"] = pid_cpu, _tid_os(rank, t)
             if cat[i] == 2 and corr[i]:
                 a.update({"External id": corr[i], "cbid": 211, "correlation": corr[i]})
-                out.append({"ph": "s", "id": flow_base + corr[i], "pid": pid_cpu,
-                            "tid": ev["tid"], "ts": ts[i], "cat": "ac2g", "name": "ac2g"})  # fmt: skip
+                out.append(
+                    {
+                        "ph": "s",
+                        "id": flow_base + corr[i],
+                        "pid": pid_cpu,
+                        "tid": ev["tid"],
+                        "ts": ts[i],
+                        "cat": "ac2g",
+                        "name": "ac2g",
+                    }
+                )
             elif cat[i] <= 1:
                 ext += 1
                 a["External id"] = ext
@@ -105,16 +139,35 @@ def _events_for_rank(trace: Trace, rank: int, pid_gpu: int, flow_base: int) -> l
 
 def _dist_info(trace: Trace, rank: int) -> dict:
     w = trace.world
-    return {"backend": "nccl", "rank": rank, "world_size": w, "pg_count": 1,
-            "pg_config": [{"pg_name": "0", "pg_desc": "default_pg", "backend_config": "cuda:nccl",
-                           "pg_size": w, "ranks": list(range(w))}],
-            "nccl_version": "2.21.5"}  # fmt: skip
+    return {
+        "backend": "nccl",
+        "rank": rank,
+        "world_size": w,
+        "pg_count": 1,
+        "pg_config": [
+            {
+                "pg_name": "0",
+                "pg_desc": "default_pg",
+                "backend_config": "cuda:nccl",
+                "pg_size": w,
+                "ranks": list(range(w)),
+            }
+        ],
+        "nccl_version": "2.21.5",
+    }
 
 
 def _device_props(trace: Trace, rank: int) -> list[dict]:
     hw = trace.hw
-    return [{"id": rank, "name": hw.name, "totalGlobalMem": int(hw.hbm_gb * 1e9),
-             "numSms": hw.num_sms, "warpSize": 64 if hw.vendor == "amd" else 32}]  # fmt: skip
+    return [
+        {
+            "id": rank,
+            "name": hw.name,
+            "totalGlobalMem": int(hw.hbm_gb * 1e9),
+            "numSms": hw.num_sms,
+            "warpSize": 64 if hw.vendor == "amd" else 32,
+        }
+    ]
 
 
 def to_perfetto(trace: Trace) -> dict:
@@ -171,8 +224,14 @@ def to_timeline(trace: Trace) -> dict:
     is_rt = c["cat"] == 2
     rowkey_tid = np.where(is_rt, API, c["tid"].astype(np.int64))
     order_t = [MAIN, WORKER0, WORKER1, API, COMPUTE, NCCL]
-    kinds = {MAIN: "cpu", WORKER0: "dataloader", WORKER1: "dataloader", API: "cuda_api",
-             COMPUTE: "gpu", NCCL: "nccl"}  # fmt: skip
+    kinds = {
+        MAIN: "cpu",
+        WORKER0: "dataloader",
+        WORKER1: "dataloader",
+        API: "cuda_api",
+        COMPUTE: "gpu",
+        NCCL: "nccl",
+    }
     depth = c["depth"].astype(np.int64).copy()
     depth[is_rt] = 0
     for r in range(trace.world):
@@ -232,11 +291,18 @@ MAGIC = b"TTE1"
 
 def dumps(trace: Trace) -> bytes:
     meta = {
-        "scenario": trace.scenario, "seed": trace.seed, "hardware": trace.hardware,
-        "framing": trace.framing, "world": trace.world, "prompt": trace.prompt,
-        "key": trace.key.to_dict(), "names": trace.names, "args": trace.args,
-        "n": len(trace.cols["ts"]), "version": trace.version,
-    }  # fmt: skip
+        "scenario": trace.scenario,
+        "seed": trace.seed,
+        "hardware": trace.hardware,
+        "framing": trace.framing,
+        "world": trace.world,
+        "prompt": trace.prompt,
+        "key": trace.key.to_dict(),
+        "names": trace.names,
+        "args": trace.args,
+        "n": len(trace.cols["ts"]),
+        "version": trace.version,
+    }
     mb = orjson.dumps(meta)
     cols = trace.cols
     ts = cols["ts"].copy()
@@ -261,11 +327,18 @@ def loads(data: bytes) -> Trace:
         off += n * dt.itemsize
     cols = {c: cols[c] for c in COLS}
     return Trace(
-        scenario=meta["scenario"], seed=meta["seed"], hardware=meta["hardware"],
-        framing=meta["framing"], world=meta["world"], prompt=meta["prompt"],
-        key=AnswerKey.from_dict(meta["key"]), names=meta["names"], args=meta["args"], cols=cols,
+        scenario=meta["scenario"],
+        seed=meta["seed"],
+        hardware=meta["hardware"],
+        framing=meta["framing"],
+        world=meta["world"],
+        prompt=meta["prompt"],
+        key=AnswerKey.from_dict(meta["key"]),
+        names=meta["names"],
+        args=meta["args"],
+        cols=cols,
         version=meta.get("version", ""),
-    )  # fmt: skip
+    )
 
 
 def export_to_path(trace: Trace, fmt: str, out_path: str | os.PathLike) -> Path:

@@ -38,17 +38,26 @@ TRITON = {
 
 def gemm_name(hw: Hardware, variant: int = 0) -> str:
     if hw.key == "a100":
-        tiles = ["256x128_ldg8_f2f_stages_64x3_tn", "128x256_ldg8_f2f_stages_64x3_nn",
-                 "128x128_ldg8_f2f_stages_64x3_nt"]  # fmt: skip
+        tiles = [
+            "256x128_ldg8_f2f_stages_64x3_tn",
+            "128x256_ldg8_f2f_stages_64x3_nn",
+            "128x128_ldg8_f2f_stages_64x3_nt",
+        ]
         return f"ampere_bf16_s16816gemm_bf16_{tiles[variant % 3]}"
     if hw.vendor == "amd":
         mts = ["MT256x256x64_MI16x16x16x1", "MT256x128x64_MI32x32x8x1", "MT128x128x64_MI16x16x16x1"]
-        return (f"Cijk_Alik_Bljk_BBS_BH_{mts[variant % 3]}_SN_LDSB1_AFC1_AFEM1_GRVW8_K1_MIWT4_4_WG64_4_1")  # fmt: skip
+        tail = "_SN_LDSB1_AFC1_AFEM1_GRVW8_K1_MIWT4_4_WG64_4_1"
+        return f"Cijk_Alik_Bljk_BBS_BH_{mts[variant % 3]}{tail}"
     lay = ["tn", "nn", "nt"][variant % 3]
-    tile = ["128x256x64_warpgroupsize2x1x1", "256x128x64_warpgroupsize2x1x1",
-            "128x128x64_warpgroupsize1x1x1"][variant % 3]  # fmt: skip
-    return (f"sm90_xmma_gemm_bf16bf16_bf16f32_f32_{lay}_n_tilesize{tile}"
-            "_execute_segment_k_off_kernel__5x_cublas")  # fmt: skip
+    tile = [
+        "128x256x64_warpgroupsize2x1x1",
+        "256x128x64_warpgroupsize2x1x1",
+        "128x128x64_warpgroupsize1x1x1",
+    ][variant % 3]
+    return (
+        f"sm90_xmma_gemm_bf16bf16_bf16f32_f32_{lay}_n_tilesize{tile}"
+        "_execute_segment_k_off_kernel__5x_cublas"
+    )
 
 
 def flash_names(hw: Hardware) -> tuple[str, str]:
@@ -61,10 +70,12 @@ def flash_names(hw: Hardware) -> tuple[str, str]:
 
 
 def nccl_name(coll: str, dtype: str) -> str:
-    dt = {"BFloat16": "bf16", "Float": "f32"}[dtype]
+    # pre-2.19 NCCL kernel names (what HTA's straggler analysis matches: prefix "ncclKernel")
+    dt = {"BFloat16": "bfloat16", "Float": "float"}[dtype]
+    sig = "(ncclDevComm*, unsigned long, ncclWork*)"
     if coll == "allreduce":
-        return f"ncclDevKernel_AllReduce_Sum_{dt}_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
-    return "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
+        return f"ncclKernel_AllReduce_RING_LL_Sum_{dt}{sig}"
+    return f"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t{sig}"
 
 
 def rt(hw: Hardware, call: str) -> str:
@@ -85,57 +96,152 @@ class UnitBuilder:
     def _kargs(self, kname: str, grid, block) -> int:
         key = kname
         if key not in self._kaid:
-            self._kaid[key] = self.it.a({
-                "grid": list(grid), "block": list(block),
-                "registers per thread": 128 if block[0] >= 256 else 64,
-                "shared memory": 49152 if "gemm" in kname or "Cijk" in kname else 0,
-                "est. achieved occupancy %": 25 if block[0] >= 256 else 50,
-            })  # fmt: skip
+            self._kaid[key] = self.it.a(
+                {
+                    "grid": list(grid),
+                    "block": list(block),
+                    "registers per thread": 128 if block[0] >= 256 else 64,
+                    "shared memory": 49152 if "gemm" in kname or "Cijk" in kname else 0,
+                    "est. achieved occupancy %": 25 if block[0] >= 256 else 50,
+                }
+            )
         return self._kaid[key]
 
-    def k(self, outer: str, inner: str | None, kname: str, gpu_us: float, cpu_us: float = 14.0,
-          dims=None, grid=(1024, 1, 1), block=(256, 1, 1)) -> None:  # fmt: skip
+    def k(
+        self,
+        outer: str,
+        inner: str | None,
+        kname: str,
+        gpu_us: float,
+        cpu_us: float = 14.0,
+        dims=None,
+        grid=(1024, 1, 1),
+        block=(256, 1, 1),
+    ) -> None:
         it = self.it
         oaid = (
             it.a({"Input Dims": dims, "Input type": ["c10::BFloat16"] * len(dims)}) if dims else -1
         )
-        self.rows.append((
-            it.n(outer), C_OP, oaid, it.n(inner) if inner else -1, -1, self._launch, it.n(kname),
-            C_KERN, self._kargs(kname, grid, block), COMPUTE, cpu_us, gpu_us,
-        ))  # fmt: skip
+        self.rows.append(
+            (
+                it.n(outer),
+                C_OP,
+                oaid,
+                it.n(inner) if inner else -1,
+                -1,
+                self._launch,
+                it.n(kname),
+                C_KERN,
+                self._kargs(kname, grid, block),
+                COMPUTE,
+                cpu_us,
+                gpu_us,
+            )
+        )
 
-    def gemm(self, outer: str, inner: str, m: int, n: int, kk: int, tflops: float, variant=0,
-             cpu_us: float = 16.0) -> None:  # fmt: skip
+    def gemm(
+        self,
+        outer: str,
+        inner: str,
+        m: int,
+        n: int,
+        kk: int,
+        tflops: float,
+        variant=0,
+        cpu_us: float = 16.0,
+    ) -> None:
         us = 2.0 * m * n * kk / (tflops * 1e12) * 1e6 + 4.0
-        self.k(outer, inner, gemm_name(self.hw, variant), us, cpu_us, dims=[[m, kk], [kk, n]],
-               grid=(max(1, m // 128), max(1, n // 128), 1), block=(384, 1, 1))  # fmt: skip
+        self.k(
+            outer,
+            inner,
+            gemm_name(self.hw, variant),
+            us,
+            cpu_us,
+            dims=[[m, kk], [kk, n]],
+            grid=(max(1, m // 128), max(1, n // 128), 1),
+            block=(384, 1, 1),
+        )
 
     def memcpy(self, outer: str, inner: str, name: str, nbytes: int, gbps: float, dims=None):
         it = self.it
         us = nbytes / (gbps * 1e9) * 1e6 + 2.0
         oaid = it.a({"Input Dims": dims, "Input type": ["long int"]}) if dims else -1
         aid = it.a({"bytes": int(nbytes), "memory bandwidth (GB/s)": round(gbps, 3)})
-        self.rows.append((it.n(outer), C_OP, oaid, it.n(inner), -1, self._memcpy, it.n(name),
-                          C_MEMCPY, aid, COMPUTE, 12.0, us))  # fmt: skip
+        self.rows.append(
+            (
+                it.n(outer),
+                C_OP,
+                oaid,
+                it.n(inner),
+                -1,
+                self._memcpy,
+                it.n(name),
+                C_MEMCPY,
+                aid,
+                COMPUTE,
+                12.0,
+                us,
+            )
+        )
 
     def memset(self, outer: str, nbytes: int):
         it = self.it
         aid = it.a({"bytes": int(nbytes), "memory bandwidth (GB/s)": 400.0})
-        self.rows.append((it.n(outer), C_OP, -1, it.n("aten::fill_"), -1, self._memset,
-                          it.n("Memset (Device)"), C_MEMSET, aid, COMPUTE, 8.0, 2.0))  # fmt: skip
+        self.rows.append(
+            (
+                it.n(outer),
+                C_OP,
+                -1,
+                it.n("aten::fill_"),
+                -1,
+                self._memset,
+                it.n("Memset (Device)"),
+                C_MEMSET,
+                aid,
+                COMPUTE,
+                8.0,
+                2.0,
+            )
+        )
 
-    def nccl(self, coll: str, nelems: int, dtype: str, group: int, us: float, ranks: list[int],
-             ann: str = "nccl:all_reduce") -> None:  # fmt: skip
+    def nccl(
+        self,
+        coll: str,
+        nelems: int,
+        dtype: str,
+        group: int,
+        us: float,
+        ranks: list[int],
+        ann: str = "nccl:all_reduce",
+    ) -> None:
         it = self.it
         args = {
-            "Collective name": coll, "In msg nelems": int(nelems), "Out msg nelems": int(nelems),
-            "Group size": int(group), "dtype": dtype, "Process Group Name": "0",
+            "Collective name": coll,
+            "In msg nelems": int(nelems),
+            "Out msg nelems": int(nelems),
+            "Group size": int(group),
+            "dtype": dtype,
+            "Process Group Name": "0",
             "Process Group Description": "default_pg",
             "Process Group Ranks": "[" + ", ".join(str(r) for r in ranks) + "]",
-        }  # fmt: skip
+        }
         aid = it.a(args)
-        self.rows.append((it.n(ann), C_ANN, -1, it.n("record_param_comms"), aid, self._launch,
-                          it.n(nccl_name(coll, dtype)), C_KERN, aid, NCCL, 22.0, us))  # fmt: skip
+        self.rows.append(
+            (
+                it.n(ann),
+                C_ANN,
+                -1,
+                it.n("record_param_comms"),
+                aid,
+                self._launch,
+                it.n(nccl_name(coll, dtype)),
+                C_KERN,
+                aid,
+                NCCL,
+                22.0,
+                us,
+            )
+        )
 
 
 DTYPE_BYTES = {"BFloat16": 2, "Float": 4, "Half": 2}

@@ -11,8 +11,11 @@ from .kernels import DTYPE_BYTES
 from .model import C_KERN, C_RT, COMPUTE, MAIN, NCCL, WORKER0, WORKER1
 
 GEMM_RE = re.compile(r"gemm|Cijk_|gemv|wvSplitK", re.I)
-ROW_NAMES = {MAIN: "python main thread", WORKER0: "dataloader worker 0",
-             WORKER1: "dataloader worker 1"}  # fmt: skip
+ROW_NAMES = {
+    MAIN: "python main thread",
+    WORKER0: "dataloader worker 0",
+    WORKER1: "dataloader worker 1",
+}
 
 
 def row_name(rank: int, tid: int) -> str:
@@ -55,8 +58,14 @@ def inter_len(a, b) -> float:
 class Measured:
     """Per-trace measurement helper over the columnar events."""
 
-    def __init__(self, cols: dict[str, np.ndarray], names: list[str], args: list[dict],
-                 hw: Hardware, world: int):  # fmt: skip
+    def __init__(
+        self,
+        cols: dict[str, np.ndarray],
+        names: list[str],
+        args: list[dict],
+        hw: Hardware,
+        world: int,
+    ):
         self.c, self.names, self.args, self.hw, self.world = cols, names, args, hw, world
         self.nm = np.array(names, dtype=object)
         self.ts = cols["ts"] / 1000.0
@@ -98,7 +107,7 @@ class Measured:
 
     # ------------------------------------------------------------------------------------------
     def facts(self) -> dict:
-        c, hw = self.c, self.hw
+        _c, _hw = self.c, self.hw
         f: dict = {}
         R = self.ranks
         step_durs = np.array([self.steps[r][1] - self.steps[r][0] for r in R])  # (R, S)
@@ -130,8 +139,10 @@ class Measured:
         f["comm_ms"] = float(comm.mean() / 1000)
         f["exposed_comm_ms"] = float(exposed.mean() / 1000)
         f["overlap_pct"] = float(100 * ovl.sum() / comm.sum()) if comm.sum() > 0 else 0.0
-        f["overlap_pct_per_rank"] = [round(float(100 * o / max(cm, 1e-9)), 1)
-                                     for o, cm in zip(ovl.sum(1), comm.sum(1), strict=True)]  # fmt: skip
+        f["overlap_pct_per_rank"] = [
+            round(float(100 * o / max(cm, 1e-9)), 1)
+            for o, cm in zip(ovl.sum(1), comm.sum(1), strict=True)
+        ]
         rc = comp_sum.mean(axis=1) / 1000
         f["rank_compute_ms"] = [round(float(x), 3) for x in rc]
         med = float(np.median(rc))
@@ -175,8 +186,12 @@ class Measured:
         bb = np.stack([busbw[x[:n_c]] for x in per_n]) if n_c else np.zeros((1, 1))
         bigc = np.stack([big[x[:n_c]] for x in per_n]).all(0) if n_c else np.ones(1, bool)
         f["busbw_gbps"] = float(np.median(bb.max(0)[bigc])) if bigc.any() else 0.0
-        f["busbw_rank_gbps"] = [round(float(np.median(busbw[big & (ranks == r)])), 1)
-                                if (big & (ranks == r)).any() else 0.0 for r in self.ranks]  # fmt: skip
+        f["busbw_rank_gbps"] = [
+            round(float(np.median(busbw[big & (ranks == r)])), 1)
+            if (big & (ranks == r)).any()
+            else 0.0
+            for r in self.ranks
+        ]
         f["busbw_min_rank_gbps"] = float(min(f["busbw_rank_gbps"]))
         f["busbw_max_rank_gbps"] = float(max(f["busbw_rank_gbps"]))
         f["link_gbps"] = self.hw.scaleup_gbps
@@ -276,16 +291,29 @@ class Measured:
         names = c["name"][k]
         uniq, inv = np.unique(names, return_inverse=True)
         sums = np.bincount(inv, weights=self.dur[k])
-        is_gemm = np.array([bool(GEMM_RE.search(self.names[u])) or "flash" in self.names[u]
-                            or "fmha" in self.names[u] for u in uniq])  # fmt: skip
+        is_gemm = np.array(
+            [
+                bool(GEMM_RE.search(self.names[u]))
+                or "flash" in self.names[u]
+                or "fmha" in self.names[u]
+                for u in uniq
+            ]
+        )
         f["nongemm_share"] = float(sums[~is_gemm].sum() / total) if total else 0.0
         order = np.argsort(-sums)
-        f["top_kernels"] = [[self.names[uniq[i]][:80], round(float(sums[i] / total), 4)]
-                            for i in order[:5]]  # fmt: skip
+        f["top_kernels"] = [
+            [self.names[uniq[i]][:80], round(float(sums[i] / total), 4)] for i in order[:5]
+        ]
         # score-matrix elementwise chain: kernels whose launching op carries 4-D Input Dims
         outer = self.mask(tid=MAIN) & (c["aid"] >= 0) & (c["cat"] == 1)
-        dims4 = np.array([len((self.args[a].get("Input Dims") or [[]])[0]) == 4
-                          for a in c["aid"][outer]], bool) if outer.any() else np.zeros(0, bool)  # fmt: skip
+        dims4 = (
+            np.array(
+                [len((self.args[a].get("Input Dims") or [[]])[0]) == 4 for a in c["aid"][outer]],
+                bool,
+            )
+            if outer.any()
+            else np.zeros(0, bool)
+        )
         fam_ms, fam_bytes, fam_time = 0.0, 0.0, 0.0
         if dims4.any():
             os_, oe = self.ts[outer][dims4], self.end[outer][dims4]
@@ -294,8 +322,13 @@ class Measured:
             # the launch inside each op gives the correlation of its kernel
             la = self.mask(names=lambda n: n.endswith("LaunchKernel"))
             lts, lr, lc = self.ts[la], c["rank"][la], c["corr"][la]
-            kc = dict(zip(zip(c["rank"][k].tolist(), c["corr"][k].tolist(), strict=True),
-                          self.dur[k].tolist(), strict=True))  # fmt: skip
+            kc = dict(
+                zip(
+                    zip(c["rank"][k].tolist(), c["corr"][k].tolist(), strict=True),
+                    self.dur[k].tolist(),
+                    strict=True,
+                )
+            )
             for r in self.ranks:
                 mr = lr == r
                 lt_r, lc_r = lts[mr], lc[mr]

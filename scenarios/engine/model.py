@@ -70,15 +70,24 @@ class Recorder:
 
     def add(self, rank, tid, ts, dur, name, cat, depth, corr=0, aid=-1) -> None:
         arrs = np.broadcast_arrays(
-            np.asarray(rank), np.asarray(tid), np.asarray(ts), np.asarray(dur), np.asarray(name),
-            np.asarray(cat), np.asarray(depth), np.asarray(corr), np.asarray(aid),
-        )  # fmt: skip
+            np.asarray(rank),
+            np.asarray(tid),
+            np.asarray(ts),
+            np.asarray(dur),
+            np.asarray(name),
+            np.asarray(cat),
+            np.asarray(depth),
+            np.asarray(corr),
+            np.asarray(aid),
+        )
         for c, a in zip(COLS, arrs, strict=True):
             self.parts[c].append(np.ravel(a).astype(DTYPES[c], copy=False))
 
     def finish(self) -> dict[str, np.ndarray]:
-        cols = {c: np.concatenate(self.parts[c]) if self.parts[c] else np.zeros(0, DTYPES[c])
-                for c in COLS}  # fmt: skip
+        cols = {
+            c: np.concatenate(self.parts[c]) if self.parts[c] else np.zeros(0, DTYPES[c])
+            for c in COLS
+        }
         order = np.lexsort((cols["depth"], -cols["dur"], cols["ts"], cols["tid"], cols["rank"]))
         return {c: np.ascontiguousarray(v[order]) for c, v in cols.items()}
 
@@ -118,8 +127,20 @@ class Units:
         return Units(*[getattr(self, f) for f in _UF[:-1]], g)
 
 
-_UF = ("outer", "ocat", "oaid", "inner", "iaid", "launch", "kname", "kcat", "kaid", "stream",
-       "cpu_us", "gpu_us")  # fmt: skip
+_UF = (
+    "outer",
+    "ocat",
+    "oaid",
+    "inner",
+    "iaid",
+    "launch",
+    "kname",
+    "kcat",
+    "kaid",
+    "stream",
+    "cpu_us",
+    "gpu_us",
+)
 
 
 @dataclass
@@ -164,10 +185,17 @@ class Sim:
         return (np.clip(v, 4.6, 38.0) * 1000).astype(np.int64)
 
     # ---- a block of launches ----------------------------------------------------------------
-    def block(self, u: Units, *, depth: int, ann: str | None = None, wait_nccl: bool = False,
-              gpu_not_before: np.ndarray | None = None) -> None:  # fmt: skip
+    def block(
+        self,
+        u: Units,
+        *,
+        depth: int,
+        ann: str | None = None,
+        wait_nccl: bool = False,
+        gpu_not_before: np.ndarray | None = None,
+    ) -> None:
         R, n = self.R, len(u)
-        rng, it = self.rng, self.it
+        rng, _it = self.rng, self.it
         t0 = self.cpu + (1000 if ann else 0)
         d = depth + (1 if ann else 0)
         cpu = u.cpu_us[None, :] * rng.lognormal(0.0, 0.12, (R, n))
@@ -187,8 +215,17 @@ class Sim:
         if has_in.any():
             i0 = start[:, has_in] + pre[:, has_in] // 2
             i1 = ls[:, has_in] + L[:, has_in] + post[:, has_in] // 2
-            rec.add(rk[:, has_in], MAIN, i0, i1 - i0, u.inner[None, has_in], C_OP, d + 1, 0,
-                    u.iaid[None, has_in])  # fmt: skip
+            rec.add(
+                rk[:, has_in],
+                MAIN,
+                i0,
+                i1 - i0,
+                u.inner[None, has_in],
+                C_OP,
+                d + 1,
+                0,
+                u.iaid[None, has_in],
+            )
         ldepth = np.where(has_in, d + 2, d + 1)[None, :]
         rec.add(rk, MAIN, ls, L, u.launch[None, :], C_RT, ldepth, corr, -1)
         # GPU side
@@ -209,8 +246,17 @@ class Sim:
             ac[:, 0] = np.maximum(ac[:, 0], free0)
             st = G + np.maximum.accumulate(ac - G, axis=1)
             en = st + gc
-            rec.add(rk[:, comp], COMPUTE, st, gc, u.kname[None, comp], u.kcat[None, comp], 0,
-                    corr[:, comp], u.kaid[None, comp])  # fmt: skip
+            rec.add(
+                rk[:, comp],
+                COMPUTE,
+                st,
+                gc,
+                u.kname[None, comp],
+                u.kcat[None, comp],
+                0,
+                corr[:, comp],
+                u.kaid[None, comp],
+            )
             self.free_c = en[:, -1] + kg[:, -1]
         else:
             en = np.zeros((R, 0), np.int64)
@@ -235,8 +281,15 @@ class Sim:
         self.cpu = end_cpu + rng.integers(2000, 6000, R)
 
     # ---- host/device synchronisation --------------------------------------------------------
-    def sync_item(self, depth: int, *, host_after_us: float = 0.0, op: str = "aten::item",
-                  inner: str = "aten::_local_scalar_dense", dims=None) -> np.ndarray:  # fmt: skip
+    def sync_item(
+        self,
+        depth: int,
+        *,
+        host_after_us: float = 0.0,
+        op: str = "aten::item",
+        inner: str = "aten::_local_scalar_dense",
+        dims=None,
+    ) -> np.ndarray:
         """`.item()`-style read back: tiny DtoH copy, then block until the stream drains.
 
         Returns the CPU time the sync returned (per rank)."""
@@ -259,10 +312,28 @@ class Sim:
         self.slice(MAIN, s, end - s, op, C_OP, depth, oaid)
         self.slice(MAIN, s + 1000, end - 1000 - (s + 1000), inner, C_OP, depth + 1)
         rec = self.rec
-        rec.add(self.ranks, MAIN, ls, L, it.n("hipMemcpyAsync" if amd else "cudaMemcpyAsync"), C_RT,
-                depth + 2, corr, -1)  # fmt: skip
-        rec.add(self.ranks, COMPUTE, kst, kd, it.n("Memcpy DtoH (Device -> Pageable)"), C_MEMCPY, 0,
-                corr, it.a({"bytes": 4, "memory bandwidth (GB/s)": 0.002}))  # fmt: skip
+        rec.add(
+            self.ranks,
+            MAIN,
+            ls,
+            L,
+            it.n("hipMemcpyAsync" if amd else "cudaMemcpyAsync"),
+            C_RT,
+            depth + 2,
+            corr,
+            -1,
+        )
+        rec.add(
+            self.ranks,
+            COMPUTE,
+            kst,
+            kd,
+            it.n("Memcpy DtoH (Device -> Pageable)"),
+            C_MEMCPY,
+            0,
+            corr,
+            it.a({"bytes": 4, "memory bandwidth (GB/s)": 0.002}),
+        )
         self.slice(
             MAIN,
             sync_s,
@@ -274,8 +345,15 @@ class Sim:
         self.cpu = end + int(host_after_us * 1000) + rng.integers(2000, 5000, R)
         return sync_e
 
-    def cpu_op(self, name: str, dur_ns: np.ndarray, depth: int, cat: int = C_OP,
-               tid: int = MAIN, aid: int = -1) -> None:  # fmt: skip
+    def cpu_op(
+        self,
+        name: str,
+        dur_ns: np.ndarray,
+        depth: int,
+        cat: int = C_OP,
+        tid: int = MAIN,
+        aid: int = -1,
+    ) -> None:
         dur_ns = np.maximum(np.asarray(dur_ns, np.int64), 1000)
         self.slice(tid, self.cpu, dur_ns, name, cat, depth, aid)
         self.cpu = self.cpu + dur_ns + self.rng.integers(1000, 3000, self.R)

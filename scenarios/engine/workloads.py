@@ -50,8 +50,15 @@ def ddp_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
     return p
 
 
-def _layer_fwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled: bool,
-               sync_layer: bool = False) -> None:  # fmt: skip
+def _layer_fwd(
+    b: UnitBuilder,
+    p: dict,
+    hw: Hardware,
+    *,
+    unfused: bool,
+    compiled: bool,
+    sync_layer: bool = False,
+) -> None:
     d, t = p["hidden"], p["batch"] * p["seq"]
     tf = hw.bf16_tflops * p["mfu_eff"]
     hbm = hw.hbm_tbps * 1e12 * 0.82
@@ -74,9 +81,14 @@ def _layer_fwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
         b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1)
     else:
         fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.8 * 1e12) * 1e6 + 5
-        b.k("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
-            K.flash_names(hw)[0], fl_us, grid=(p["seq"] // 128, d // 128, p["batch"]),
-            block=(128, 1, 1))  # fmt: skip
+        b.k(
+            "aten::scaled_dot_product_attention",
+            "aten::_scaled_dot_product_flash_attention",
+            K.flash_names(hw)[0],
+            fl_us,
+            grid=(p["seq"] // 128, d // 128, p["batch"]),
+            block=(128, 1, 1),
+        )
     b.gemm("aten::linear", "aten::addmm", t, d, d, tf, 1)
     b.k("aten::add", None, K.TRITON["add"] if compiled else K.ADD, ew(3 * act))
     if sync_layer:
@@ -90,8 +102,12 @@ def _layer_fwd_mlp(b: UnitBuilder, p: dict, hw: Hardware, *, compiled: bool) -> 
     hbm = hw.hbm_tbps * 1e12 * 0.82
     ew = lambda nbytes: nbytes / hbm * 1e6 + 3.0  # noqa: E731
     act = t * d * 2
-    b.k("aten::layer_norm", "aten::native_layer_norm", K.TRITON["ln"] if compiled else K.LN_FWD,
-        ew(2 * act))  # fmt: skip
+    b.k(
+        "aten::layer_norm",
+        "aten::native_layer_norm",
+        K.TRITON["ln"] if compiled else K.LN_FWD,
+        ew(2 * act),
+    )
     b.gemm("aten::linear", "aten::addmm", t, 4 * d, d, tf, 0)
     b.k("aten::gelu", None, K.TRITON["gelu"] if compiled else K.GELU, ew(8 * act))
     b.gemm("aten::linear", "aten::addmm", t, d, 4 * d, tf, 1)
@@ -110,10 +126,19 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
         b.gemm(ev + "AddmmBackward0", "aten::mm", t, n_in, n_out, tf, v, 20)
         b.gemm(ev + "AddmmBackward0", "aten::mm", n_in, n_out, t, tf, 2, 18)
         if n_out == d:
-            b.k(ev + "GeluBackward0", "aten::gelu_backward",
-                K.TRITON["gelu_bwd"] if compiled else K.GELU_BWD, ew(12 * act))  # fmt: skip
-    b.k(ev + "NativeLayerNormBackward0", "aten::native_layer_norm_backward",
-        K.TRITON["ln_bwd"] if compiled else K.LN_BWD, ew(3 * act), 18)  # fmt: skip
+            b.k(
+                ev + "GeluBackward0",
+                "aten::gelu_backward",
+                K.TRITON["gelu_bwd"] if compiled else K.GELU_BWD,
+                ew(12 * act),
+            )
+    b.k(
+        ev + "NativeLayerNormBackward0",
+        "aten::native_layer_norm_backward",
+        K.TRITON["ln_bwd"] if compiled else K.LN_BWD,
+        ew(3 * act),
+        18,
+    )
     b.gemm(ev + "AddmmBackward0", "aten::mm", t, d, d, tf, 1, 20)
     b.gemm(ev + "AddmmBackward0", "aten::mm", d, d, t, tf, 2, 18)
     if unfused:
@@ -123,22 +148,45 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
         tf_bmm = tf * 0.8
         for _ in range(2):
             b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 0, 18)
-        b.k(ev + "NativeDropoutBackward0", "aten::native_dropout_backward", K.MASKED_SCALE,
-            ew(2.5 * sb), 16, dims=dims)  # fmt: skip
-        b.k(ev + "SoftmaxBackward0", "aten::_softmax_backward_data", K.SOFTMAX_BWD, ew(3 * sb), 16,
-            dims=dims)  # fmt: skip
+        b.k(
+            ev + "NativeDropoutBackward0",
+            "aten::native_dropout_backward",
+            K.MASKED_SCALE,
+            ew(2.5 * sb),
+            16,
+            dims=dims,
+        )
+        b.k(
+            ev + "SoftmaxBackward0",
+            "aten::_softmax_backward_data",
+            K.SOFTMAX_BWD,
+            ew(3 * sb),
+            16,
+            dims=dims,
+        )
         b.k(ev + "MulBackward0", "aten::mul", K.MUL, ew(2 * sb), 12, dims=dims)
         for _ in range(2):
             b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1, 18)
     else:
         fl_us = 2.5 * 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.7 * 1e12) * 1e6 + 8
-        b.k(ev + "ScaledDotProductFlashAttentionBackward0",
-            "aten::_scaled_dot_product_flash_attention_backward", K.flash_names(hw)[1], fl_us, 24,
-            grid=(p["seq"] // 128, d // 128, p["batch"]), block=(256, 1, 1))  # fmt: skip
+        b.k(
+            ev + "ScaledDotProductFlashAttentionBackward0",
+            "aten::_scaled_dot_product_flash_attention_backward",
+            K.flash_names(hw)[1],
+            fl_us,
+            24,
+            grid=(p["seq"] // 128, d // 128, p["batch"]),
+            block=(256, 1, 1),
+        )
     b.gemm(ev + "AddmmBackward0", "aten::mm", t, d, 3 * d, tf, 1, 20)
     b.gemm(ev + "AddmmBackward0", "aten::mm", 3 * d, d, t, tf, 2, 18)
-    b.k(ev + "NativeLayerNormBackward0", "aten::native_layer_norm_backward",
-        K.TRITON["ln_bwd"] if compiled else K.LN_BWD, ew(3 * act), 18)  # fmt: skip
+    b.k(
+        ev + "NativeLayerNormBackward0",
+        "aten::native_layer_norm_backward",
+        K.TRITON["ln_bwd"] if compiled else K.LN_BWD,
+        ew(3 * act),
+        18,
+    )
 
 
 def allreduce_us(nbytes: float, world: int, hw: Hardware, eff: float) -> float:
@@ -170,8 +218,16 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
     fwd.k("aten::cross_entropy_loss", "aten::_log_softmax", K.LOGSOFTMAX, vocab_us * 0.08)
     fwd.k("aten::cross_entropy_loss", "aten::nll_loss_nd", K.NLL, 6.0)
     bwd = ub()
-    bwd.gemm("autograd::engine::evaluate_function: MmBackward0", "aten::mm", t, d, 32000,
-             hw.bf16_tflops * p["mfu_eff"], 1, 20)  # fmt: skip
+    bwd.gemm(
+        "autograd::engine::evaluate_function: MmBackward0",
+        "aten::mm",
+        t,
+        d,
+        32000,
+        hw.bf16_tflops * p["mfu_eff"],
+        1,
+        20,
+    )
     for _ in range(L):
         _layer_bwd(bwd, p, hw, unfused=unfused, compiled=compiled)
         if p["overlap"]:
@@ -183,24 +239,51 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
     opt = ub()
     opt_bytes = p["params"] * 16
     for _ in range(4):
-        opt.k("aten::_fused_adamw_", None, K.ADAM, opt_bytes / 4 / (hw.hbm_tbps * 1e12 * 0.8) * 1e6,
-              22, grid=(320, 1, 1), block=(512, 1, 1))  # fmt: skip
+        opt.k(
+            "aten::_fused_adamw_",
+            None,
+            K.ADAM,
+            opt_bytes / 4 / (hw.hbm_tbps * 1e12 * 0.8) * 1e6,
+            22,
+            grid=(320, 1, 1),
+            block=(512, 1, 1),
+        )
     h2d = ub()
     pin_gbps = hw.pcie_gbps * 0.9
-    h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)", t * 8, pin_gbps,
-               dims=[[p["batch"], p["seq"]]])  # fmt: skip
-    h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)", t * 8, pin_gbps,
-               dims=[[p["batch"], p["seq"]]])  # fmt: skip
+    h2d.memcpy(
+        "aten::to",
+        "aten::_to_copy",
+        "Memcpy HtoD (Pinned -> Device)",
+        t * 8,
+        pin_gbps,
+        dims=[[p["batch"], p["seq"]]],
+    )
+    h2d.memcpy(
+        "aten::to",
+        "aten::_to_copy",
+        "Memcpy HtoD (Pinned -> Device)",
+        t * 8,
+        pin_gbps,
+        dims=[[p["batch"], p["seq"]]],
+    )
     zero = ub()
     zero.memset("aten::zero_", 4)
-    U = {k: Units.build(v.rows) for k, v in
-         (("fwd", fwd), ("bwd", bwd), ("opt", opt), ("h2d", h2d), ("zero", zero))}  # fmt: skip
+    U = {
+        k: Units.build(v.rows)
+        for k, v in (("fwd", fwd), ("bwd", bwd), ("opt", opt), ("h2d", h2d), ("zero", zero))
+    }
     if comm.rows:
         U["comm"] = Units.build(comm.rows)
 
     # scenario knobs
-    comp_step_ms = float((U["fwd"].gpu_us.sum() + U["bwd"].gpu_us[U["bwd"].stream == COMPUTE].sum()
-                          + U["opt"].gpu_us.sum()) / 1000)  # fmt: skip
+    comp_step_ms = float(
+        (
+            U["fwd"].gpu_us.sum()
+            + U["bwd"].gpu_us[U["bwd"].stream == COMPUTE].sum()
+            + U["opt"].gpu_us.sum()
+        )
+        / 1000
+    )
     p["compute_ms_est"] = comp_step_ms
     if slug == "straggler":
         slow = int(rng.integers(0, R))
@@ -302,8 +385,14 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
                 dur = (comp_ns * rng.lognormal(0, 0.03, R)).astype(np.int64)
                 sim.slice(MAIN, sim.cpu, dur, "_compile.compile_inner (dynamo_timed)", C_ANN, 2)
                 inner = (dur * rng.uniform(0.55, 0.8)).astype(np.int64)
-                sim.slice(MAIN, sim.cpu + (dur - inner) // 2, inner,
-                          "call_user_compiler (dynamo_timed)", C_ANN, 3)  # fmt: skip
+                sim.slice(
+                    MAIN,
+                    sim.cpu + (dur - inner) // 2,
+                    inner,
+                    "call_user_compiler (dynamo_timed)",
+                    C_ANN,
+                    3,
+                )
                 sim.cpu = sim.cpu + dur + rng.integers(5000, 20000, R)
                 seen[shapes[s]] = cl_id
                 compile_idx += 1
@@ -318,9 +407,13 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
                 a = UnitBuilder(it, hw)
                 _layer_fwd(a, p, hw, unfused=False, compiled=False, sync_layer=True)
                 sim.block(Units.build(a.rows), depth=2)
-                sim.sync_item(2, host_after_us=sync_host_ms * 1000 * rng.uniform(0.7, 1.3),
-                              op="aten::nonzero", inner="aten::count_nonzero",
-                              dims=[[t, 8]])  # fmt: skip
+                sim.sync_item(
+                    2,
+                    host_after_us=sync_host_ms * 1000 * rng.uniform(0.7, 1.3),
+                    op="aten::nonzero",
+                    inner="aten::count_nonzero",
+                    dims=[[t, 8]],
+                )
                 m = UnitBuilder(it, hw)
                 _layer_fwd_mlp(m, p, hw, compiled=False)
                 if li == L - 1:
@@ -356,8 +449,14 @@ def _h2d_rows(it: Interner, hw: Hardware, p: dict, seq: int) -> list[tuple]:
     b = UnitBuilder(it, hw)
     t = p["batch"] * seq
     for _ in range(2):
-        b.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)", t * 8,
-                 hw.pcie_gbps * 0.9, dims=[[p["batch"], seq]])  # fmt: skip
+        b.memcpy(
+            "aten::to",
+            "aten::_to_copy",
+            "Memcpy HtoD (Pinned -> Device)",
+            t * 8,
+            hw.pcie_gbps * 0.9,
+            dims=[[p["batch"], seq]],
+        )
     return b.rows
 
 
@@ -366,11 +465,22 @@ def _h2d_rows(it: Interner, hw: Hardware, p: dict, seq: int) -> list[tuple]:
 # ------------------------------------------------------------------------------------------------
 def infer_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
     if slug == "launch-bound":
-        return {"world": 1, "layers": int(rng.integers(16, 29)), "hidden": int(rng.choice([1536, 2048])),
-                "batch": 1, "steps": int(rng.integers(8, 13)), "cpu_us": float(rng.uniform(18, 32))}  # fmt: skip
-    return {"world": 1, "layers": int(rng.integers(20, 33)), "hidden": int(rng.choice([6144, 8192])),
-            "batch": int(rng.choice([64, 96, 128])), "steps": int(rng.integers(8, 12)),
-            "cpu_us": float(rng.uniform(14, 22))}  # fmt: skip
+        return {
+            "world": 1,
+            "layers": int(rng.integers(16, 29)),
+            "hidden": int(rng.choice([1536, 2048])),
+            "batch": 1,
+            "steps": int(rng.integers(8, 13)),
+            "cpu_us": float(rng.uniform(18, 32)),
+        }
+    return {
+        "world": 1,
+        "layers": int(rng.integers(20, 33)),
+        "hidden": int(rng.choice([6144, 8192])),
+        "batch": int(rng.choice([64, 96, 128])),
+        "steps": int(rng.integers(8, 12)),
+        "cpu_us": float(rng.uniform(14, 22)),
+    }
 
 
 def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p: dict) -> Sim:
@@ -383,8 +493,14 @@ def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner,
     def lin(b: UnitBuilder, n_out: int, n_in: int, v: int) -> None:
         wbytes = n_out * n_in * 2
         us = max(wbytes / hbm, 2.0 * bsz * n_out * n_in / (tf * 1e12)) * 1e6 + 2.5
-        b.k("aten::linear", "aten::mm", K.gemm_name(hw, v) if bsz > 8 else _gemv(hw), us, cpu,
-            dims=[[bsz, n_in], [n_in, n_out]])  # fmt: skip
+        b.k(
+            "aten::linear",
+            "aten::mm",
+            K.gemm_name(hw, v) if bsz > 8 else _gemv(hw),
+            us,
+            cpu,
+            dims=[[bsz, n_in], [n_in, n_out]],
+        )
 
     b = UnitBuilder(it, hw)
     b.k("aten::embedding", "aten::index_select", K.EMBED, 3.0, cpu)
@@ -394,8 +510,13 @@ def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner,
         lin(b, 3 * d, d, 0)
         b.k("vllm::rotary_embedding", None, K.ROTARY, 2.2, cpu)
         att_us = bsz * ctx * d * 2 * 2 / hbm * 1e6 + 4.0
-        b.k("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
-            K.flash_names(hw)[0], att_us, cpu)  # fmt: skip
+        b.k(
+            "aten::scaled_dot_product_attention",
+            "aten::_scaled_dot_product_flash_attention",
+            K.flash_names(hw)[0],
+            att_us,
+            cpu,
+        )
         lin(b, d, d, 1)
         b.k("aten::add", None, K.ADD, 1.8, cpu)
         b.k("vllm::rms_norm", None, K.RMSNORM, 2.0 + bsz * d * 4 / hbm * 1e6, cpu)
@@ -430,10 +551,16 @@ def _gemv(hw: Hardware) -> str:
 # ------------------------------------------------------------------------------------------------
 def pp_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
     stages = int(rng.choice([4, 6, 8]))
-    return {"world": stages, "stages": stages, "micro": int(rng.integers(max(2, stages // 2), stages + 1)),
-            "hidden": int(rng.choice([4096, 5120, 6144])), "mb_tokens": int(rng.choice([2048, 4096])),
-            "layers_per_stage": int(rng.choice([2, 3, 4])), "steps": int(rng.integers(6, 9)),
-            "mfu_eff": float(rng.uniform(0.55, 0.7))}  # fmt: skip
+    return {
+        "world": stages,
+        "stages": stages,
+        "micro": int(rng.integers(max(2, stages // 2), stages + 1)),
+        "hidden": int(rng.choice([4096, 5120, 6144])),
+        "mb_tokens": int(rng.choice([2048, 4096])),
+        "layers_per_stage": int(rng.choice([2, 3, 4])),
+        "steps": int(rng.integers(6, 9)),
+        "mfu_eff": float(rng.uniform(0.55, 0.7)),
+    }
 
 
 def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p: dict) -> Sim:
@@ -444,8 +571,12 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
     fb, bb = UnitBuilder(it, hw), UnitBuilder(it, hw)
     for _ in range(p["layers_per_stage"]):
         fb.gemm("aten::linear", "aten::addmm", t, 3 * d, d, tf, 0)
-        fb.k("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
-             K.flash_names(hw)[0], 2.0 * t * 2048 * d / (tf * 0.8e12) * 1e6 + 5)  # fmt: skip
+        fb.k(
+            "aten::scaled_dot_product_attention",
+            "aten::_scaled_dot_product_flash_attention",
+            K.flash_names(hw)[0],
+            2.0 * t * 2048 * d / (tf * 0.8e12) * 1e6 + 5,
+        )
         fb.gemm("aten::linear", "aten::addmm", t, d, d, tf, 1)
         fb.gemm("aten::linear", "aten::addmm", t, 4 * d, d, tf, 0)
         fb.gemm("aten::linear", "aten::addmm", t, d, 4 * d, tf, 1)
@@ -453,18 +584,38 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
         for n_in, n_out in ((4 * d, d), (d, 4 * d), (d, d), (d, 3 * d)):
             bb.gemm(ev, "aten::mm", t, n_in, n_out, tf, 1, 20)
             bb.gemm(ev, "aten::mm", n_in, n_out, t, tf, 2, 18)
-        bb.k("autograd::engine::evaluate_function: ScaledDotProductFlashAttentionBackward0",
-             "aten::_scaled_dot_product_flash_attention_backward", K.flash_names(hw)[1],
-             5.0 * t * 2048 * d / (tf * 0.7e12) * 1e6 + 8, 24)  # fmt: skip
+        bb.k(
+            "autograd::engine::evaluate_function: ScaledDotProductFlashAttentionBackward0",
+            "aten::_scaled_dot_product_flash_attention_backward",
+            K.flash_names(hw)[1],
+            5.0 * t * 2048 * d / (tf * 0.7e12) * 1e6 + 8,
+            24,
+        )
     UF, UB = Units.build(fb.rows), Units.build(bb.rows)
     act_nel = t * d
     p2p_us = act_nel * 2 / (hw.achievable_busbw_gbps * 1e9 * 0.9) * 1e6 + 12.0
-    send_aid = it.a({"Collective name": "send", "In msg nelems": act_nel, "Out msg nelems": act_nel,
-                     "Group size": 2, "dtype": "BFloat16", "Process Group Name": "1",
-                     "Process Group Description": "pp_group"})  # fmt: skip
-    recv_aid = it.a({"Collective name": "recv", "In msg nelems": act_nel, "Out msg nelems": act_nel,
-                     "Group size": 2, "dtype": "BFloat16", "Process Group Name": "1",
-                     "Process Group Description": "pp_group"})  # fmt: skip
+    send_aid = it.a(
+        {
+            "Collective name": "send",
+            "In msg nelems": act_nel,
+            "Out msg nelems": act_nel,
+            "Group size": 2,
+            "dtype": "BFloat16",
+            "Process Group Name": "1",
+            "Process Group Description": "pp_group",
+        }
+    )
+    recv_aid = it.a(
+        {
+            "Collective name": "recv",
+            "In msg nelems": act_nel,
+            "Out msg nelems": act_nel,
+            "Group size": 2,
+            "dtype": "BFloat16",
+            "Process Group Name": "1",
+            "Process Group Description": "pp_group",
+        }
+    )
     p["p2p_us"] = p2p_us
     # 1F1B order per stage
     orders = []
@@ -537,9 +688,12 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
                     if (s > 0 and kind == "F") or (s < P - 1 and kind == "B"):
                         # receive: the CPU posts the receive, the kernel waits for the data
                         p2p(one, "recv", int(one.free_c[0]), dep, 1)
-                    one.block(UF if kind == "F" else UB, depth=1,
-                              ann=f"## forward mb{i} ##" if kind == "F" else f"## backward mb{i} ##",
-                              gpu_not_before=np.array([dep]))  # fmt: skip
+                    one.block(
+                        UF if kind == "F" else UB,
+                        depth=1,
+                        ann=f"## forward mb{i} ##" if kind == "F" else f"## backward mb{i} ##",
+                        gpu_not_before=np.array([dep]),
+                    )
                     end = int(one.free_c[0])
                     if kind == "F":
                         if s < P - 1:
@@ -559,7 +713,7 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
             if not progressed:  # pragma: no cover - schedule is deadlock-free by construction
                 raise RuntimeError("pipeline schedule stalled")
         # optimizer + the step's read-back, then a barrier-like alignment of step starts
-        for s, one in enumerate(single):
+        for one in single:
             adam = UnitBuilder(it, hw)
             adam.k(
                 "aten::_fused_adamw_",
@@ -572,8 +726,15 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
             one.sync_item(1)
         t_end = max(int(o.cpu[0]) for o in single) + int(rng.integers(10_000, 30_000))
         for s, one in enumerate(single):
-            one.rec.add(one.ranks, MAIN, t_step[s], t_end - 5000 - t_step[s], it.n(f"ProfilerStep#{step}"),
-                        C_ANN, 0)  # fmt: skip
+            one.rec.add(
+                one.ranks,
+                MAIN,
+                t_step[s],
+                t_end - 5000 - t_step[s],
+                it.n(f"ProfilerStep#{step}"),
+                C_ANN,
+                0,
+            )
             one.cpu[:] = t_end
     return sim
 
