@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "scenarios",
     "drills",
     "content",
+    "content.cohorts",
 ]
 
 MIDDLEWARE = [

@@ -11,4 +11,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("drills.urls")),
     path("", include("scenarios.urls")),
+    path("cohorts/", include("content.cohorts.urls")),
 ]

@@ -1,0 +1,173 @@
+from __future__ import annotations
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from content.models import WalkthroughSet
+from tracetrack.roles import is_instructor
+
+from .models import JOIN_ALPHABET, Assignment, Cohort, Extension, normalise_code
+
+DT_WIDGET = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+DT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
+
+
+def _dt_field(label: str, required: bool = True, help_text: str = "") -> forms.DateTimeField:
+    return forms.DateTimeField(
+        label=label,
+        required=required,
+        widget=DT_WIDGET,
+        input_formats=DT_FORMATS,
+        help_text=help_text,
+        error_messages={"invalid": "Enter a date and time like 2026-03-01 17:00."},
+    )
+
+
+class CohortForm(forms.ModelForm):
+    class Meta:
+        model = Cohort
+        fields = ["name"]
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        if not name:
+            raise forms.ValidationError("Give the cohort a name.")
+        return name
+
+
+class JoinForm(forms.Form):
+    code = forms.CharField(
+        label="Join code",
+        max_length=40,
+        help_text="The code your instructor gave you (letters and digits; case does not matter).",
+    )
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user
+        self.cohort: Cohort | None = None
+
+    def clean_code(self) -> str:
+        code = normalise_code(self.cleaned_data["code"])
+        cohort = Cohort.objects.filter(join_code=code).first() if code else None
+        if cohort is None:
+            hint = ""
+            bad = sorted({ch for ch in code if ch not in JOIN_ALPHABET})
+            if bad:
+                hint = f" Codes never contain {', '.join(bad)}."
+            raise forms.ValidationError(
+                f"No cohort has the join code “{code or self.cleaned_data['code']}”. "
+                f"Check it with your instructor; it may have been regenerated.{hint}"
+            )
+        self.cohort = cohort
+        return code
+
+
+class AssignmentForm(forms.ModelForm):
+    walkthrough_set = forms.ModelChoiceField(
+        queryset=WalkthroughSet.objects.all(),
+        label="Walkthrough set",
+        empty_label="Choose a set…",
+        error_messages={"invalid_choice": "Choose one of the listed walkthrough sets."},
+    )
+    due_at = _dt_field("Due (UTC)")
+    cutoff_at = _dt_field(
+        "Cut-off (UTC, optional)",
+        required=False,
+        help_text="Late work counts until the cut-off; after it, unread walkthroughs stay missing.",
+    )
+    goal = forms.ChoiceField(choices=Assignment.Goal.choices, required=False, label="Drill goal")
+    goal_retention = forms.FloatField(
+        required=False, min_value=0.5, max_value=0.99, label="Retrievability X (0.50–0.99)"
+    )
+    goal_pair_drills = forms.IntegerField(
+        required=False, min_value=1, max_value=100, label="Drills per lookalike pair k"
+    )
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "walkthrough_set",
+            "due_at",
+            "cutoff_at",
+            "goal",
+            "goal_retention",
+            "goal_pair_drills",
+        ]
+
+    def clean(self):
+        data = super().clean()
+        due, cutoff = data.get("due_at"), data.get("cutoff_at")
+        if due is not None and due <= timezone.now():
+            self.add_error("due_at", "The due date is in the past: pick a time after now.")
+        if due is not None and cutoff is not None and cutoff < due:
+            self.add_error("cutoff_at", "The cut-off must be on or after the due date.")
+        goal = data.get("goal") or ""
+        if goal == Assignment.Goal.RETENTION and data.get("goal_retention") is None:
+            self.add_error("goal_retention", "Give the retrievability target X for this goal.")
+        if goal == Assignment.Goal.PAIRS and data.get("goal_pair_drills") is None:
+            self.add_error("goal_pair_drills", "Give the number of drills k per lookalike pair.")
+        if goal != Assignment.Goal.RETENTION:
+            data["goal_retention"] = None
+        if goal != Assignment.Goal.PAIRS:
+            data["goal_pair_drills"] = None
+        return data
+
+
+class ExtensionForm(forms.ModelForm):
+    learner = forms.ModelChoiceField(
+        queryset=get_user_model().objects.none(),
+        label="Learner",
+        empty_label="Choose a learner…",
+        error_messages={"invalid_choice": "Choose a learner in this cohort."},
+    )
+    due_at = _dt_field("New due (UTC)")
+    cutoff_at = _dt_field("New cut-off (UTC, optional)", required=False)
+
+    class Meta:
+        model = Extension
+        fields = ["learner", "due_at", "cutoff_at"]
+
+    def __init__(self, *args, assignment: Assignment, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.assignment = assignment
+        self.fields["learner"].queryset = assignment.cohort.members.order_by("username")
+        self.fields["learner"].label_from_instance = lambda u: u.username
+
+    def clean(self):
+        data = super().clean()
+        due, cutoff = data.get("due_at"), data.get("cutoff_at")
+        if due is not None and due < self.assignment.due_at:
+            self.add_error(
+                "due_at",
+                "An extension moves the due date later: pick a time after "
+                f"{self.assignment.due_at:%Y-%m-%d %H:%M} UTC.",
+            )
+        if due is not None and cutoff is not None and cutoff < due:
+            self.add_error("cutoff_at", "The cut-off must be on or after the new due date.")
+        return data
+
+
+class CoInstructorForm(forms.Form):
+    username = forms.CharField(label="Co-instructor's username", max_length=150)
+
+    def __init__(self, *args, cohort: Cohort, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cohort = cohort
+        self.user = None
+
+    def clean_username(self) -> str:
+        name = self.cleaned_data["username"].strip()
+        user = get_user_model().objects.filter(username=name).first()
+        if user is None:
+            raise forms.ValidationError(f"No user is called “{name}”.")
+        if not is_instructor(user):
+            raise forms.ValidationError(
+                f"{name} is not an instructor yet "
+                f"(an operator runs: manage.py make_instructor {name})."
+            )
+        if self.cohort.instructors.filter(pk=user.pk).exists():
+            raise forms.ValidationError(f"{name} already teaches this cohort.")
+        self.user = user
+        return name

@@ -1,0 +1,181 @@
+"""Cohorts, memberships, assignments, per-learner extensions and reminder bookkeeping.
+
+Visibility rules live in the querysets (``taught_by``, ``joined_by``): views fetch through them
+with ``get_object_or_404`` so anything outside the requesting user's scope answers 404.
+"""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import IntegrityError, models, transaction
+from django.db.models import F, Q
+
+from content.models import WalkthroughSet
+
+# No 0/O, 1/I/L, 5/S, 2/Z, 8/B: codes are read aloud and typed from slides.
+JOIN_ALPHABET = "ACDEFGHJKMNPQRTUVWXY34679"
+JOIN_CODE_LENGTH = 8
+
+
+def new_join_code() -> str:
+    return "".join(secrets.choice(JOIN_ALPHABET) for _ in range(JOIN_CODE_LENGTH))
+
+
+def normalise_code(raw: str) -> str:
+    """What the learner typed, as stored: upper case, spaces and dashes dropped."""
+    return "".join(ch for ch in (raw or "").upper() if ch not in " -\t")
+
+
+class CohortQuerySet(models.QuerySet["Cohort"]):
+    def taught_by(self, user) -> CohortQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(instructors=user)
+
+    def joined_by(self, user) -> CohortQuerySet:
+        if not user.is_authenticated:
+            return self.none()
+        return self.filter(members=user)
+
+
+class Cohort(models.Model):
+    name = models.CharField(max_length=120)
+    join_code = models.CharField(max_length=16, unique=True, default=new_join_code)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    instructors = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="taught_cohorts")
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="cohorts"
+    )
+
+    objects = CohortQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def regenerate_code(self) -> str:
+        """A fresh unique join code; the old one stops working at once."""
+        for _ in range(20):
+            code = new_join_code()
+            try:
+                with transaction.atomic():
+                    Cohort.objects.filter(pk=self.pk).update(join_code=code)
+            except IntegrityError:
+                continue
+            self.join_code = code
+            return code
+        raise RuntimeError("could not find a free join code")
+
+
+class Membership(models.Model):
+    cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="cohort_memberships"
+    )
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cohort", "user"], name="membership_unique")]
+        ordering = ["joined_at"]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.cohort_id}"
+
+
+class Assignment(models.Model):
+    class Goal(models.TextChoices):
+        NONE = "", "No drill goal"
+        RETENTION = "retention", "Every scenario at retrievability ≥ X by the due date"
+        PAIRS = "pairs", "Each lookalike pair drilled ≥ k times by the due date"
+
+    cohort = models.ForeignKey(Cohort, on_delete=models.CASCADE, related_name="assignments")
+    walkthrough_set = models.ForeignKey(WalkthroughSet, on_delete=models.PROTECT, related_name="+")
+    due_at = models.DateTimeField()
+    cutoff_at = models.DateTimeField(
+        null=True, blank=True, help_text="After this, unread walkthroughs stay missing."
+    )
+    goal = models.CharField(max_length=12, choices=Goal.choices, blank=True, default="")
+    goal_retention = models.FloatField(null=True, blank=True)
+    goal_pair_drills = models.PositiveSmallIntegerField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["due_at", "pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(cutoff_at__isnull=True) | Q(cutoff_at__gte=F("due_at")),
+                name="assignment_cutoff_after_due",
+            ),
+            models.CheckConstraint(
+                condition=Q(goal="")
+                | Q(goal="retention", goal_retention__gt=0, goal_retention__lte=1)
+                | Q(goal="pairs", goal_pair_drills__gte=1),
+                name="assignment_goal_complete",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.walkthrough_set} for {self.cohort} due {self.due_at:%Y-%m-%d %H:%M}"
+
+    def goal_text(self) -> str:
+        if self.goal == self.Goal.RETENTION:
+            return f"every scenario at retrievability ≥ {self.goal_retention:.2f} by the due date"
+        if self.goal == self.Goal.PAIRS:
+            return f"each lookalike pair drilled ≥ {self.goal_pair_drills} times by the due date"
+        return ""
+
+
+class Extension(models.Model):
+    """A per-learner due date (and cut-off) that replaces the assignment's."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="extensions")
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    due_at = models.DateTimeField()
+    cutoff_at = models.DateTimeField(null=True, blank=True)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    granted_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "learner"], name="extension_unique"),
+            models.CheckConstraint(
+                condition=Q(cutoff_at__isnull=True) | Q(cutoff_at__gte=F("due_at")),
+                name="extension_cutoff_after_due",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"extension for {self.learner_id} on {self.assignment_id}"
+
+
+class ReminderSent(models.Model):
+    """One row per (assignment, learner) reminder: the unique constraint makes it send once."""
+
+    assignment = models.ForeignKey(Assignment, on_delete=models.CASCADE, related_name="+")
+    learner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    due_at = models.DateTimeField(help_text="The effective due date the reminder was about.")
+    sent_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["assignment", "learner"], name="reminder_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"reminder {self.assignment_id}/{self.learner_id}"

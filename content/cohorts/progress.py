@@ -1,0 +1,533 @@
+"""Read models for cohorts: the progress grid, per-scenario stats, confusion, drill goals.
+
+Every aggregate is computed in SQL (``values().annotate(Count(..., filter=Q(...)))``) over
+subqueries scoped to the cohort's members, so a page costs a fixed number of queries whatever
+the cohort's size. Python only shapes the (small, already aggregated) rows and computes FSRS
+retrievability from each card's stored state.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count, Exists, OuterRef, Q
+
+from content.models import ReadMark
+from drills import scheduling
+from drills.models import Attempt, Card
+
+from .models import Assignment, Extension, Membership
+
+# The scenario contract (DESIGN.md); used when the engine's catalogue is not importable.
+_FALLBACK_SCENARIOS: list[tuple[str, str, str | None]] = [
+    ("exposed-allreduce", "Unoverlapped all-reduce", None),
+    ("input-starvation", "Input / dataloader starvation", None),
+    ("launch-bound", "Launch-bound inference", None),
+    ("straggler", "Straggler rank", None),
+    ("memory-bound-kernel", "Memory-bound dominant kernel", None),
+    ("sync-stalls", "Host–device sync stalls", None),
+    ("pipeline-bubbles", "Pipeline-parallel bubbles", None),
+    ("allocator-stalls", "Caching-allocator stalls", None),
+    ("bandwidth-bound-collective", "Genuinely bandwidth-bound collective", "straggler"),
+    ("recompilation", "Recompilation gaps", "input-starvation"),
+    ("healthy", "Healthy trace", None),
+]
+
+DONE, LATE, MISSING, OPEN = "done", "late", "missing", "open"
+STATUS_LABELS = {DONE: "done", LATE: "late", MISSING: "missing", OPEN: "open"}
+
+
+@dataclass(frozen=True)
+class ScenarioInfo:
+    slug: str
+    title: str
+    short: str
+
+
+def scenarios() -> list[ScenarioInfo]:
+    """The scenario catalogue in contract order (engine's when available)."""
+    rows: list[tuple[str, str, str | None]]
+    try:
+        from scenarios import engine
+
+        rows = [
+            (slug, getattr(s, "title", slug), getattr(s, "twin", None))
+            for slug, s in engine.SCENARIOS.items()
+        ]
+    except (ImportError, AttributeError):
+        rows = _FALLBACK_SCENARIOS
+    return [ScenarioInfo(slug, title, _short(slug)) for slug, title, _twin in rows]
+
+
+def _short(slug: str) -> str:
+    words = slug.split("-")
+    return "".join(w[0] for w in words).upper() if len(words) > 1 else slug[:4].title()
+
+
+def lookalike_pairs() -> list[tuple[str, str]]:
+    """Each deliberate lookalike pair once, as (scenario, its twin) in catalogue order."""
+    pairs: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for info in reversed(scenarios()):
+        twin = scheduling.TWINS.get(info.slug)
+        if twin and info.slug not in seen:
+            pairs.append((info.slug, twin))
+            seen.update((info.slug, twin))
+    return pairs
+
+
+# --------------------------------------------------------------------------- walkthroughs
+
+_TITLE_RE = re.compile(r'^title:\s*"?(.*?)"?\s*$', re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=1)
+def _walkthrough_titles() -> dict[str, str]:
+    titles: dict[str, str] = {}
+    folder = Path(settings.BASE_DIR) / "content" / "pages" / "walkthroughs"
+    for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        head = path.read_text(encoding="utf-8")[:2000]
+        slug = re.search(r"^slug:\s*(\S+)", head, re.MULTILINE)
+        title = _TITLE_RE.search(head)
+        if slug and title:
+            titles[slug.group(1)] = title.group(1)
+    return titles
+
+
+def walkthrough_title(slug: str) -> str:
+    title = _walkthrough_titles().get(slug)
+    if title:
+        return title
+    return slug.removeprefix("walkthrough-").replace("-", " ").capitalize()
+
+
+def walkthrough_url(slug: str) -> str:
+    return f"/walkthroughs/{slug}/"
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def effective_dates(
+    assignment: Assignment, extension: Extension | None
+) -> tuple[datetime, datetime | None]:
+    """(due, cut-off) for one learner. An extension replaces the due date; without its own
+    cut-off it keeps the assignment's, pushed to the new due date if that is later."""
+    if extension is None:
+        return assignment.due_at, assignment.cutoff_at
+    if extension.cutoff_at is not None:
+        return extension.due_at, extension.cutoff_at
+    if assignment.cutoff_at is None:
+        return extension.due_at, None
+    return extension.due_at, max(assignment.cutoff_at, extension.due_at)
+
+
+def walkthrough_status(
+    read_at: datetime | None, due: datetime, cutoff: datetime | None, now: datetime
+) -> str:
+    """done: read by the due date; late: read after it (by the cut-off, if any);
+    missing: read only after the cut-off, or not read and the due date has passed;
+    open: not read yet and not yet due."""
+    if read_at is not None:
+        if read_at <= due:
+            return DONE
+        if cutoff is None or read_at <= cutoff:
+            return LATE
+        return MISSING
+    return MISSING if now > due else OPEN
+
+
+# --------------------------------------------------------------------------- scenario stats
+
+
+@dataclass
+class ScenarioCell:
+    attempts: int = 0
+    correct: int = 0
+    retrievability: float | None = None
+    card_due: datetime | None = None
+    overdue_days: int | None = None
+
+    @property
+    def accuracy_pct(self) -> int | None:
+        return round(100 * self.correct / self.attempts) if self.attempts else None
+
+    @property
+    def r_display(self) -> str:
+        return "" if self.retrievability is None else f"{self.retrievability:.2f}"
+
+    @property
+    def acc_display(self) -> str:
+        pct = self.accuracy_pct
+        return "" if pct is None else str(pct)
+
+    @property
+    def overdue(self) -> bool:
+        return self.overdue_days is not None
+
+    @property
+    def heat(self) -> str:
+        pct = self.accuracy_pct
+        if pct is None:
+            return "heat-none"
+        return "heat-good" if pct >= 80 else "heat-mid" if pct >= 50 else "heat-low"
+
+    @property
+    def r_heat(self) -> str:
+        r = self.retrievability
+        if r is None:
+            return "heat-none"
+        return "heat-good" if r >= 0.9 else "heat-mid" if r >= 0.7 else "heat-low"
+
+
+def _graded(user_ids) -> Any:
+    return Attempt.objects.filter(user_id__in=user_ids, submitted_at__isnull=False)
+
+
+def scenario_stats(user_ids, now: datetime) -> dict[int, dict[str, ScenarioCell]]:
+    """{user_id: {slug: ScenarioCell}} in two queries (attempt counts, cards)."""
+    out: dict[int, dict[str, ScenarioCell]] = {}
+    rows = (
+        _graded(user_ids)
+        .values("user_id", "scenario")
+        .annotate(n=Count("pk"), ok=Count("pk", filter=Q(scenario_correct=True)))
+        .order_by()
+    )
+    for row in rows:
+        cell = out.setdefault(row["user_id"], {}).setdefault(row["scenario"], ScenarioCell())
+        cell.attempts, cell.correct = row["n"], row["ok"]
+    cards = Card.objects.filter(user_id__in=user_ids, kind=Card.Kind.SCENARIO).values_list(
+        "user_id", "item", "state", "due"
+    )
+    for user_id, item, state, due in cards:
+        cell = out.setdefault(user_id, {}).setdefault(item, ScenarioCell())
+        cell.retrievability = round(scheduling.retrievability(state, now), 2)
+        cell.card_due = due
+        if due <= now:
+            cell.overdue_days = (now - due).days
+    return out
+
+
+def card_states(user_ids) -> dict[int, dict[str, dict]]:
+    out: dict[int, dict[str, dict]] = {}
+    for user_id, item, state in Card.objects.filter(
+        user_id__in=user_ids, kind=Card.Kind.SCENARIO
+    ).values_list("user_id", "item", "state"):
+        out.setdefault(user_id, {})[item] = state
+    return out
+
+
+# --------------------------------------------------------------------------- confusion
+
+
+@dataclass
+class Confusion:
+    scenarios: list[ScenarioInfo]
+    counts: dict[tuple[str, str], int]
+    pairs: list[tuple[str, str]]
+    leaders: list[dict[str, Any]] = field(default_factory=list)
+
+    def rows(self) -> list[dict[str, Any]]:
+        pair_cells = {(a, b) for a, b in self.pairs} | {(b, a) for a, b in self.pairs}
+        out = []
+        for t in self.scenarios:
+            total = sum(self.counts.get((t.slug, a.slug), 0) for a in self.scenarios)
+            cells = []
+            for a in self.scenarios:
+                n = self.counts.get((t.slug, a.slug), 0)
+                share = n / total if total else 0.0
+                cls = ["cm"]
+                if t.slug == a.slug:
+                    cls.append("cm-diag")
+                if (t.slug, a.slug) in pair_cells:
+                    cls.append("cm-pair")
+                cls.append(f"cm-h{min(5, int(share * 5 + 0.999)) if n else 0}")
+                cells.append(
+                    {"answered": a, "n": n, "share": round(100 * share), "cls": " ".join(cls)}
+                )
+            out.append({"true": t, "total": total, "cells": cells})
+        return out
+
+
+def confusion(user_ids, *, leaders_from: dict[int, str] | None = None) -> Confusion:
+    """The true × answered matrix (one query) and, when ``leaders_from`` maps user ids to
+    names, who confuses each lookalike pair most (one more query)."""
+    counts = {
+        (r["scenario"], r["answer_scenario"]): r["n"]
+        for r in _graded(user_ids)
+        .exclude(answer_scenario="")
+        .values("scenario", "answer_scenario")
+        .annotate(n=Count("pk"))
+        .order_by()
+    }
+    pairs = lookalike_pairs()
+    result = Confusion(scenarios(), counts, pairs)
+    if leaders_from is None or not pairs:
+        return result
+    ann: dict[str, Any] = {}
+    for i, (a, b) in enumerate(pairs):
+        ann[f"mix{i}"] = Count(
+            "pk", filter=Q(scenario=a, answer_scenario=b) | Q(scenario=b, answer_scenario=a)
+        )
+        ann[f"on{i}"] = Count("pk", filter=Q(scenario__in=[a, b]))
+    per_user = list(_graded(user_ids).values("user_id").annotate(**ann).order_by())
+    for i, (a, b) in enumerate(pairs):
+        ranked = sorted(
+            (r for r in per_user if r[f"mix{i}"]),
+            key=lambda r, i=i: (-r[f"mix{i}"], -r[f"mix{i}"] / r[f"on{i}"], r["user_id"]),
+        )
+        result.leaders.append(
+            {
+                "pair": (a, b),
+                "top": [
+                    {
+                        "user_id": r["user_id"],
+                        "name": leaders_from.get(r["user_id"], "?"),
+                        "mixups": r[f"mix{i}"],
+                        "on_pair": r[f"on{i}"],
+                        "rate": round(100 * r[f"mix{i}"] / r[f"on{i}"]),
+                    }
+                    for r in ranked[:3]
+                ],
+            }
+        )
+    return result
+
+
+# --------------------------------------------------------------------------- drill goals
+
+
+def pair_goal_counts(assignments: list[Assignment], user_ids) -> dict[tuple[int, int], list[int]]:
+    """{(assignment id, user id): [drills on pair 0, pair 1, ...]} counting graded attempts
+    submitted by the learner's effective due date: one query for all pair-goal assignments."""
+    pairs = lookalike_pairs()
+    goal_asgs = [a for a in assignments if a.goal == Assignment.Goal.PAIRS]
+    if not goal_asgs or not pairs:
+        return {}
+    ann: dict[str, Any] = {}
+    for a in goal_asgs:
+        has_ext = Exists(
+            Extension.objects.filter(assignment_id=a.pk, learner_id=OuterRef("user_id"))
+        )
+        in_ext = Exists(
+            Extension.objects.filter(
+                assignment_id=a.pk,
+                learner_id=OuterRef("user_id"),
+                due_at__gte=OuterRef("submitted_at"),
+            )
+        )
+        in_time = (Q(~has_ext) & Q(submitted_at__lte=a.due_at)) | Q(in_ext)
+        for i, pair in enumerate(pairs):
+            ann[f"g{a.pk}_{i}"] = Count("pk", filter=Q(scenario__in=list(pair)) & in_time)
+    out: dict[tuple[int, int], list[int]] = {}
+    for row in _graded(user_ids).values("user_id").annotate(**ann).order_by():
+        for a in goal_asgs:
+            out[(a.pk, row["user_id"])] = [row[f"g{a.pk}_{i}"] for i in range(len(pairs))]
+    return out
+
+
+def goal_status(
+    assignment: Assignment,
+    user_id: int,
+    due: datetime,
+    now: datetime,
+    cards: dict[int, dict[str, dict]],
+    pair_counts: dict[tuple[int, int], list[int]],
+) -> dict[str, Any] | None:
+    """Whether one learner meets the assignment's drill goal (None when it has none).
+    Retention is read at min(now, due) from the current cards."""
+    if assignment.goal == Assignment.Goal.RETENTION:
+        target = assignment.goal_retention or 0.0
+        when = min(now, due)
+        user_cards = cards.get(user_id, {})
+        slugs = [s.slug for s in scenarios()]
+        ok = sum(1 for s in slugs if scheduling.retrievability(user_cards.get(s), when) >= target)
+        return {"met": ok == len(slugs), "detail": f"{ok}/{len(slugs)} at ≥ {target:.2f}"}
+    if assignment.goal == Assignment.Goal.PAIRS:
+        k = assignment.goal_pair_drills or 0
+        counts = pair_counts.get((assignment.pk, user_id), [0] * len(lookalike_pairs()))
+        return {
+            "met": all(c >= k for c in counts),
+            "detail": " · ".join(f"{c}/{k}" for c in counts),
+        }
+    return None
+
+
+# --------------------------------------------------------------------------- the grid
+
+
+def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
+    """Everything the instructor page and the CSV export show, in a fixed number of queries."""
+    member_ids = Membership.objects.filter(cohort=cohort).values("user_id")
+    memberships = list(
+        Membership.objects.filter(cohort=cohort).select_related("user").order_by("user__username")
+    )
+    assignments = list(cohort.assignments.select_related("walkthrough_set"))
+    extensions = {
+        (e.assignment_id, e.learner_id): e
+        for e in Extension.objects.filter(assignment__cohort=cohort)
+    }
+    slugs = sorted({s for a in assignments for s in a.walkthrough_set.walkthroughs})
+    reads: dict[tuple[int, str], datetime] = {}
+    if slugs:
+        reads = {
+            (uid, slug): at
+            for uid, slug, at in ReadMark.objects.filter(
+                user_id__in=member_ids, slug__in=slugs
+            ).values_list("user_id", "slug", "read_at")
+        }
+    stats = scenario_stats(member_ids, now)
+    needs_cards = any(a.goal == Assignment.Goal.RETENTION for a in assignments)
+    cards = card_states(member_ids) if needs_cards else {}
+    pair_counts = pair_goal_counts(assignments, member_ids)
+    names = {m.user_id: m.user.username for m in memberships}
+    conf = confusion(member_ids, leaders_from=names)
+    scen = scenarios()
+
+    columns = [
+        {
+            "assignment": a,
+            "slug": slug,
+            "title": walkthrough_title(slug),
+            "url": walkthrough_url(slug),
+            "key": f"{a.walkthrough_set.slug}:{slug}",
+        }
+        for a in assignments
+        for slug in a.walkthrough_set.walkthroughs
+    ]
+    rows = []
+    for m in memberships:
+        uid = m.user_id
+        cells = []
+        for col in columns:
+            a = col["assignment"]
+            ext = extensions.get((a.pk, uid))
+            due, cutoff = effective_dates(a, ext)
+            status = walkthrough_status(reads.get((uid, col["slug"])), due, cutoff, now)
+            cells.append({"status": status, "extended": ext is not None, "due": due})
+        goals = []
+        for a in assignments:
+            due, _cutoff = effective_dates(a, extensions.get((a.pk, uid)))
+            goals.append(goal_status(a, uid, due, now, cards, pair_counts))
+        user_stats = stats.get(uid, {})
+        srow = [user_stats.get(s.slug) or ScenarioCell() for s in scen]
+        done = sum(1 for c in cells if c["status"] in (DONE, LATE))
+        rows.append(
+            {
+                "membership": m,
+                "user": m.user,
+                "cells": cells,
+                "goals": goals,
+                "scenarios": srow,
+                "done": done,
+                "missing": sum(1 for c in cells if c["status"] == MISSING),
+                "attempts": sum(c.attempts for c in srow),
+                "correct": sum(c.correct for c in srow),
+            }
+        )
+    return {
+        "memberships": memberships,
+        "assignments": assignments,
+        "extensions": extensions,
+        "columns": columns,
+        "rows": rows,
+        "scenarios": scen,
+        "confusion": conf,
+        "has_goals": any(a.goal for a in assignments),
+    }
+
+
+def grid_csv_rows(grid: dict[str, Any]) -> list[list[str]]:
+    """The grid as CSV rows; the same formatted numbers the page shows."""
+    header = ["username", "joined_at"]
+    header += [f"{c['assignment'].walkthrough_set.slug}/{c['slug']}" for c in grid["columns"]]
+    header += [f"goal {a.walkthrough_set.slug} #{a.pk}" for a in grid["assignments"] if a.goal]
+    for s in grid["scenarios"]:
+        header += [
+            f"{s.slug} attempts",
+            f"{s.slug} accuracy %",
+            f"{s.slug} retrievability",
+            f"{s.slug} overdue days",
+        ]
+    out = [header]
+    for row in grid["rows"]:
+        line = [row["user"].username, row["membership"].joined_at.isoformat()]
+        line += [c["status"] for c in row["cells"]]
+        line += [("met" if g["met"] else "not met") for g in row["goals"] if g is not None]
+        for cell in row["scenarios"]:
+            line += [
+                str(cell.attempts),
+                cell.acc_display,
+                cell.r_display,
+                "" if cell.overdue_days is None else str(cell.overdue_days),
+            ]
+        out.append(line)
+    return out
+
+
+# --------------------------------------------------------------------------- one learner
+
+
+def learner_assignments(user, now: datetime, *, cohort=None) -> list[dict[str, Any]]:
+    """One learner's assignments (across their cohorts, or in one) with effective dates and
+    per-walkthrough status. Three queries, plus at most two when a drill goal is set."""
+    qs = Assignment.objects.filter(cohort__memberships__user=user)
+    if cohort is not None:
+        qs = qs.filter(cohort=cohort)
+    assignments = list(qs.select_related("cohort", "walkthrough_set"))
+    if not assignments:
+        return []
+    extensions = {
+        e.assignment_id: e
+        for e in Extension.objects.filter(learner=user, assignment__in=[a.pk for a in assignments])
+    }
+    slugs = {s for a in assignments for s in a.walkthrough_set.walkthroughs}
+    reads = dict(ReadMark.objects.filter(user=user, slug__in=slugs).values_list("slug", "read_at"))
+    uid = user.pk
+    cards = (
+        card_states([uid]) if any(a.goal == Assignment.Goal.RETENTION for a in assignments) else {}
+    )
+    pair_counts = pair_goal_counts(assignments, [uid])
+    out = []
+    for a in assignments:
+        ext = extensions.get(a.pk)
+        due, cutoff = effective_dates(a, ext)
+        items = []
+        for slug in a.walkthrough_set.walkthroughs:
+            status = walkthrough_status(reads.get(slug), due, cutoff, now)
+            items.append(
+                {
+                    "slug": slug,
+                    "title": walkthrough_title(slug),
+                    "url": walkthrough_url(slug),
+                    "status": status,
+                    "read_at": reads.get(slug),
+                }
+            )
+        finished = all(i["status"] in (DONE, LATE) for i in items)
+        goal = goal_status(a, uid, due, now, cards, pair_counts)
+        out.append(
+            {
+                "assignment": a,
+                "cohort": a.cohort,
+                "title": a.walkthrough_set.title,
+                "due_at": due,
+                "cutoff_at": cutoff,
+                "extended": ext is not None,
+                "items": items,
+                "done": sum(1 for i in items if i["status"] in (DONE, LATE)),
+                "total": len(items),
+                "finished": finished and (goal is None or goal["met"]),
+                "closed": cutoff is not None and now > cutoff,
+                "goal_text": a.goal_text(),
+                "goal": goal,
+            }
+        )
+    out.sort(key=lambda r: (r["finished"], r["due_at"], r["assignment"].pk))
+    return out

@@ -1,0 +1,330 @@
+"""Cohort views: thin; scoping lives in the querysets, numbers in ``progress``.
+
+Every cohort URL fetches through ``Cohort.objects.taught_by(user)`` (instructor pages) with
+``get_object_or_404``: a learner, an unrelated instructor or a wrong id all get the same 404.
+"""
+
+from __future__ import annotations
+
+import csv
+
+from django.contrib import messages
+from django.db import IntegrityError, transaction
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from drills.models import Attempt
+from tracetrack.roles import is_instructor
+
+from . import progress
+from .forms import AssignmentForm, CohortForm, CoInstructorForm, ExtensionForm, JoinForm
+from .models import Assignment, Cohort, Extension, Membership, normalise_code
+
+
+def _taught(request: HttpRequest, cohort_id: int) -> Cohort:
+    if not is_instructor(request.user):
+        raise Http404("No such cohort.")
+    return get_object_or_404(Cohort.objects.taught_by(request.user), pk=cohort_id)
+
+
+def _csv_safe(value: object) -> str:
+    text = "" if value is None else str(value)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+# --------------------------------------------------------------------------- list, create, join
+
+
+@require_http_methods(["GET"])
+def cohort_list(request: HttpRequest) -> HttpResponse:
+    teaching = is_instructor(request.user)
+    context = {
+        "is_instructor": teaching,
+        "taught": (
+            Cohort.objects.taught_by(request.user).annotate(
+                n_members=Count("members", distinct=True)
+            )
+            if teaching
+            else []
+        ),
+        "joined": Cohort.objects.joined_by(request.user).prefetch_related("instructors"),
+        "assignments": progress.learner_assignments(request.user, timezone.now()),
+        "join_form": JoinForm(),
+        "create_form": CohortForm() if teaching else None,
+    }
+    return TemplateResponse(request, "content/cohorts/list.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+def cohort_new(request: HttpRequest) -> HttpResponse:
+    if not is_instructor(request.user):
+        raise Http404("Only instructors create cohorts.")
+    form = CohortForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            cohort = form.save(commit=False)
+            cohort.created_by = request.user
+            cohort.save()
+            cohort.instructors.add(request.user)
+        messages.success(request, f"Cohort created. Learners join with code {cohort.join_code}.")
+        return redirect("cohorts:detail", cohort_id=cohort.pk)
+    status = 400 if request.method == "POST" else 200
+    return TemplateResponse(request, "content/cohorts/new.html", {"form": form}, status=status)
+
+
+def _join(request: HttpRequest, cohort: Cohort) -> HttpResponse:
+    if cohort.instructors.filter(pk=request.user.pk).exists():
+        messages.info(request, f"You teach {cohort.name}; instructors do not join as learners.")
+        return redirect("cohorts:detail", cohort_id=cohort.pk)
+    try:
+        with transaction.atomic():
+            Membership.objects.create(cohort=cohort, user=request.user)
+    except IntegrityError:
+        messages.info(request, f"You are already in {cohort.name}.")
+    else:
+        messages.success(request, f"You joined {cohort.name}.")
+    return redirect("cohorts:list")
+
+
+@require_http_methods(["GET", "POST"])
+def join(request: HttpRequest) -> HttpResponse:
+    form = JoinForm(request.POST or None, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        assert form.cohort is not None
+        return _join(request, form.cohort)
+    status = 400 if request.method == "POST" else 200
+    return TemplateResponse(request, "content/cohorts/join.html", {"form": form}, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def join_link(request: HttpRequest, code: str) -> HttpResponse:
+    cohort = (
+        Cohort.objects.filter(join_code=normalise_code(code))
+        .prefetch_related("instructors")
+        .first()
+    )
+    if cohort is None:
+        form = JoinForm({"code": code}, user=request.user)
+        form.is_valid()  # fills in the clear error message
+        return TemplateResponse(request, "content/cohorts/join.html", {"form": form}, status=404)
+    if request.method == "POST":
+        return _join(request, cohort)
+    already = cohort.memberships.filter(user=request.user).exists()
+    return TemplateResponse(
+        request, "content/cohorts/join_confirm.html", {"cohort": cohort, "already": already}
+    )
+
+
+# --------------------------------------------------------------------------- instructor pages
+
+
+@require_http_methods(["GET"])
+def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
+    cohort = _taught(request, cohort_id)
+    grid = progress.cohort_grid(cohort, timezone.now())
+    context = {
+        "cohort": cohort,
+        "grid": grid,
+        "instructors": list(cohort.instructors.order_by("username")),
+        "invite_url": request.build_absolute_uri(
+            reverse("cohorts:join_link", kwargs={"code": cohort.join_code})
+        ),
+        "co_form": CoInstructorForm(cohort=cohort),
+    }
+    return TemplateResponse(request, "content/cohorts/detail.html", context)
+
+
+@require_http_methods(["GET"])
+def export_csv(request: HttpRequest, cohort_id: int) -> HttpResponse:
+    cohort = _taught(request, cohort_id)
+    grid = progress.cohort_grid(cohort, timezone.now())
+    response = HttpResponse(content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="cohort-{cohort.pk}-progress.csv"'
+    writer = csv.writer(response)
+    for row in progress.grid_csv_rows(grid):
+        writer.writerow([_csv_safe(v) for v in row])
+    return response
+
+
+class _Echo:
+    def write(self, value: str) -> str:
+        return value
+
+
+@require_http_methods(["GET"])
+def attempts_csv(request: HttpRequest, cohort_id: int) -> StreamingHttpResponse:
+    cohort = _taught(request, cohort_id)
+    fields = [
+        "user__username", "id", "scenario", "answer_scenario", "scenario_correct",
+        "answer_measurement", "measurement_correct", "answer_fix", "fix_correct",
+        "answer_expected_ms", "win_correct", "mode", "served_at", "submitted_at",
+        "elapsed_s", "over_time", "rating",
+    ]  # fmt: skip
+    rows = (
+        Attempt.objects.filter(
+            user_id__in=Membership.objects.filter(cohort=cohort).values("user_id"),
+            submitted_at__isnull=False,
+        )
+        .order_by("user__username", "submitted_at")
+        .values_list(*fields)
+    )
+    writer = csv.writer(_Echo())
+    header = ["username", *fields[1:]]
+
+    def stream():
+        yield writer.writerow(header)
+        for row in rows.iterator(chunk_size=2000):
+            yield writer.writerow([_csv_safe(v) for v in row])
+
+    response = StreamingHttpResponse(stream(), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="cohort-{cohort.pk}-attempts.csv"'
+    return response
+
+
+@require_http_methods(["GET"])
+def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpResponse:
+    cohort = _taught(request, cohort_id)
+    membership = get_object_or_404(
+        Membership.objects.select_related("user"), cohort=cohort, user_id=user_id
+    )
+    learner = membership.user
+    now = timezone.now()
+    stats = progress.scenario_stats([learner.pk], now).get(learner.pk, {})
+    scen = progress.scenarios()
+    context = {
+        "cohort": cohort,
+        "membership": membership,
+        "learner": learner,
+        "rows": [(s, stats.get(s.slug) or progress.ScenarioCell()) for s in scen],
+        "confusion": progress.confusion([learner.pk]),
+        "assignments": progress.learner_assignments(learner, now, cohort=cohort),
+        "recent": Attempt.objects.filter(user=learner, submitted_at__isnull=False)
+        .order_by("-submitted_at")
+        .values("scenario", "answer_scenario", "scenario_correct", "elapsed_s", "submitted_at")[
+            :20
+        ],
+        "titles": {s.slug: s.title for s in scen},
+    }
+    return TemplateResponse(request, "content/cohorts/learner.html", context)
+
+
+# --------------------------------------------------------------------------- assign, extend
+
+
+def _assign_page(request, cohort, form, ext_forms=None, status=200) -> HttpResponse:
+    assignments = list(cohort.assignments.select_related("walkthrough_set"))
+    ext_forms = ext_forms or {}
+    extensions: dict[int, list[Extension]] = {}
+    for e in Extension.objects.filter(assignment__cohort=cohort).select_related("learner"):
+        extensions.setdefault(e.assignment_id, []).append(e)
+    items = [
+        {
+            "assignment": a,
+            "extensions": extensions.get(a.pk, []),
+            "form": ext_forms.get(a.pk) or ExtensionForm(assignment=a, prefix=f"ext{a.pk}"),
+        }
+        for a in assignments
+    ]
+    return TemplateResponse(
+        request,
+        "content/cohorts/assign.html",
+        {"cohort": cohort, "form": form, "items": items},
+        status=status,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def assign(request: HttpRequest, cohort_id: int) -> HttpResponse:
+    cohort = _taught(request, cohort_id)
+    form = AssignmentForm(request.POST or None)
+    if request.method == "POST":
+        if form.is_valid():
+            assignment = form.save(commit=False)
+            assignment.cohort = cohort
+            assignment.created_by = request.user
+            assignment.save()
+            messages.success(request, f"Assigned {assignment.walkthrough_set.title}.")
+            return redirect("cohorts:assign", cohort_id=cohort.pk)
+        return _assign_page(request, cohort, form, status=400)
+    return _assign_page(request, cohort, form)
+
+
+@require_POST
+def extend(request: HttpRequest, cohort_id: int, assignment_id: int) -> HttpResponse:
+    cohort = _taught(request, cohort_id)
+    assignment = get_object_or_404(
+        Assignment.objects.select_related("cohort"), cohort=cohort, pk=assignment_id
+    )
+    form = ExtensionForm(request.POST, assignment=assignment, prefix=f"ext{assignment.pk}")
+    if not form.is_valid():
+        return _assign_page(
+            request, cohort, AssignmentForm(), ext_forms={assignment.pk: form}, status=400
+        )
+    learner = form.cleaned_data["learner"]
+    Extension.objects.update_or_create(
+        assignment=assignment,
+        learner=learner,
+        defaults={
+            "due_at": form.cleaned_data["due_at"],
+            "cutoff_at": form.cleaned_data["cutoff_at"],
+            "granted_by": request.user,
+        },
+    )
+    messages.success(request, f"Extension saved for {learner.username}.")
+    return redirect("cohorts:assign", cohort_id=cohort.pk)
+
+
+@require_POST
+def extension_delete(request, cohort_id: int, assignment_id: int, extension_id: int):
+    cohort = _taught(request, cohort_id)
+    ext = get_object_or_404(
+        Extension, pk=extension_id, assignment_id=assignment_id, assignment__cohort=cohort
+    )
+    ext.delete()
+    messages.success(request, "Extension removed.")
+    return redirect("cohorts:assign", cohort_id=cohort.pk)
+
+
+# --------------------------------------------------------------------------- membership admin
+
+
+@require_POST
+def add_instructor(request: HttpRequest, cohort_id: int) -> HttpResponse:
+    cohort = _taught(request, cohort_id)
+    form = CoInstructorForm(request.POST, cohort=cohort)
+    if form.is_valid():
+        cohort.instructors.add(form.user)
+        Membership.objects.filter(cohort=cohort, user=form.user).delete()
+        messages.success(request, f"{form.user.username} now co-teaches {cohort.name}.")
+    else:
+        for error in form.errors.get("username", []):
+            messages.error(request, error)
+    return redirect("cohorts:detail", cohort_id=cohort.pk)
+
+
+@require_POST
+def remove_member(request: HttpRequest, cohort_id: int, user_id: int) -> HttpResponse:
+    cohort = _taught(request, cohort_id)
+    membership = get_object_or_404(
+        Membership.objects.select_related("user"), cohort=cohort, user_id=user_id
+    )
+    with transaction.atomic():
+        Extension.objects.filter(assignment__cohort=cohort, learner_id=user_id).delete()
+        membership.delete()
+    messages.success(request, f"Removed {membership.user.username} from {cohort.name}.")
+    return redirect("cohorts:detail", cohort_id=cohort.pk)
+
+
+@require_POST
+def regenerate_code(request: HttpRequest, cohort_id: int) -> HttpResponse:
+    cohort = _taught(request, cohort_id)
+    code = cohort.regenerate_code()
+    messages.success(
+        request, f"New join code: {code}. The old code and invite link no longer work."
+    )
+    return redirect("cohorts:detail", cohort_id=cohort.pk)
