@@ -1,13 +1,521 @@
-"""Read models for the learner's home and dashboard. Aggregation happens in SQL."""
+"""Read models for the learner's home and dashboard. Aggregation happens in SQL.
+
+Every function here takes a queryset of attempts (so an instructor's view can pass one learner's,
+or a cohort's) and returns plain data: numbers, dates, lists and dicts. ``learner_stats`` bundles
+them for one learner; the dashboard page and ``/dashboard/stats.json`` both render its result, so
+they always show the same numbers.
+
+Rules (a contract for the page, the JSON and the tests):
+
+* Only graded attempts count: ``submitted_at IS NOT NULL``. An attempt that was served and never
+  submitted is not an answer. Every function applies this filter itself.
+* Practice attempts (``mode == "practice"``) are graded diagnoses, so they count in attempts,
+  scenario accuracy, last-10 accuracy, measurement / fix / expected-win accuracy, the confusion
+  matrix, the lookalike rates, accuracy over time and daily activity. They have no clock, so they
+  are left out of the time figures: the median time to diagnosis and the share under 2:00 are taken
+  over the timed attempts (timed and Perfetto-only modes) only. They never update a card
+  (``scheduling.counts_for_schedule``), so retrievability and next due ignore them. Each scenario
+  row also reports how many of its attempts were practice.
+* No function loops over attempt rows in Python. Each one runs a fixed number of queries that
+  return aggregated rows (at most one per scenario, scenario pair, week or day), so the number of
+  queries and the size of what comes back do not grow with the number of attempts.
+* "Under 2:00" means ``elapsed_s <= DRILL_TIME_LIMIT_S`` (the limit the learner sees; the
+  network grace used for ``over_time`` is not counted).
+* Weeks start on Monday and days are UTC days.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections import defaultdict
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from django.conf import settings
+from django.db import connections
+from django.db.models import Aggregate, Count, F, FloatField, Q, QuerySet, Window
+from django.db.models.functions import RowNumber, TruncDate, TruncWeek
+
 from drills import scheduling
-from drills.models import Card
+from drills.mentalmath import FAMILIES
+from drills.models import Attempt, Card, MathAttempt
 from scenarios import engine
+
+LAST_N = 10
+TREND_WEEKS = 12
+ACTIVITY_WEEKS = 26
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _ratio(num: int | None, den: int | None) -> float | None:
+    return None if not den else (num or 0) / den
+
+
+def _graded(attempts_qs: QuerySet[Attempt]) -> QuerySet[Attempt]:
+    return attempts_qs.filter(submitted_at__isnull=False)
+
+
+def _timed_q() -> Q:
+    return ~Q(mode=Attempt.Mode.PRACTICE)
+
+
+def _limit_s() -> int:
+    return settings.TRACETRACK["DRILL_TIME_LIMIT_S"]
+
+
+def _scenario_slugs() -> list[str]:
+    return list(engine.SCENARIOS)
+
+
+def _title(slug: str) -> str:
+    scenario = engine.SCENARIOS.get(slug)
+    return scenario.title if scenario is not None else (slug or "(blank)")
+
+
+def _lookalike_pairs() -> list[tuple[str, str]]:
+    """Directed (true, answered) lookalike pairs, both directions, in a stable order."""
+    pairs = []
+    for slug in _scenario_slugs():
+        twin = scheduling.twin_of(slug)
+        if twin is not None:
+            pairs.append((slug, twin))
+    return pairs
+
+
+def _utc_day(when: datetime) -> date:
+    return when.astimezone(UTC).date()
+
+
+class PercentileCont(Aggregate):
+    """PostgreSQL ``percentile_cont(f) WITHIN GROUP (ORDER BY expr)``."""
+
+    function = "percentile_cont"
+    name = "PercentileCont"
+    output_field = FloatField()
+    template = "%(function)s(%(percentile)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+
+    def __init__(self, expression, percentile: float, **extra):
+        super().__init__(expression, percentile=float(percentile), **extra)
+
+
+def _is_postgres(qs: QuerySet) -> bool:
+    return connections[qs.db].vendor == "postgresql"
+
+
+# --------------------------------------------------------------------------- per scenario
+
+
+def median_elapsed(attempts_qs: QuerySet[Attempt]) -> dict[str, float]:
+    """Median time to diagnosis (s) per true scenario over graded, timed attempts. One query.
+
+    PostgreSQL: ``percentile_cont(0.5)``. Elsewhere: one window query that numbers each
+    scenario's times in order and keeps the middle one or two rows (at most two per scenario),
+    which are averaged here.
+    """
+    qs = _graded(attempts_qs).filter(_timed_q(), elapsed_s__isnull=False)
+    if _is_postgres(qs):
+        rows = (
+            qs.order_by()
+            .values("scenario")
+            .annotate(median=PercentileCont("elapsed_s", 0.5))
+            .values_list("scenario", "median")
+        )
+        return {slug: float(m) for slug, m in rows if m is not None}
+    inner = (
+        qs.order_by()
+        .annotate(
+            rn=Window(RowNumber(), partition_by=[F("scenario")], order_by=F("elapsed_s").asc()),
+            n=Window(Count("pk"), partition_by=[F("scenario")]),
+        )
+        .values_list("scenario", "elapsed_s", "rn", "n")
+    )
+    sql, params = inner.query.sql_with_params()
+    wrapped = (
+        "SELECT scenario, AVG(elapsed_s) FROM ("
+        f"SELECT x.* FROM ({sql}) AS x) AS w "
+        "WHERE w.rn IN ((w.n + 1) / 2, (w.n + 2) / 2) GROUP BY scenario"
+    )
+    with connections[qs.db].cursor() as cursor:
+        cursor.execute(wrapped, params)
+        return {slug: float(m) for slug, m in cursor.fetchall() if m is not None}
+
+
+def last_n_accuracy(attempts_qs: QuerySet[Attempt], n: int = LAST_N) -> dict[str, dict[str, Any]]:
+    """Accuracy over each scenario's last ``n`` graded attempts (by submission time). One query:
+    ROW_NUMBER() over the scenario partition, filtered to the first ``n``, then aggregated."""
+    ranked = (
+        _graded(attempts_qs)
+        .order_by()
+        .annotate(
+            rn=Window(
+                RowNumber(),
+                partition_by=[F("scenario")],
+                order_by=[F("submitted_at").desc(), F("pk").desc()],
+            )
+        )
+        .filter(rn__lte=n)
+        .values_list("scenario", "scenario_correct")
+    )
+    # At most n rows per scenario come back (bounded: 11 x n), so tallying them is not a loop
+    # over the learner's history.
+    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for slug, correct in ranked:
+        tally[slug][0] += 1
+        tally[slug][1] += 1 if correct else 0
+    return {
+        slug: {"attempts": total, "correct": right, "accuracy": _ratio(right, total)}
+        for slug, (total, right) in tally.items()
+    }
+
+
+def per_scenario_stats(
+    attempts_qs: QuerySet[Attempt],
+    now: datetime,
+    cards: QuerySet[Card] | dict[str, dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """One row per scenario (every scenario in the engine, in its order, plus any unknown slug
+    found in the attempts): attempts, accuracy all time and over the last 10, median time to
+    diagnosis, share under 2:00, measurement / fix / expected-win accuracy, and the card's
+    retrievability and next due.
+
+    ``cards`` is a queryset of scenario cards (one learner's), or a mapping slug -> state; None
+    leaves retrievability and due out (a cohort has no single card).
+    """
+    graded = _graded(attempts_qs)
+    limit = _limit_s()
+    timed = _timed_q()
+    rows = {
+        r["scenario"]: r
+        for r in graded.order_by()
+        .values("scenario")
+        .annotate(
+            attempts=Count("pk"),
+            correct=Count("pk", filter=Q(scenario_correct=True)),
+            practice=Count("pk", filter=Q(mode=Attempt.Mode.PRACTICE)),
+            timed=Count("pk", filter=timed & Q(elapsed_s__isnull=False)),
+            under_limit=Count("pk", filter=timed & Q(elapsed_s__lte=limit)),
+            measurement=Count("pk", filter=Q(measurement_correct=True)),
+            fix=Count("pk", filter=Q(fix_correct=True)),
+            win=Count("pk", filter=Q(win_correct=True)),
+        )
+    }
+    last = last_n_accuracy(attempts_qs)
+    medians = median_elapsed(attempts_qs)
+
+    states: dict[str, dict[str, Any]] | None = None
+    if isinstance(cards, QuerySet):
+        states = dict(cards.filter(kind=Card.Kind.SCENARIO).values_list("item", "state"))
+    elif cards is not None:
+        states = dict(cards)
+
+    slugs = _scenario_slugs() + sorted(s for s in rows if s not in engine.SCENARIOS)
+    out = []
+    for slug in slugs:
+        r = rows.get(slug, {})
+        n = r.get("attempts", 0)
+        row: dict[str, Any] = {
+            "slug": slug,
+            "title": _title(slug),
+            "twin": scheduling.twin_of(slug),
+            "attempts": n,
+            "correct": r.get("correct", 0),
+            "accuracy": _ratio(r.get("correct"), n),
+            "last_n": last.get(slug, {}).get("attempts", 0),
+            "last_n_accuracy": last.get(slug, {}).get("accuracy"),
+            "practice": r.get("practice", 0),
+            "timed": r.get("timed", 0),
+            "median_s": medians.get(slug),
+            "under_limit": r.get("under_limit", 0),
+            "under_limit_share": _ratio(r.get("under_limit"), r.get("timed")),
+            "measurement_accuracy": _ratio(r.get("measurement"), n),
+            "fix_accuracy": _ratio(r.get("fix"), n),
+            "win_accuracy": _ratio(r.get("win"), n),
+        }
+        if states is not None:
+            state = states.get(slug)
+            row["retrievability"] = None if state is None else scheduling.retrievability(state, now)
+            row["due"] = None if state is None else scheduling.due(state)
+            row["due_now"] = row["due"] is not None and row["due"] <= now
+        out.append(row)
+    return out
+
+
+# --------------------------------------------------------------------------- confusion
+
+
+def confusion_matrix(attempts_qs: QuerySet[Attempt]) -> dict[str, Any]:
+    """True scenario x answered scenario counts over graded attempts. One GROUP BY query.
+
+    ``labels`` are the engine's scenarios in order, then any other slug met in the data (so the
+    cells always sum to the number of graded attempts). ``matrix[i][j]`` counts attempts whose
+    true scenario is ``labels[i]`` and whose answer is ``labels[j]``.
+    """
+    rows = list(
+        _graded(attempts_qs)
+        .order_by()
+        .values_list("scenario", "answer_scenario")
+        .annotate(n=Count("pk"))
+    )
+    labels = _scenario_slugs()
+    extra = sorted({s for r in rows for s in r[:2]} - set(labels))
+    labels = labels + extra
+    index = {slug: i for i, slug in enumerate(labels)}
+    matrix = [[0] * len(labels) for _ in labels]
+    for true, answered, n in rows:
+        matrix[index[true]][index[answered]] += n
+    row_totals = [sum(r) for r in matrix]
+    return {
+        "labels": labels,
+        "titles": [_title(s) for s in labels],
+        "matrix": matrix,
+        "row_totals": row_totals,
+        "col_totals": [sum(col) for col in zip(*matrix, strict=True)] if matrix else [],
+        "total": sum(row_totals),
+        "correct": sum(matrix[i][i] for i in range(len(labels))),
+    }
+
+
+# --------------------------------------------------------------------------- lookalikes
+
+
+def _week_start(when: datetime | date) -> date:
+    d = when.astimezone(UTC).date() if isinstance(when, datetime) else when
+    return d - timedelta(days=d.weekday())
+
+
+def lookalike_rates(
+    attempts_qs: QuerySet[Attempt], *, weeks: int = TREND_WEEKS, now: datetime | None = None
+) -> list[dict[str, Any]]:
+    """For each directed lookalike pair (true A, answered its twin B): how often a graded attempt
+    on A was answered B, all time and per week (the ``weeks`` most recent weeks up to ``now``,
+    empty weeks included with ``rate`` None). One GROUP BY (scenario, week) query."""
+    pairs = _lookalike_pairs()
+    confused = Q()
+    for true, twin in pairs:
+        confused |= Q(scenario=true, answer_scenario=twin)
+    rows = (
+        _graded(attempts_qs)
+        .filter(scenario__in=[p[0] for p in pairs])
+        .order_by()
+        .annotate(week=TruncWeek("submitted_at", tzinfo=UTC))
+        .values_list("scenario", "week")
+        .annotate(n=Count("pk"), confused=Count("pk", filter=confused))
+    )
+    by_pair: dict[str, dict[date, tuple[int, int]]] = defaultdict(dict)
+    for slug, week, n, c in rows:
+        by_pair[slug][_week_start(week)] = (n, c)
+    end = _week_start(now or datetime.now(UTC))
+    week_list = [end - timedelta(weeks=k) for k in range(weeks - 1, -1, -1)]
+    out = []
+    for true, twin in pairs:
+        series = by_pair.get(true, {})
+        total = sum(n for n, _ in series.values())
+        conf = sum(c for _, c in series.values())
+        trend = []
+        for w in week_list:
+            n, c = series.get(w, (0, 0))
+            trend.append({"week": w, "attempts": n, "confused": c, "rate": _ratio(c, n)})
+        out.append(
+            {
+                "true": true,
+                "answered": twin,
+                "true_title": _title(true),
+                "answered_title": _title(twin),
+                "attempts": total,
+                "confused": conf,
+                "rate": _ratio(conf, total),
+                "trend": trend,
+            }
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- over time
+
+
+def accuracy_over_time(
+    attempts_qs: QuerySet[Attempt], *, weeks: int = TREND_WEEKS, now: datetime | None = None
+) -> list[dict[str, Any]]:
+    """Scenario accuracy per week for the ``weeks`` most recent weeks (empty weeks included).
+    One GROUP BY week query."""
+    end = _week_start(now or datetime.now(UTC))
+    start = end - timedelta(weeks=weeks - 1)
+    rows = (
+        _graded(attempts_qs)
+        .filter(submitted_at__gte=datetime.combine(start, datetime.min.time(), tzinfo=UTC))
+        .order_by()
+        .annotate(week=TruncWeek("submitted_at", tzinfo=UTC))
+        .values_list("week")
+        .annotate(
+            n=Count("pk"),
+            correct=Count("pk", filter=Q(scenario_correct=True)),
+            fully=Count(
+                "pk",
+                filter=Q(
+                    scenario_correct=True,
+                    measurement_correct=True,
+                    fix_correct=True,
+                    win_correct=True,
+                    over_time=False,
+                ),
+            ),
+        )
+    )
+    found = {_week_start(w): (n, c, f) for w, n, c, f in rows}
+    out = []
+    for k in range(weeks):
+        w = start + timedelta(weeks=k)
+        n, c, f = found.get(w, (0, 0, 0))
+        out.append(
+            {
+                "week": w,
+                "attempts": n,
+                "correct": c,
+                "accuracy": _ratio(c, n),
+                "fully_correct": f,
+                "full_accuracy": _ratio(f, n),
+            }
+        )
+    return out
+
+
+def daily_activity(
+    attempts_qs: QuerySet[Attempt], *, weeks: int = ACTIVITY_WEEKS, now: datetime | None = None
+) -> dict[str, Any]:
+    """Graded attempts per UTC day over the last ``weeks`` weeks (whole weeks, Monday first, the
+    current week last). One GROUP BY day query. ``weeks`` is a list of columns of 7 days."""
+    today = _utc_day(now or datetime.now(UTC))
+    start = _week_start(today) - timedelta(weeks=weeks - 1)
+    rows = (
+        _graded(attempts_qs)
+        .filter(submitted_at__gte=datetime.combine(start, datetime.min.time(), tzinfo=UTC))
+        .order_by()
+        .annotate(day=TruncDate("submitted_at", tzinfo=UTC))
+        .values_list("day")
+        .annotate(n=Count("pk"))
+    )
+    counts = dict(rows)
+    columns = []
+    for k in range(weeks):
+        monday = start + timedelta(weeks=k)
+        column = []
+        for i in range(7):
+            d = monday + timedelta(days=i)
+            column.append({"date": d, "count": counts.get(d, 0), "future": d > today})
+        columns.append(column)
+    return {
+        "start": start,
+        "end": today,
+        "weeks": columns,
+        "total": sum(counts.values()),
+        "active_days": sum(1 for n in counts.values() if n),
+        "max": max(counts.values(), default=0),
+    }
+
+
+def streak(attempts_qs: QuerySet[Attempt], now: datetime) -> dict[str, Any]:
+    """Consecutive UTC days with at least one graded attempt, ending today (or yesterday, while
+    today's drill is still to do). Reads distinct days from SQL, newest first, and stops at the
+    first gap (so it reads ``streak + 1`` day rows at most, not attempts)."""
+    today = _utc_day(now)
+    days = (
+        _graded(attempts_qs)
+        .filter(
+            submitted_at__lt=datetime.combine(
+                today + timedelta(days=1), datetime.min.time(), tzinfo=UTC
+            )
+        )
+        .order_by()
+        .annotate(day=TruncDate("submitted_at", tzinfo=UTC))
+        .values_list("day", flat=True)
+        .distinct()
+        .order_by("-day")
+    )
+    length = 0
+    done_today = False
+    expected = today
+    for chunk_start in range(0, 10**6, 64):
+        chunk = list(days[chunk_start : chunk_start + 64])
+        for d in chunk:
+            if length == 0 and d == today:
+                done_today = True
+            if length == 0 and d == today - timedelta(days=1) and expected == today:
+                expected = d  # today not drilled yet: the streak is still alive from yesterday
+            if d != expected:
+                return {"days": length, "done_today": done_today}
+            length += 1
+            expected = d - timedelta(days=1)
+        if len(chunk) < 64:
+            break
+    return {"days": length, "done_today": done_today}
+
+
+# --------------------------------------------------------------------------- mental math
+
+
+def math_stats(user, now: datetime) -> list[dict[str, Any]]:
+    """Per mental-math family: graded attempts, accuracy, share in time, and the family card's
+    retrievability and next due. Two queries (one GROUP BY family, one for the cards)."""
+    rows = {
+        fam: (n, c)
+        for fam, n, c in MathAttempt.objects.filter(user=user, submitted_at__isnull=False)
+        .order_by()
+        .values_list("family")
+        .annotate(n=Count("pk"), correct=Count("pk", filter=Q(correct=True)))
+    }
+    cards = {
+        item: (state, due)
+        for item, state, due in Card.objects.filter(user=user, kind=Card.Kind.MATH).values_list(
+            "item", "state", "due"
+        )
+    }
+    keys = list(FAMILIES) + sorted((set(rows) | set(cards)) - set(FAMILIES))
+    out = []
+    for key in keys:
+        n, c = rows.get(key, (0, 0))
+        state, due = cards.get(key, (None, None))
+        family = FAMILIES.get(key)
+        out.append(
+            {
+                "family": key,
+                "title": family.title if family is not None else key,
+                "attempts": n,
+                "correct": c,
+                "accuracy": _ratio(c, n),
+                "retrievability": None if state is None else scheduling.retrievability(state, now),
+                "due": due,
+            }
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- bundles
+
+
+def learner_stats(user, now: datetime) -> dict[str, Any]:
+    """Everything the dashboard shows for one learner (the page and stats.json render this)."""
+    attempts = Attempt.objects.filter(user=user)
+    scenarios = per_scenario_stats(attempts, now, cards=Card.objects.filter(user=user))
+    confusion = confusion_matrix(attempts)
+    total = confusion["total"]
+    practice = sum(r["practice"] for r in scenarios)
+    return {
+        "generated_at": now,
+        "time_limit_s": _limit_s(),
+        "totals": {
+            "graded": total,
+            "correct": confusion["correct"],
+            "accuracy": _ratio(confusion["correct"], total),
+            "practice": practice,
+        },
+        "scenarios": scenarios,
+        "confusion": confusion,
+        "lookalikes": lookalike_rates(attempts, now=now),
+        "accuracy_over_time": accuracy_over_time(attempts, now=now),
+        "daily_activity": daily_activity(attempts, now=now),
+        "math": math_stats(user, now),
+    }
 
 
 def due_overview(user, now: datetime) -> dict[str, Any]:
