@@ -1,0 +1,351 @@
+"""The track's Markdown pages: load, validate and render ``content/pages/**/*.md`` once.
+
+Each file is YAML front matter between ``---`` lines followed by CommonMark (+ tables). The
+library is built once per process and cached at module level; with DEBUG on it is rebuilt when any
+page file's mtime changes, so writers see edits without a restart.
+
+Two pieces of syntax on top of Markdown (docs/contracts.md §4):
+- a line that is exactly ``[[timeline scenario=SLUG seed=N focus=FOCUS]]`` becomes a small
+  viewer mount (``div.timeline-host`` with ``data-src`` and ``data-focus``), filled in by
+  static/js/track.js;
+- in walkthroughs, ``{{key:step_ms}}``, ``{{key:expected_step_ms}}`` and
+  ``{{key:measurement_value}}`` are replaced at request time by the walkthrough trace's
+  answer-key values (``render_walkthrough_steps``).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from django.conf import settings
+from django.urls import reverse
+from markdown_it import MarkdownIt
+from mdit_py_plugins.anchors import anchors_plugin
+
+PAGES_DIR = Path(__file__).resolve().parent / "pages"
+
+SECTIONS: list[tuple[str, str]] = [
+    ("overview", "Overview"),
+    ("vocabulary", "Vocabulary"),
+    ("walkthroughs", "Walkthroughs"),
+    ("labs", "Labs"),
+    ("tools", "Tools"),
+    ("datasets", "Datasets"),
+]
+SECTION_TITLES = dict(SECTIONS)
+
+SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+FOCUS_RE = re.compile(r"^(full|step:\d+|evidence:\d+|rank:\d+)$")
+TIMELINE_RE = re.compile(r"^\[\[timeline((?:\s+[a-z_]+=\S+)*)\s*\]\]\s*$", re.MULTILINE)
+KEY_PLACEHOLDER_RE = re.compile(r"\{\{key:([a-z_]+)\}\}")
+KEY_FIELDS = ("step_ms", "expected_step_ms", "measurement_value")
+MAX_INLINE_SEED = 9_999  # inline timelines use small, fixed seeds; the endpoint refuses others
+
+# Downloadable lab files: the URL name -> (path under content/, content type). Only these.
+DOWNLOADS: dict[str, tuple[str, str]] = {
+    "lab_a_profile.py": ("labs/lab_a_profile.py", "text/x-python; charset=utf-8"),
+    "companion.ipynb": ("notebooks/companion.ipynb", "application/x-ipynb+json"),
+}
+# Which downloads each lab page offers (shown above the page body).
+PAGE_DOWNLOADS: dict[str, list[str]] = {
+    "lab-a-torch-profiler": ["lab_a_profile.py", "companion.ipynb"],
+    "lab-companion-notebook": ["companion.ipynb"],
+}
+
+
+class PageError(ValueError):
+    """A content file is malformed; the message names the file and the problem."""
+
+
+@dataclass
+class Step:
+    title: str
+    focus: str
+    body_md: str
+    body_html: str
+
+
+@dataclass
+class Page:
+    slug: str
+    title: str
+    section: str
+    order: int
+    summary: str
+    path: Path
+    html: str
+    headings: list[tuple[int, str, str]] = field(default_factory=list)  # (level, id, text)
+    scenario: str | None = None
+    seed: int | None = None
+    hardware: str | None = None
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def is_walkthrough(self) -> bool:
+        return self.section == "walkthroughs"
+
+    @property
+    def url(self) -> str:
+        if self.is_walkthrough:
+            return reverse("content:walkthrough", args=[self.slug])
+        return reverse("content:page", args=[self.slug])
+
+    @property
+    def section_title(self) -> str:
+        return SECTION_TITLES[self.section]
+
+    @property
+    def downloads(self) -> list[str]:
+        return PAGE_DOWNLOADS.get(self.slug, [])
+
+
+@dataclass
+class Library:
+    pages: dict[str, Page]
+    ordered: list[Page]  # section order, then `order`, then title
+
+    def section_pages(self) -> list[tuple[str, str, list[Page]]]:
+        return [
+            (key, title, [p for p in self.ordered if p.section == key]) for key, title in SECTIONS
+        ]
+
+    def neighbours(self, page: Page) -> tuple[Page | None, Page | None]:
+        i = self.ordered.index(page)
+        prev = self.ordered[i - 1] if i > 0 else None
+        nxt = self.ordered[i + 1] if i + 1 < len(self.ordered) else None
+        return prev, nxt
+
+    def walkthroughs(self) -> list[Page]:
+        return [p for p in self.ordered if p.is_walkthrough]
+
+
+# ---- Markdown -----------------------------------------------------------------------------
+
+
+def _slugify_heading(text: str) -> str:
+    s = re.sub(r"[^\w\s-]", "", text.lower()).strip()
+    return re.sub(r"[\s_-]+", "-", s) or "section"
+
+
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "typographer": False}).enable("table")
+    md.use(
+        anchors_plugin,
+        min_level=2,
+        max_level=3,
+        slug_func=_slugify_heading,
+        permalink=True,
+        permalinkSymbol="#",
+        permalinkBefore=False,
+    )
+    return md
+
+
+_MD = _markdown()
+
+
+def _timeline_mount(args: dict[str, str], source: Path) -> str:
+    scenario = args.get("scenario", "")
+    seed_s = args.get("seed", "")
+    focus = args.get("focus", "full")
+    unknown = set(args) - {"scenario", "seed", "focus"}
+    if unknown:
+        raise PageError(f"{source}: [[timeline]] has unknown argument(s) {sorted(unknown)}")
+    if not SLUG_RE.match(scenario) or scenario not in _scenario_slugs():
+        raise PageError(f"{source}: [[timeline]] names unknown scenario {scenario!r}")
+    if not seed_s.isdigit() or int(seed_s) > MAX_INLINE_SEED:
+        raise PageError(f"{source}: [[timeline]] seed must be 0..{MAX_INLINE_SEED}, got {seed_s!r}")
+    if not FOCUS_RE.match(focus):
+        raise PageError(
+            f"{source}: [[timeline]] focus {focus!r} is not full|step:N|evidence:K|rank:R"
+        )
+    src = reverse("content:inline_timeline", args=[scenario, int(seed_s)])
+    return (
+        '<figure class="inline-timeline">'
+        f'<div class="timeline-host" data-src="{html.escape(src)}" '
+        f'data-focus="{html.escape(focus)}" data-height="300" tabindex="-1">'
+        "<noscript>The timeline needs JavaScript.</noscript></div>"
+        '<figcaption class="muted">Generated trace · <kbd>W</kbd>/<kbd>S</kbd> zoom · '
+        "<kbd>A</kbd>/<kbd>D</kbd> pan · click a slice for details</figcaption>"
+        "</figure>"
+    )
+
+
+def render_markdown(text: str, source: Path) -> str:
+    """Markdown → HTML, with ``[[timeline …]]`` lines turned into viewer mounts."""
+    mounts: list[str] = []
+
+    def stash(m: re.Match[str]) -> str:
+        args: dict[str, str] = {}
+        for part in m.group(1).split():
+            k, _, v = part.partition("=")
+            args[k] = v
+        mounts.append(_timeline_mount(args, source))
+        return f"\n\nTTINLINETIMELINE{len(mounts) - 1}TT\n\n"
+
+    out = _MD.render(TIMELINE_RE.sub(stash, text))
+    for i, mount in enumerate(mounts):
+        out = out.replace(f"<p>TTINLINETIMELINE{i}TT</p>", mount)
+    return out
+
+
+_HEADING_RE = re.compile(r'<h([23]) id="([^"]+)"[^>]*>(.*?)</h\1>', re.S)
+
+
+def _headings(rendered: str) -> list[tuple[int, str, str]]:
+    out = []
+    for level, hid, inner in _HEADING_RE.findall(rendered):
+        text = re.sub(r"<a [^>]*class=\"header-anchor\"[^>]*>.*?</a>", "", inner)
+        text = html.unescape(re.sub(r"<[^>]+>", "", text)).strip()
+        out.append((int(level), hid, text))
+    return out
+
+
+# ---- Loading ------------------------------------------------------------------------------
+
+
+def _scenario_slugs() -> set[str]:
+    from scenarios import engine
+
+    return set(engine.SCENARIOS)
+
+
+def _split_front_matter(text: str, source: Path) -> tuple[dict[str, Any], str]:
+    if not text.startswith("---\n"):
+        raise PageError(f"{source}: missing YAML front matter (the file must start with '---')")
+    end = text.find("\n---\n", 4)
+    if end < 0:
+        raise PageError(f"{source}: front matter is not closed by a '---' line")
+    try:
+        meta = yaml.safe_load(text[4:end]) or {}
+    except yaml.YAMLError as exc:
+        raise PageError(f"{source}: front matter is not valid YAML: {exc}") from exc
+    if not isinstance(meta, dict):
+        raise PageError(f"{source}: front matter must be a mapping")
+    return meta, text[end + 5 :]
+
+
+def _require(meta: dict[str, Any], name: str, kind: type, source: Path) -> Any:
+    value = meta.get(name)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise PageError(f"{source}: front matter field {name!r} must be a {kind.__name__}")
+    return value
+
+
+def parse_page(path: Path) -> Page:
+    text = path.read_text(encoding="utf-8")
+    meta, body = _split_front_matter(text, path)
+    slug = _require(meta, "slug", str, path)
+    if not SLUG_RE.match(slug):
+        raise PageError(f"{path}: slug {slug!r} is not URL-safe (lowercase, digits, hyphens)")
+    section = _require(meta, "section", str, path)
+    if section not in SECTION_TITLES:
+        raise PageError(f"{path}: section {section!r} is not one of {list(SECTION_TITLES)}")
+    rendered = render_markdown(body, path)
+    page = Page(
+        slug=slug,
+        title=_require(meta, "title", str, path),
+        section=section,
+        order=_require(meta, "order", int, path),
+        summary=str(meta.get("summary") or ""),
+        path=path,
+        html=rendered,
+        headings=_headings(rendered),
+    )
+    if section == "walkthroughs":
+        page.scenario = _require(meta, "scenario", str, path)
+        if page.scenario not in _scenario_slugs():
+            raise PageError(f"{path}: scenario {page.scenario!r} is not an engine scenario")
+        page.seed = _require(meta, "seed", int, path)
+        hw = meta.get("hardware")
+        page.hardware = str(hw) if hw else None
+        steps = meta.get("steps")
+        if not isinstance(steps, list) or not steps:
+            raise PageError(f"{path}: a walkthrough needs a non-empty 'steps' list")
+        for i, raw in enumerate(steps):
+            if not isinstance(raw, dict):
+                raise PageError(f"{path}: step {i} must be a mapping")
+            focus = str(raw.get("focus") or "full")
+            if not FOCUS_RE.match(focus):
+                raise PageError(f"{path}: step {i} focus {focus!r} is invalid")
+            body_md = str(raw.get("body") or "")
+            page.steps.append(
+                Step(
+                    title=str(raw.get("title") or f"Step {i + 1}"),
+                    focus=focus,
+                    body_md=body_md,
+                    body_html=render_markdown(body_md, path),
+                )
+            )
+        all_md = body + "".join(s.body_md for s in page.steps)
+        placeholders = set(KEY_PLACEHOLDER_RE.findall(all_md))
+        if bad := placeholders - set(KEY_FIELDS):
+            raise PageError(f"{path}: unknown placeholder(s) {sorted(bad)}; use {KEY_FIELDS}")
+    return page
+
+
+def build_library(root: Path = PAGES_DIR) -> Library:
+    pages: dict[str, Page] = {}
+    for path in sorted(root.rglob("*.md")):
+        page = parse_page(path)
+        if page.slug in pages:
+            raise PageError(f"{path}: slug {page.slug!r} already used by {pages[page.slug].path}")
+        pages[page.slug] = page
+    section_rank = {key: i for i, (key, _) in enumerate(SECTIONS)}
+    ordered = sorted(pages.values(), key=lambda p: (section_rank[p.section], p.order, p.title))
+    return Library(pages=pages, ordered=ordered)
+
+
+_lock = threading.Lock()
+_cache: tuple[tuple[tuple[str, int], ...], Library] | None = None
+
+
+def _fingerprint(root: Path) -> tuple[tuple[str, int], ...]:
+    return tuple((str(p), p.stat().st_mtime_ns) for p in sorted(root.rglob("*.md")))
+
+
+def library() -> Library:
+    """The loaded track; built once, rebuilt on file changes when DEBUG is on."""
+    global _cache
+    cached = _cache
+    if cached is not None and not settings.DEBUG:
+        return cached[1]
+    stamp = _fingerprint(PAGES_DIR)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    with _lock:
+        if _cache is None or _cache[0] != stamp:
+            _cache = (stamp, build_library(PAGES_DIR))
+        return _cache[1]
+
+
+def get_page(slug: str) -> Page | None:
+    return library().pages.get(slug)
+
+
+# ---- Walkthrough answer-key substitution ---------------------------------------------------
+
+
+def key_value(key: dict[str, Any], name: str) -> str:
+    value = key.get(name)
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return "" if value is None else str(value)
+
+
+def substitute_key(rendered: str, key: dict[str, Any]) -> str:
+    """Replace ``{{key:NAME}}`` in rendered HTML with this trace's (escaped) values."""
+    return KEY_PLACEHOLDER_RE.sub(lambda m: html.escape(key_value(key, m.group(1))), rendered)
+
+
+def render_walkthrough_steps(page: Page, key: dict[str, Any]) -> list[dict[str, str]]:
+    return [
+        {"title": s.title, "focus": s.focus, "html": substitute_key(s.body_html, key)}
+        for s in page.steps
+    ]

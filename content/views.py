@@ -1,0 +1,154 @@
+"""The track: index, pages, walkthrough step-throughs, their traces, lab downloads, read marks."""
+
+from __future__ import annotations
+
+import gzip
+
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_GET, require_POST
+
+from content import pages as content_pages
+from content import timelines
+from content.models import ReadMark, WalkthroughSet
+from content.pages import DOWNLOADS, MAX_INLINE_SEED, PAGES_DIR, Page, get_page, library
+
+
+def _read_slugs(request: HttpRequest) -> set[str]:
+    return set(ReadMark.objects.filter(user=request.user).values_list("slug", flat=True))
+
+
+def _nav_context(request: HttpRequest, page: Page | None) -> dict:
+    lib = library()
+    read = _read_slugs(request)
+    prev, nxt = lib.neighbours(page) if page else (None, None)
+    return {
+        "sections": lib.section_pages(),
+        "read": read,
+        "current": page,
+        "prev_page": prev,
+        "next_page": nxt,
+        "is_read": bool(page and page.slug in read),
+    }
+
+
+def _page_or_404(slug: str) -> Page:
+    page = get_page(slug)
+    if page is None:
+        raise Http404("No such track page")
+    return page
+
+
+def _walkthrough_or_404(slug: str) -> Page:
+    page = _page_or_404(slug)
+    if not page.is_walkthrough:
+        raise Http404("Not a walkthrough")
+    return page
+
+
+def _json_gz(request: HttpRequest, body_gz: bytes) -> HttpResponse:
+    if "gzip" in request.headers.get("Accept-Encoding", ""):
+        response = HttpResponse(body_gz, content_type="application/json")
+        response["Content-Encoding"] = "gzip"
+    else:
+        response = HttpResponse(gzip.decompress(body_gz), content_type="application/json")
+    response["Vary"] = "Accept-Encoding"
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+@require_GET
+def index(request: HttpRequest) -> HttpResponse:
+    lib = library()
+    sets = []
+    for ws in WalkthroughSet.objects.all():
+        sets.append({"set": ws, "pages": [lib.pages[s] for s in ws.walkthroughs if s in lib.pages]})
+    context = _nav_context(request, None)
+    context.update(
+        {
+            "walkthrough_sets": sets,
+            "downloads": list(DOWNLOADS),
+            "n_pages": len(lib.ordered),
+            "n_read": len(context["read"] & set(lib.pages)),
+        }
+    )
+    return TemplateResponse(request, "content/index.html", context)
+
+
+@require_GET
+def page(request: HttpRequest, slug: str) -> HttpResponse:
+    pg = _page_or_404(slug)
+    if pg.is_walkthrough:
+        return redirect(pg.url)
+    context = _nav_context(request, pg)
+    context["page"] = pg
+    return TemplateResponse(request, "content/page.html", context)
+
+
+@require_GET
+def walkthrough(request: HttpRequest, slug: str) -> HttpResponse:
+    pg = _walkthrough_or_404(slug)
+    data = timelines.bundle(pg.scenario, pg.seed, pg.hardware)
+    key = data["key"]
+    context = _nav_context(request, pg)
+    context.update(
+        {
+            "page": pg,
+            "intro_html": content_pages.substitute_key(pg.html, key),
+            "steps": content_pages.render_walkthrough_steps(pg, key),
+            "arithmetic": key.get("arithmetic", []),
+            "prompt": data["prompt"],
+        }
+    )
+    return TemplateResponse(request, "content/walkthrough.html", context)
+
+
+@require_GET
+def walkthrough_timeline(request: HttpRequest, slug: str) -> HttpResponse:
+    pg = _walkthrough_or_404(slug)
+    return _json_gz(request, timelines.bundle(pg.scenario, pg.seed, pg.hardware)["timeline_gz"])
+
+
+@require_GET
+def walkthrough_perfetto(request: HttpRequest, slug: str) -> HttpResponse:
+    pg = _walkthrough_or_404(slug)
+    body = gzip.decompress(timelines.perfetto_gz(pg.scenario, pg.seed, pg.hardware))
+    response = HttpResponse(body, content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{pg.slug}.json"'
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
+
+
+@require_GET
+def inline_timeline(request: HttpRequest, scenario: str, seed: int) -> HttpResponse:
+    if scenario not in content_pages._scenario_slugs() or not 0 <= seed <= MAX_INLINE_SEED:
+        raise Http404("No such timeline")
+    return _json_gz(request, timelines.bundle(scenario, seed)["timeline_gz"])
+
+
+@require_GET
+def download(request: HttpRequest, name: str) -> FileResponse:
+    entry = DOWNLOADS.get(name)
+    if entry is None:
+        raise Http404("No such file")
+    rel, content_type = entry
+    path = PAGES_DIR.parent / rel
+    response = FileResponse(
+        path.open("rb"), as_attachment=True, filename=name, content_type=content_type
+    )
+    response["Cache-Control"] = "private, max-age=300"
+    return response
+
+
+@require_POST
+def toggle_read(request: HttpRequest, slug: str) -> HttpResponse:
+    pg = _page_or_404(slug)
+    deleted, _ = ReadMark.objects.filter(user=request.user, slug=pg.slug).delete()
+    if not deleted:
+        ReadMark.objects.get_or_create(user=request.user, slug=pg.slug)
+    if request.htmx:
+        return TemplateResponse(
+            request, "content/_readmark.html", {"page": pg, "is_read": not deleted}
+        )
+    return redirect(pg.url)

@@ -1,0 +1,509 @@
+"""Cohorts: instructors, join codes, assignments, extensions, the progress grid, reminders.
+
+Personas: ``teacher`` (creates the cohort), ``coteacher`` (added by username), ``stranger``
+(an instructor who does not teach it), ``ada`` and ``bob`` (learners), ``eve`` (a learner in
+no cohort).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import re
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from content.cohorts import progress
+from content.cohorts.models import (
+    JOIN_ALPHABET,
+    Assignment,
+    Cohort,
+    Extension,
+    Membership,
+    ReminderSent,
+)
+from content.models import ReadMark, WalkthroughSet
+from content.services import home_assignments
+from content.tasks import send_due_reminders
+from drills import scheduling
+from drills.models import Attempt, Card
+from scenarios.models import Trace
+from tracetrack.roles import make_instructor
+
+pytestmark = pytest.mark.django_db
+
+WALKS = ["walkthrough-straggler-vs-bandwidth", "walkthrough-recompilation-vs-starvation"]
+_seed = itertools.count(1)
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture
+def people(make_user):
+    p = {
+        name: make_user(name, email=f"{name}@example.com")
+        for name in ("teacher", "coteacher", "stranger", "ada", "bob", "eve")
+    }
+    for name in ("teacher", "coteacher", "stranger"):
+        make_instructor(p[name])
+    return p
+
+
+@pytest.fixture
+def wset(db):
+    return WalkthroughSet.objects.update_or_create(
+        slug="lookalikes-test", defaults={"title": "Lookalikes", "walkthroughs": WALKS}
+    )[0]
+
+
+def as_user(client, user):
+    client.force_login(user)
+    return client
+
+
+def make_attempt(user, scenario, answer, *, when=None):
+    when = when or timezone.now() - timedelta(hours=1)
+    trace = Trace.objects.create(
+        scenario=scenario,
+        seed=next(_seed),
+        hardware="H100",
+        generator_version="test",
+        prompt={},
+        key={},
+        n_events=0,
+        payload=b"",
+        timeline_gz=b"",
+    )
+    return Attempt.objects.create(
+        user=user,
+        trace=trace,
+        scenario=scenario,
+        served_at=when - timedelta(seconds=60),
+        submitted_at=when,
+        answer_scenario=answer,
+        scenario_correct=answer == scenario,
+        elapsed_s=60,
+    )
+
+
+def make_card(user, scenario, reviewed_days_ago=3):
+    when = timezone.now() - timedelta(days=reviewed_days_ago)
+    state = scheduling.review(scheduling.new_card_state(), 3, when)
+    return Card.objects.create(
+        user=user, item=scenario, state=state, due=scheduling.due(state), reviews=1
+    )
+
+
+@pytest.fixture
+def cohort(people):
+    c = Cohort.objects.create(name="Spring perf", created_by=people["teacher"])
+    c.instructors.add(people["teacher"])
+    for name in ("ada", "bob"):
+        Membership.objects.create(cohort=c, user=people[name])
+    return c
+
+
+@pytest.fixture
+def assignment(cohort, wset, people):
+    now = timezone.now()
+    return Assignment.objects.create(
+        cohort=cohort,
+        walkthrough_set=wset,
+        due_at=now + timedelta(days=2),
+        cutoff_at=now + timedelta(days=4),
+        created_by=people["teacher"],
+    )
+
+
+def dt(value):
+    return value.strftime("%Y-%m-%dT%H:%M")
+
+
+# --------------------------------------------------------------------------- the story
+
+
+def test_create_join_assign_and_see_it_everywhere(client, people, wset):
+    # An instructor creates a cohort.
+    as_user(client, people["teacher"])
+    resp = client.post("/cohorts/new/", {"name": "Spring perf"})
+    cohort = Cohort.objects.get(name="Spring perf")
+    assert resp.status_code == 302 and resp["Location"] == f"/cohorts/{cohort.pk}/"
+    assert list(cohort.instructors.all()) == [people["teacher"]]
+    assert len(cohort.join_code) == 8 and set(cohort.join_code) <= set(JOIN_ALPHABET)
+    page = client.get(f"/cohorts/{cohort.pk}/")
+    assert page.status_code == 200 and cohort.join_code in page.content.decode()
+
+    # Ada joins by code (typed lower-case with a space); Bob by the invite link.
+    as_user(client, people["ada"])
+    code = cohort.join_code
+    resp = client.post("/cohorts/join/", {"code": f"{code[:4].lower()} {code[4:].lower()}"})
+    assert resp.status_code == 302
+    assert cohort.members.filter(pk=people["ada"].pk).exists()
+    as_user(client, people["bob"])
+    confirm = client.get(f"/cohorts/join/{code}/")
+    assert confirm.status_code == 200 and "Spring perf" in confirm.content.decode()
+    assert not cohort.members.filter(pk=people["bob"].pk).exists()  # GET does not join
+    assert client.post(f"/cohorts/join/{code}/").status_code == 302
+    assert cohort.members.filter(pk=people["bob"].pk).exists()
+    assert client.post(f"/cohorts/join/{code}/").status_code == 302  # twice: still one row
+    assert Membership.objects.filter(cohort=cohort, user=people["bob"]).count() == 1
+
+    # The instructor assigns the set.
+    as_user(client, people["teacher"])
+    now = timezone.now()
+    resp = client.post(
+        f"/cohorts/{cohort.pk}/assign/",
+        {
+            "walkthrough_set": wset.pk,
+            "due_at": dt(now + timedelta(days=2)),
+            "cutoff_at": dt(now + timedelta(days=3)),
+        },
+    )
+    assert resp.status_code == 302, resp.content.decode()[:2000]
+    assignment = Assignment.objects.get(cohort=cohort)
+    assert assignment.cutoff_at > assignment.due_at
+
+    # Ada reads one walkthrough and drills a lookalike pair.
+    ReadMark.objects.create(user=people["ada"], slug=WALKS[0])
+    for answer in ["straggler", "bandwidth-bound-collective", "straggler", "straggler"]:
+        make_attempt(people["ada"], "straggler", answer)
+    make_card(people["ada"], "straggler")
+
+    # Ada sees it on home, with per-walkthrough status and links.
+    rows = home_assignments(people["ada"])
+    assert len(rows) == 1
+    assert [i["status"] for i in rows[0]["items"]] == ["done", "open"]
+    as_user(client, people["ada"])
+    home = client.get("/").content.decode()
+    assert "Lookalikes" in home and f'href="/walkthroughs/{WALKS[1]}/"' in home
+    assert 'data-status="done"' in home and 'data-status="open"' in home
+    assert home_assignments(people["eve"]) == []
+
+    # The grid and the CSV show both learners, and agree.
+    as_user(client, people["teacher"])
+    page = client.get(f"/cohorts/{cohort.pk}/").content.decode()
+    assert 'data-learner="ada"' in page and 'data-learner="bob"' in page
+    export = client.get(f"/cohorts/{cohort.pk}/export.csv")
+    assert export.status_code == 200 and export["Content-Type"].startswith("text/csv")
+    table = list(csv.reader(io.StringIO(export.content.decode())))
+    header, body = table[0], {r[0]: dict(zip(table[0], r, strict=True)) for r in table[1:]}
+    assert set(body) == {"ada", "bob"}
+    assert body["ada"][f"lookalikes-test/{WALKS[0]}"] == "done"
+    assert body["ada"][f"lookalikes-test/{WALKS[1]}"] == "open"
+    assert body["ada"]["straggler attempts"] == "4"
+    assert body["ada"]["straggler accuracy %"] == "75"
+    assert body["bob"]["straggler attempts"] == "0"
+    # Every scenario number in the CSV is the one on the page, row by row.
+    page_rows = re.findall(r'<tr data-learner="(\w+)">(.*?)</tr>', page, re.S)
+    scen_rows = {name: body for name, body in page_rows if 'class="sc ' in body}
+    slugs = [s.slug for s in progress.scenarios()]
+    for name, html in scen_rows.items():
+        accs = re.findall(r'data-acc="([^"]*)" data-r="([^"]*)" data-attempts="(\d+)"', html)
+        assert len(accs) == len(slugs)
+        for slug, (acc, r, n) in zip(slugs, accs, strict=True):
+            assert body[name][f"{slug} accuracy %"] == acc
+            assert body[name][f"{slug} retrievability"] == r
+            assert body[name][f"{slug} attempts"] == n
+    # Confusion: the straggler → bandwidth mix-up is on a highlighted lookalike cell.
+    assert re.search(
+        r'class="cm cm-pair[^"]*" data-true="straggler" data-answered="bandwidth-bound-collective"',
+        page,
+    )
+    assert "ada</a> (1 mix-up in 4 drills, 25%)" in page
+
+    # Raw attempts CSV and the read-only drill-down.
+    raw = client.get(f"/cohorts/{cohort.pk}/attempts.csv")
+    raw_rows = list(csv.reader(io.StringIO(b"".join(raw.streaming_content).decode())))
+    assert raw_rows[0][0] == "username" and len(raw_rows) == 5
+    learner_page = client.get(f"/cohorts/{cohort.pk}/learners/{people['ada'].pk}/")
+    assert learner_page.status_code == 200 and 'data-scenario-row="straggler"' in (
+        learner_page.content.decode()
+    )
+
+
+def test_co_instructor_remove_member_and_regenerate(client, people, cohort):
+    as_user(client, people["teacher"])
+    client.post(f"/cohorts/{cohort.pk}/instructors/add/", {"username": "coteacher"})
+    assert cohort.instructors.filter(pk=people["coteacher"].pk).exists()
+    as_user(client, people["coteacher"])
+    assert client.get(f"/cohorts/{cohort.pk}/").status_code == 200
+    # A co-instructor may remove a member and regenerate the code.
+    old = cohort.join_code
+    assert (
+        client.post(f"/cohorts/{cohort.pk}/members/{people['bob'].pk}/remove/").status_code == 302
+    )
+    assert not cohort.members.filter(pk=people["bob"].pk).exists()
+    client.post(f"/cohorts/{cohort.pk}/regenerate-code/")
+    cohort.refresh_from_db()
+    assert cohort.join_code != old
+    as_user(client, people["eve"])
+    resp = client.post("/cohorts/join/", {"code": old})
+    assert resp.status_code == 400 and "No cohort has the join code" in resp.content.decode()
+    assert client.post("/cohorts/join/", {"code": cohort.join_code}).status_code == 302
+    # Adding a non-instructor, or an unknown name, is refused with a message.
+    as_user(client, people["teacher"])
+    resp = client.post(f"/cohorts/{cohort.pk}/instructors/add/", {"username": "ada"}, follow=True)
+    assert "ada is not an instructor" in resp.content.decode()
+    resp = client.post(
+        f"/cohorts/{cohort.pk}/instructors/add/", {"username": "nobody"}, follow=True
+    )
+    assert "No user is called" in resp.content.decode()
+    assert not cohort.instructors.filter(pk=people["ada"].pk).exists()
+
+
+def test_list_page_per_role(client, people, cohort):
+    as_user(client, people["teacher"])
+    page = client.get("/cohorts/").content.decode()
+    assert "Spring perf" in page and 'action="/cohorts/new/"' in page
+    as_user(client, people["ada"])
+    page = client.get("/cohorts/").content.decode()
+    assert "Spring perf" in page and 'action="/cohorts/new/"' not in page
+    assert f"/cohorts/{cohort.pk}/" not in page
+    as_user(client, people["stranger"])
+    assert "Spring perf" not in client.get("/cohorts/").content.decode()
+
+
+# --------------------------------------------------------------------------- 404 everywhere
+
+
+COHORT_URLS = [
+    ("get", "/cohorts/{c}/"),
+    ("get", "/cohorts/{c}/assign/"),
+    ("post", "/cohorts/{c}/assign/"),
+    ("get", "/cohorts/{c}/export.csv"),
+    ("get", "/cohorts/{c}/attempts.csv"),
+    ("get", "/cohorts/{c}/learners/{u}/"),
+    ("post", "/cohorts/{c}/instructors/add/"),
+    ("post", "/cohorts/{c}/members/{u}/remove/"),
+    ("post", "/cohorts/{c}/regenerate-code/"),
+    ("post", "/cohorts/{c}/assignments/{a}/extensions/"),
+    ("post", "/cohorts/{c}/assignments/{a}/extensions/{e}/delete/"),
+]
+
+
+@pytest.mark.parametrize("who", ["stranger", "ada", "eve"])
+@pytest.mark.parametrize(("method", "url"), COHORT_URLS)
+def test_outsiders_get_404(client, people, cohort, assignment, who, method, url):
+    ext = Extension.objects.create(
+        assignment=assignment, learner=people["ada"], due_at=assignment.due_at
+    )
+    target = url.format(c=cohort.pk, u=people["ada"].pk, a=assignment.pk, e=ext.pk)
+    before = (cohort.join_code, Membership.objects.count(), Assignment.objects.count())
+    as_user(client, people[who])
+    data = {"username": "stranger", "walkthrough_set": assignment.walkthrough_set_id}
+    resp = getattr(client, method)(target, data if method == "post" else None)
+    assert resp.status_code == 404
+    cohort.refresh_from_db()
+    assert before == (cohort.join_code, Membership.objects.count(), Assignment.objects.count())
+    assert Extension.objects.filter(pk=ext.pk).exists()
+
+
+def test_learner_cannot_create_cohort_and_unknown_ids_404(client, people, cohort):
+    as_user(client, people["ada"])
+    assert client.post("/cohorts/new/", {"name": "Mine"}).status_code == 404
+    assert not Cohort.objects.filter(name="Mine").exists()
+    as_user(client, people["teacher"])
+    assert client.get(f"/cohorts/{cohort.pk + 999}/").status_code == 404
+    # A teacher cannot drill into a user who is not a member of the cohort.
+    assert client.get(f"/cohorts/{cohort.pk}/learners/{people['eve'].pk}/").status_code == 404
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_bad_join_codes_are_explained(client, people, cohort):
+    as_user(client, people["eve"])
+    resp = client.post("/cohorts/join/", {"code": "0OI1-XYZ"})
+    body = resp.content.decode()
+    assert resp.status_code == 400 and "No cohort has the join code" in body
+    assert "never contain" in body
+    resp = client.get("/cohorts/join/NOPE1234/")
+    assert resp.status_code == 404 and "No cohort has the join code" in resp.content.decode()
+    assert not Membership.objects.filter(user=people["eve"]).exists()
+
+
+@pytest.mark.parametrize(
+    ("due", "cutoff", "message"),
+    [
+        (2, 1, "The cut-off must be on or after the due date."),
+        (-1, None, "The due date is in the past"),
+        ("tomorrow-ish", None, "Enter a date and time like"),
+        (None, None, "This field is required."),
+    ],
+)
+def test_bad_assignment_dates_save_nothing(client, people, cohort, wset, due, cutoff, message):
+    now = timezone.now()
+    as_user(client, people["teacher"])
+    data = {"walkthrough_set": wset.pk}
+    if due is not None:
+        data["due_at"] = due if isinstance(due, str) else dt(now + timedelta(days=due))
+    if cutoff is not None:
+        data["cutoff_at"] = dt(now + timedelta(days=cutoff))
+    resp = client.post(f"/cohorts/{cohort.pk}/assign/", data)
+    assert resp.status_code == 400 and message in resp.content.decode()
+    assert not Assignment.objects.exists()
+
+
+def test_goal_needs_its_number(client, people, cohort, wset):
+    as_user(client, people["teacher"])
+    data = {
+        "walkthrough_set": wset.pk,
+        "due_at": dt(timezone.now() + timedelta(days=2)),
+        "goal": "pairs",
+    }
+    resp = client.post(f"/cohorts/{cohort.pk}/assign/", data)
+    assert resp.status_code == 400 and "drills k per lookalike pair" in resp.content.decode()
+    assert not Assignment.objects.exists()
+
+
+def test_extensions_apply_and_bad_ones_are_refused(client, people, cohort, assignment):
+    as_user(client, people["teacher"])
+    url = f"/cohorts/{cohort.pk}/assignments/{assignment.pk}/extensions/"
+    p = f"ext{assignment.pk}-"
+    earlier = dt(assignment.due_at - timedelta(days=1))
+    resp = client.post(url, {p + "learner": people["bob"].pk, p + "due_at": earlier})
+    assert resp.status_code == 400 and "An extension moves the due date later" in (
+        resp.content.decode()
+    )
+    later = assignment.due_at + timedelta(days=5)
+    resp = client.post(
+        url,
+        {p + "learner": people["bob"].pk, p + "due_at": dt(later), p + "cutoff_at": earlier},
+    )
+    assert resp.status_code == 400 and "cut-off must be on or after" in resp.content.decode()
+    resp = client.post(url, {p + "learner": people["eve"].pk, p + "due_at": dt(later)})
+    assert resp.status_code == 400 and "Choose a learner in this cohort" in resp.content.decode()
+    assert not Extension.objects.exists()
+
+    assert (
+        client.post(url, {p + "learner": people["bob"].pk, p + "due_at": dt(later)}).status_code
+        == 302
+    )
+    ext = Extension.objects.get()
+    bob_rows = home_assignments(people["bob"])
+    assert bob_rows[0]["extended"] and bob_rows[0]["due_at"] == ext.due_at
+    # The assignment's cut-off (day 4) is earlier than the new due date: it moves with it.
+    assert bob_rows[0]["cutoff_at"] == ext.due_at
+    assert not home_assignments(people["ada"])[0]["extended"]
+    # Saving again updates the one extension.
+    client.post(url, {p + "learner": people["bob"].pk, p + "due_at": dt(later + timedelta(days=1))})
+    assert Extension.objects.count() == 1
+
+
+def test_status_rules():
+    now = timezone.now()
+    due, cutoff = now - timedelta(days=2), now - timedelta(days=1)
+    status = progress.walkthrough_status
+    assert status(due - timedelta(hours=1), due, cutoff, now) == "done"
+    assert status(due + timedelta(hours=1), due, cutoff, now) == "late"
+    assert status(cutoff + timedelta(hours=1), due, cutoff, now) == "missing"
+    assert status(None, due, cutoff, now) == "missing"
+    assert status(None, now + timedelta(days=1), None, now) == "open"
+    assert status(now, due, None, now) == "late"
+
+
+def test_drill_goals(people, cohort, wset):
+    now = timezone.now()
+    a = Assignment.objects.create(
+        cohort=cohort,
+        walkthrough_set=wset,
+        due_at=now + timedelta(days=1),
+        goal=Assignment.Goal.PAIRS,
+        goal_pair_drills=2,
+    )
+    for s in ["straggler", "bandwidth-bound-collective", "recompilation"]:
+        make_attempt(people["ada"], s, s)
+    row = home_assignments(people["ada"])[0]
+    assert not row["goal"]["met"]
+    make_attempt(people["ada"], "input-starvation", "recompilation")
+    assert home_assignments(people["ada"])[0]["goal"]["met"]
+    # Drills after the due date do not count.
+    make_attempt(people["bob"], "straggler", "straggler", when=now + timedelta(days=2))
+    assert progress.pair_goal_counts([a], [people["bob"].pk]) == {(a.pk, people["bob"].pk): [0, 0]}
+
+
+# --------------------------------------------------------------------------- reminders
+
+
+def test_reminders_are_sent_once(people, cohort, wset, mailoutbox):
+    now = timezone.now()
+    a = Assignment.objects.create(
+        cohort=cohort, walkthrough_set=wset, due_at=now + timedelta(hours=12)
+    )
+    Assignment.objects.create(cohort=cohort, walkthrough_set=wset, due_at=now + timedelta(days=3))
+    for slug in WALKS:  # bob has finished
+        ReadMark.objects.create(user=people["bob"], slug=slug)
+    assert send_due_reminders() == 1
+    assert [m.to for m in mailoutbox] == [["ada@example.com"]]
+    assert "Lookalikes" in mailoutbox[0].subject and f"/walkthroughs/{WALKS[1]}/" in (
+        mailoutbox[0].body
+    )
+    assert send_due_reminders.delay().get() == 0  # the beat task, again: nothing new
+    assert len(mailoutbox) == 1
+    assert ReminderSent.objects.filter(assignment=a, learner=people["ada"]).count() == 1
+    # An extension out of the window means no reminder for that learner.
+    Membership.objects.create(cohort=cohort, user=people["eve"])
+    Extension.objects.create(assignment=a, learner=people["eve"], due_at=now + timedelta(days=5))
+    assert send_due_reminders() == 0
+
+
+# --------------------------------------------------------------------------- query count
+
+
+def _populate(cohort, wset, make_user, n, offset):
+    now = timezone.now()
+    Assignment.objects.get_or_create(
+        cohort=cohort,
+        walkthrough_set=wset,
+        defaults={"due_at": now + timedelta(days=1), "goal": "retention", "goal_retention": 0.8},
+    )
+    Assignment.objects.create(
+        cohort=cohort,
+        walkthrough_set=wset,
+        due_at=now - timedelta(days=1),
+        goal="pairs",
+        goal_pair_drills=1,
+    )
+    for i in range(n):
+        u = make_user(f"q{offset + i}")
+        Membership.objects.create(cohort=cohort, user=u)
+        ReadMark.objects.create(user=u, slug=WALKS[i % 2])
+        make_attempt(u, "straggler", "bandwidth-bound-collective")
+        make_attempt(u, "recompilation", "recompilation")
+        make_card(u, "straggler")
+    a = cohort.assignments.first()
+    Extension.objects.create(assignment=a, learner=u, due_at=a.due_at + timedelta(days=1))
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/cohorts/{c}/",
+        "/cohorts/{c}/export.csv",
+        "/cohorts/{c}/attempts.csv",
+        "/cohorts/{c}/learners/{u}/",
+        "/",
+    ],
+)
+def test_query_count_is_flat(
+    client, people, cohort, wset, make_user, django_assert_max_num_queries, url
+):
+    counts = []
+    for size, offset in ((3, 0), (30, 100)):
+        _populate(cohort, wset, make_user, size, offset)
+        viewer = people["ada"] if url == "/" else people["teacher"]
+        as_user(client, viewer)
+        target = url.format(c=cohort.pk, u=people["ada"].pk)
+        with django_assert_max_num_queries(25), CaptureQueriesContext(connection) as ctx:
+            resp = client.get(target)
+            if hasattr(resp, "streaming_content"):
+                b"".join(resp.streaming_content)
+        assert resp.status_code == 200
+        counts.append(len(ctx.captured_queries))
+    assert counts[0] == counts[1], counts

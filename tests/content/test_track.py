@@ -1,0 +1,312 @@
+"""The track as a signed-in learner sees it: every reachable link works, the pages the issue
+promises exist, walkthroughs serve their trace, read marks are per user."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urldefrag, urlsplit
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from content import pages as content_pages
+from content.models import ReadMark, WalkthroughSet
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACK_PREFIXES = ("/track/", "/walkthroughs/")
+SKIP_PREFIXES = ("/static/", "/accounts/logout", "/admin/")
+
+
+class LinkParser(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if a.get("id"):
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("href"):
+            self.links.append(a["href"])
+        if a.get("data-src"):
+            self.links.append(a["data-src"])
+
+
+def parse(html: str) -> LinkParser:
+    p = LinkParser()
+    p.feed(html)
+    return p
+
+
+def body_of(response) -> bytes:
+    if hasattr(response, "streaming_content"):
+        return b"".join(response.streaming_content)
+    data = response.content
+    if response.get("Content-Encoding") == "gzip":
+        data = gzip.decompress(data)
+    return data
+
+
+def test_crawl_everything_reachable_from_the_track(learner_client, loaded_sets):
+    seen: dict[str, int] = {}
+    ids: dict[str, set[str]] = {}
+    fragments: list[tuple[str, str, str]] = []
+    queue = ["/track/"]
+    while queue:
+        url = queue.pop()
+        if url in seen:
+            continue
+        response = learner_client.get(url)
+        seen[url] = response.status_code
+        assert response.status_code == 200, f"{url} answered {response.status_code}"
+        ctype = response.get("Content-Type", "")
+        if not ctype.startswith("text/html") or not url.startswith(TRACK_PREFIXES):
+            continue
+        parsed = parse(body_of(response).decode())
+        ids[url] = parsed.ids
+        for href in parsed.links:
+            parts = urlsplit(href)
+            if parts.scheme or parts.netloc or href.startswith(("mailto:", "#")):
+                continue
+            path, frag = urldefrag(href)
+            assert path.startswith("/"), f"relative link {href!r} on {url}"
+            if path.startswith(SKIP_PREFIXES):
+                continue
+            if frag and path.startswith(TRACK_PREFIXES):
+                fragments.append((url, path, frag))
+            if path not in seen:
+                queue.append(path)
+    assert not [u for u, code in seen.items() if code != 200]
+    lib = content_pages.library()
+    for page in lib.ordered:
+        assert page.url in seen, f"{page.url} is not reachable from /track/"
+    for wt in lib.walkthroughs():
+        assert f"/walkthroughs/{wt.slug}/timeline.json" in seen
+        assert f"/walkthroughs/{wt.slug}/perfetto.json" in seen
+    for name in content_pages.DOWNLOADS:
+        assert f"/track/files/{name}" in seen
+    for source, path, frag in fragments:
+        if path in ids:
+            assert frag in ids[path], f"{source} links to {path}#{frag}, which has no such id"
+
+
+def test_six_walkthroughs_each_with_timeline_and_perfetto(learner_client):
+    walkthroughs = content_pages.library().walkthroughs()
+    assert len(walkthroughs) == 6
+    for wt in walkthroughs:
+        page = learner_client.get(f"/walkthroughs/{wt.slug}/")
+        html = page.content.decode()
+        assert page.status_code == 200
+        assert "{{key:" not in html, f"{wt.slug}: unsubstituted answer-key placeholder"
+        assert 'class="arithmetic"' in html
+        assert html.count('<li class="wt-step') == len(wt.steps) >= 3
+        assert f'/walkthroughs/{wt.slug}/perfetto.json"' in html
+        assert "Download as Perfetto JSON" in html
+
+        tl = learner_client.get(f"/walkthroughs/{wt.slug}/timeline.json")
+        data = json.loads(body_of(tl))
+        assert data["v"] == 1 and data["slices"]["ts"] and data["rows"]
+        assert any(n.startswith("ProfilerStep#") for n in data["names"])
+        for step in wt.steps:
+            if step.focus.startswith("evidence:"):
+                assert int(step.focus.split(":")[1]) < len(data["evidence"]), wt.slug
+
+        pf = learner_client.get(f"/walkthroughs/{wt.slug}/perfetto.json")
+        assert pf["Content-Disposition"].startswith("attachment")
+        events = json.loads(body_of(pf))
+        events = events["traceEvents"] if isinstance(events, dict) else events
+        assert len(events) > 100
+
+
+def test_walkthrough_substitutes_this_traces_numbers(learner_client):
+    from content import timelines
+
+    wt = content_pages.get_page("walkthrough-exposed-allreduce")
+    key = timelines.bundle(wt.scenario, wt.seed, wt.hardware)["key"]
+    html = learner_client.get(wt.url).content.decode()
+    assert f"{key['step_ms']:.1f} ms" in html
+    assert f"{key['expected_step_ms']:.1f}" in html
+    for line in key["arithmetic"]:
+        assert content_pages.html.escape(line) in html
+
+
+def test_four_tool_pages_with_the_five_sections():
+    tools = [p for p in content_pages.library().ordered if p.section == "tools"]
+    assert len(tools) == 4
+    want = ["Artifact anatomy", "Reading order", "Fault catalog", "Capture recipes", "Exercises"]
+    for page in tools:
+        h2 = [text for level, _, text in page.headings if level == 2]
+        assert [h for h in h2 if h in want] == want, f"{page.slug}: {h2}"
+
+
+def test_labs_a_to_c_and_their_files(learner_client):
+    lib = content_pages.library()
+    for slug in ("lab-a-torch-profiler", "lab-b-nsys", "lab-c-ncu"):
+        assert lib.pages[slug].section == "labs"
+    nb = json.loads((ROOT / "content/notebooks/companion.ipynb").read_text())
+    assert nb["nbformat"] == 4 and isinstance(nb["cells"], list) and nb["cells"]
+    source = (ROOT / "content/labs/lab_a_profile.py").read_text()
+    compile(source, "lab_a_profile.py", "exec")
+
+    lab_a = learner_client.get("/track/lab-a-torch-profiler/").content.decode()
+    assert "/track/files/lab_a_profile.py" in lab_a
+    r = learner_client.get("/track/files/companion.ipynb")
+    assert r.status_code == 200 and "attachment" in r["Content-Disposition"]
+    assert json.loads(body_of(r))["nbformat"] == 4
+    r = learner_client.get("/track/files/lab_a_profile.py")
+    assert body_of(r).decode() == source
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/track/files/models.py",
+        "/track/files/..%2Fmodels.py",
+        "/track/files/..%2F..%2Fmanage.py",
+        "/track/files/%2Fetc%2Fpasswd",
+        "/track/no-such-page/",
+        "/walkthroughs/no-such-walkthrough/",
+        "/walkthroughs/overview/",
+        "/walkthroughs/overview/timeline.json",
+        "/track/timelines/no-such-scenario/1.json",
+        "/track/timelines/healthy/10000.json",
+    ],
+)
+def test_unknown_and_traversal_urls_404(learner_client, url):
+    assert learner_client.get(url).status_code == 404
+
+
+def test_inline_timeline_endpoint(learner_client):
+    r = learner_client.get("/track/timelines/healthy/3.json")
+    assert r.status_code == 200
+    assert json.loads(body_of(r))["v"] == 1
+
+
+def test_datasets_hta_and_acmetrace():
+    lib = content_pages.library()
+    hta = lib.pages["hta-public-traces"]
+    acme = lib.pages["acmetrace"]
+    assert hta.section == acme.section == "datasets"
+    assert "MTBF" in acme.html and "goodput" in acme.html.lower()
+
+
+def test_overview_has_altitude_ladder_and_interview_script():
+    overview = [p for p in content_pages.library().ordered if p.section == "overview"]
+    headings = " | ".join(t.lower() for p in overview for _, _, t in p.headings)
+    assert "altitude ladder" in headings
+    assert "script" in headings
+
+
+def test_walkthrough_page_slug_under_track_redirects(learner_client):
+    r = learner_client.get("/track/walkthrough-exposed-allreduce/")
+    assert r.status_code == 302 and r["Location"] == "/walkthroughs/walkthrough-exposed-allreduce/"
+
+
+def test_read_marks_toggle_and_are_per_user(client, make_user):
+    ada, bob = make_user("ada"), make_user("bob")
+    client.force_login(ada)
+    r = client.post("/track/reading-order/read/")
+    assert r.status_code == 302
+    assert ReadMark.objects.filter(user=ada, slug="reading-order").exists()
+    page = client.get("/track/reading-order/").content.decode()
+    assert 'aria-pressed="true"' in page
+    assert "1 of" in client.get("/track/").content.decode()
+
+    r = client.post("/track/reading-order/read/", headers={"HX-Request": "true"})
+    assert r.status_code == 200 and 'aria-pressed="false"' in r.content.decode()
+    assert "<html" not in r.content.decode()
+    assert not ReadMark.objects.filter(user=ada).exists()
+
+    client.post("/track/reading-order/read/")
+    client.force_login(bob)
+    assert 'aria-pressed="false"' in client.get("/track/reading-order/").content.decode()
+    assert not ReadMark.objects.filter(user=bob).exists()
+    assert client.post("/track/no-such-page/read/").status_code == 404
+    assert client.get("/track/reading-order/read/").status_code == 405
+
+
+def test_read_mark_needs_csrf(make_user):
+    from django.test import Client
+
+    csrf_client = Client(enforce_csrf_checks=True)
+    csrf_client.force_login(make_user("carol"))
+    assert csrf_client.post("/track/reading-order/read/").status_code == 403
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/track/",
+        "/track/reading-order/",
+        "/walkthroughs/walkthrough-exposed-allreduce/",
+        "/walkthroughs/walkthrough-exposed-allreduce/timeline.json",
+        "/track/files/companion.ipynb",
+    ],
+)
+def test_anonymous_is_sent_to_login(client, db, url):
+    r = client.get(url)
+    assert r.status_code == 302 and r["Location"].startswith("/accounts/login/")
+
+
+def test_index_lists_sections_in_order_and_sets(learner_client, loaded_sets):
+    html = learner_client.get("/track/").content.decode()
+    positions = [html.find(f'id="section-{key}"') for key, _ in content_pages.SECTIONS]
+    assert all(p > 0 for p in positions) and positions == sorted(positions)
+    for ws in WalkthroughSet.objects.all():
+        assert ws.title in html
+
+
+def test_load_content_creates_sets_and_is_idempotent(db):
+    call_command("load_content", verbosity=0)
+    call_command("load_content", verbosity=0)
+    sets = {s.slug: s for s in WalkthroughSet.objects.all()}
+    assert {"first-week", "lookalikes", "full-track"} <= set(sets)
+    assert len(sets["full-track"].walkthroughs) == 6
+    walkthroughs = {p.slug for p in content_pages.library().walkthroughs()}
+    for s in sets.values():
+        assert set(s.walkthroughs) <= walkthroughs
+
+
+def test_load_content_rejects_a_bad_reference(db, tmp_path):
+    bad = tmp_path / "sets.yaml"
+    bad.write_text(
+        "- slug: broken\n  title: Broken\n  walkthroughs: [walkthrough-exposed-allreduce, nope]\n"
+    )
+    with pytest.raises(CommandError, match=r"'broken'.*'nope'"):
+        call_command("load_content", "--file", str(bad), verbosity=0)
+    assert not WalkthroughSet.objects.filter(slug="broken").exists()
+
+
+def test_bad_front_matter_is_reported_with_the_file(tmp_path):
+    (tmp_path / "a.md").write_text("---\ntitle: [unclosed\n---\n# x\n")
+    with pytest.raises(content_pages.PageError, match=r"a\.md.*YAML"):
+        content_pages.build_library(tmp_path)
+    (tmp_path / "a.md").write_text("---\ntitle: A\nslug: a\nsection: nowhere\norder: 1\n---\n")
+    with pytest.raises(content_pages.PageError, match="section"):
+        content_pages.build_library(tmp_path)
+    (tmp_path / "a.md").write_text(
+        "---\ntitle: A\nslug: a\nsection: overview\norder: 1\n---\n"
+        "[[timeline scenario=healthy seed=99999]]\n"
+    )
+    with pytest.raises(content_pages.PageError, match="seed"):
+        content_pages.build_library(tmp_path)
+
+
+def test_markdown_rendering_tables_anchors_and_timeline_mount(tmp_path):
+    (tmp_path / "a.md").write_text(
+        "---\ntitle: A\nslug: a\nsection: overview\norder: 1\n---\n# A\n\n## Two words\n\n"
+        "| x | y |\n|---|---|\n| 1 | 2 |\n\n"
+        "[[timeline scenario=straggler seed=9 focus=evidence:0]]\n\n<script>x</script>\n"
+    )
+    page = content_pages.build_library(tmp_path).pages["a"]
+    assert "<table>" in page.html
+    assert '<h2 id="two-words">' in page.html
+    assert re.search(
+        r'data-src="/track/timelines/straggler/9\.json" data-focus="evidence:0"', page.html
+    )
+    assert "<script>" not in page.html
