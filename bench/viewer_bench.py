@@ -1,0 +1,166 @@
+"""Timeline viewer benchmark (not a test): render cost at 20k and 200k slices in Chromium.
+
+Generates synthetic timelines in the contract format (tests/browser/timeline_fixture.py), serves
+them and static/ on 127.0.0.1, opens static/timeline-demo.html in headless Chromium (Playwright)
+and prints, measured in the page with performance.now():
+
+* first render: TraceTimeline.mount() → first frame drawn (synchronous prepare + draw), and
+  mount → the next animation frame;
+* zoom frames (60 presses of W around the mouse) and pan frames (30 A then 30 D presses at a
+  quarter of the trace): median and p95 of the render function, once as JS time only and once
+  with the canvases flushed (a 1-pixel getImageData after each frame, which forces the raster);
+* ratios 200k / 20k and against the budgets (300 ms first render, 16 ms a frame).
+
+    .venv/bin/python bench/viewer_bench.py [--sizes 20000 200000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.browser.timeline_fixture import encode, make_timeline, serve
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+ARGS.append("--no-first-run")
+FIRST_RENDER_BUDGET_MS = 300.0
+FRAME_BUDGET_MS = 16.0
+
+
+def pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, round(p / 100 * (len(s) - 1)))]
+
+
+def open_viewer(browser, url: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(url)
+    page.wait_for_function("window.__ttDemo && window.__ttDemo.ready", timeout=60_000)
+    return page
+
+
+def press_frames(page, key_seq: list[str]) -> tuple[list[float], list[float]]:
+    """Press keys one by one, wait for the frame each one causes; (frame ms, draw ms) lists."""
+    frames, draws = [], []
+    for key in key_seq:
+        n = page.evaluate("viewer.stats.frameCount")
+        page.keyboard.press(key)
+        page.wait_for_function(f"viewer.stats.frameCount > {n}", polling="raf")
+        f, d = page.evaluate("[viewer.stats.frames.at(-1), viewer.stats.drawMs.at(-1)]")
+        frames.append(f)
+        draws.append(d)
+    return frames, draws
+
+
+def measure(browser, base: str, name: str, runs: int, raster: bool) -> dict:
+    url = f"{base}/static/timeline-demo.html?src=/__data/{name}" + ("&raster=1" if raster else "")
+    first, next_frame, parse = [], [], []
+    page = None
+    for _ in range(runs):
+        if page:
+            page.close()
+        page = open_viewer(browser, url)
+        d = page.evaluate("window.__ttDemo")
+        first.append(d["firstRenderMs"])
+        next_frame.append(d["firstFrameMs"])
+        parse.append(d["parseMs"])
+    assert page is not None
+    page.evaluate("viewer.canvas.focus()")
+    box = page.evaluate("viewer.canvas.getBoundingClientRect().toJSON()")
+    page.mouse.move(box["x"] + box["width"] * 0.55, box["y"] + 160)
+    zoom, zoom_draw = press_frames(page, ["w"] * 60)
+    view = page.evaluate("viewer.getView()")
+    # pan at a quarter of the whole trace, starting at the far right
+    page.evaluate(
+        "(() => { viewer.zoomTo(-1e12, 1e12); const v = viewer.getView();"
+        " const q = (v.t1 - v.t0) / 4; viewer.zoomTo(v.t1 - q, v.t1); })()"
+    )
+    page.mouse.move(box["x"] + 20, box["y"] + 10)  # pan keys do not depend on the mouse
+    pan, pan_draw = press_frames(page, ["a"] * 30 + ["d"] * 30)
+    stats = page.evaluate(
+        "({rects: viewer.stats.lastRects, texts: viewer.stats.lastTexts,"
+        " prep: viewer.stats.prepMs})"
+    )
+    page.close()
+    return {
+        "first": statistics.median(first),
+        "next_frame": statistics.median(next_frame),
+        "parse": statistics.median(parse),
+        "prep": stats["prep"],
+        "zoom_med": statistics.median(zoom),
+        "zoom_p95": pct(zoom, 95),
+        "zoom_draw_med": statistics.median(zoom_draw),
+        "pan_med": statistics.median(pan),
+        "pan_p95": pct(pan, 95),
+        "pan_draw_med": statistics.median(pan_draw),
+        "deep_span_us": view["t1"] - view["t0"],
+        "rects": stats["rects"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 200_000])
+    ap.add_argument("--runs", type=int, default=3, help="page loads per size (median)")
+    a = ap.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    docs, counts = {}, {}
+    for n in a.sizes:
+        tl = make_timeline(n, n_ranks=4 if n < 100_000 else 8, seed=1)
+        counts[n] = len(tl["slices"]["ts"])
+        docs[f"bench-{n}.json"] = encode(tl)
+    results: dict[tuple[int, bool], dict] = {}
+    with serve(docs) as (base, _), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        for raster in (False, True):
+            for n in a.sizes:
+                results[n, raster] = measure(browser, base, f"bench-{n}.json", a.runs, raster)
+        browser.close()
+
+    print("Timeline viewer bench — headless Chromium, 1280×800, --disable-gpu")
+    print(
+        f"{'slices':>9} {'mode':>11} {'parse':>7} {'prep':>6} {'first':>7} {'→rAF':>7}"
+        f" {'zoom med':>9} {'zoom p95':>9} {'pan med':>8} {'pan p95':>8}"
+    )
+    for raster in (False, True):
+        for n in a.sizes:
+            r = results[n, raster]
+            mode = "js+raster" if raster else "js"
+            print(
+                f"{counts[n]:>9,} {mode:>11} {r['parse']:>7.1f} {r['prep']:>6.1f}"
+                f" {r['first']:>7.1f}"
+                f" {r['next_frame']:>7.1f} {r['zoom_med']:>9.2f} {r['zoom_p95']:>9.2f}"
+                f" {r['pan_med']:>8.2f} {r['pan_p95']:>8.2f}"
+            )
+    print("(ms; parse = JSON.parse in the page, not part of mount; first = mount → first frame")
+    print(" drawn; →rAF = mount → next animation frame; frames are the render function per key)")
+    if len(a.sizes) >= 2:
+        lo, hi = a.sizes[0], a.sizes[-1]
+        print(f"\nratios {counts[hi]:,} / {counts[lo]:,} slices:")
+        for raster in (False, True):
+            rl, rh = results[lo, raster], results[hi, raster]
+            mode = "js+raster" if raster else "js"
+            print(
+                f"  {mode:>9}: first render ×{rh['first'] / rl['first']:.2f}, zoom frame (median)"
+                f" ×{rh['zoom_med'] / rl['zoom_med']:.2f}, pan frame (median)"
+                f" ×{rh['pan_med'] / rl['pan_med']:.2f}"
+            )
+    print("\nagainst budgets (js+raster, largest size):")
+    r = results[a.sizes[-1], True]
+    print(
+        f"  first render {r['first']:.1f} ms = {r['first'] / FIRST_RENDER_BUDGET_MS:.2f} × 300 ms"
+    )
+    print(
+        f"  zoom frame p95 {r['zoom_p95']:.2f} ms = {r['zoom_p95'] / FRAME_BUDGET_MS:.2f} × 16 ms"
+    )
+    print(f"  pan frame p95 {r['pan_p95']:.2f} ms = {r['pan_p95'] / FRAME_BUDGET_MS:.2f} × 16 ms")
+
+
+if __name__ == "__main__":
+    main()
