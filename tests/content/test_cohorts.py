@@ -192,7 +192,7 @@ def test_create_join_assign_and_see_it_everywhere(client, people, wset):
     export = client.get(f"/cohorts/{cohort.pk}/export.csv")
     assert export.status_code == 200 and export["Content-Type"].startswith("text/csv")
     table = list(csv.reader(io.StringIO(export.content.decode())))
-    header, body = table[0], {r[0]: dict(zip(table[0], r, strict=True)) for r in table[1:]}
+    body = {r[0]: dict(zip(table[0], r, strict=True)) for r in table[1:]}
     assert set(body) == {"ada", "bob"}
     assert body["ada"][f"lookalikes-test/{WALKS[0]}"] == "done"
     assert body["ada"][f"lookalikes-test/{WALKS[1]}"] == "open"
@@ -458,18 +458,21 @@ def test_reminders_are_sent_once(people, cohort, wset, mailoutbox):
 
 def _populate(cohort, wset, make_user, n, offset):
     now = timezone.now()
-    Assignment.objects.get_or_create(
-        cohort=cohort,
-        walkthrough_set=wset,
-        defaults={"due_at": now + timedelta(days=1), "goal": "retention", "goal_retention": 0.8},
-    )
-    Assignment.objects.create(
-        cohort=cohort,
-        walkthrough_set=wset,
-        due_at=now - timedelta(days=1),
-        goal="pairs",
-        goal_pair_drills=1,
-    )
+    if not cohort.assignments.exists():
+        Assignment.objects.create(
+            cohort=cohort,
+            walkthrough_set=wset,
+            due_at=now + timedelta(days=1),
+            goal="retention",
+            goal_retention=0.8,
+        )
+        Assignment.objects.create(
+            cohort=cohort,
+            walkthrough_set=wset,
+            due_at=now - timedelta(days=1),
+            goal="pairs",
+            goal_pair_drills=1,
+        )
     for i in range(n):
         u = make_user(f"q{offset + i}")
         Membership.objects.create(cohort=cohort, user=u)
