@@ -4,7 +4,10 @@ VENV  := .venv
 PY    := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-12)
 PORT  ?= 8000
-TEST_SECRET := test-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFG
+# The suite runs like production (DEBUG off) but over plain HTTP on loopback.
+TEST_ENV := SECRET_KEY=test-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFG \
+  ALLOWED_HOSTS=localhost,127.0.0.1,testserver SECURE_SSL_REDIRECT=false \
+  SESSION_COOKIE_SECURE=false CSRF_COOKIE_SECURE=false SECURE_HSTS_SECONDS=0 STATIC_MANIFEST=false
 
 .PHONY: install run test lint fmt bench pool worker beat clean
 
@@ -20,6 +23,7 @@ install: $(STAMP)  ## create the virtualenv and install TraceTrack with its dev 
 
 run: install  ## embedded mode: SQLite, in-process tasks, demo accounts, http://127.0.0.1:$(PORT)
 	$(PY) manage.py migrate --no-input
+	$(PY) manage.py load_content
 	$(PY) manage.py fill_pool --target $${POOL_TARGET:-4}
 	$(PY) manage.py create_demo_accounts
 	$(PY) manage.py runserver 127.0.0.1:$(PORT)
@@ -27,7 +31,7 @@ run: install  ## embedded mode: SQLite, in-process tasks, demo accounts, http://
 test: install  ## lint, then the whole suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	SECRET_KEY=$${SECRET_KEY:-$(TEST_SECRET)} $(VENV)/bin/pytest $(PYTEST_ARGS)
+	env $(TEST_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

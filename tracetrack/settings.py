@@ -136,27 +136,35 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")) or "staticfiles")
+WHITENOISE_USE_FINDERS = DEBUG
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": (
-            "django.contrib.staticfiles.storage.StaticFilesStorage"
-            if DEBUG
-            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if env_bool("STATIC_MANIFEST", not DEBUG)
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
         )
     },
 }
 
 # Email: the console in development; SMTP when EMAIL_HOST is set.
-EMAIL_HOST = env_str("EMAIL_HOST")
-if EMAIL_HOST:
-    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    EMAIL_PORT = env_int("EMAIL_PORT", 587, lo=1, hi=65535)
-    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "") or ""
-    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "") or ""
-    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", True)
+_EMAIL_HOST = env_str("EMAIL_HOST")
+if _EMAIL_HOST:
+    MAILERS = {
+        "default": {
+            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "OPTIONS": {
+                "host": _EMAIL_HOST,
+                "port": env_int("EMAIL_PORT", 587, lo=1, hi=65535),
+                "username": env_str("EMAIL_HOST_USER", "") or "",
+                "password": env_str("EMAIL_HOST_PASSWORD", "") or "",
+                "use_tls": env_bool("EMAIL_USE_TLS", True),
+            },
+        }
+    }
 else:
-    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "TraceTrack <noreply@localhost>")
 
 # Content Security Policy: strict for the site; the served Perfetto UI overrides it on its path.
