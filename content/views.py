@@ -113,10 +113,8 @@ def walkthrough_timeline(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def walkthrough_perfetto(request: HttpRequest, slug: str) -> HttpResponse:
     pg = _walkthrough_or_404(slug)
-    body = gzip.decompress(timelines.perfetto_gz(pg.scenario, pg.seed, pg.hardware))
-    response = HttpResponse(body, content_type="application/json")
+    response = _json_gz(request, timelines.perfetto_gz(pg.scenario, pg.seed, pg.hardware))
     response["Content-Disposition"] = f'attachment; filename="{pg.slug}.json"'
-    response["Cache-Control"] = "private, max-age=3600"
     return response
 
 
