@@ -1,6 +1,6 @@
 from django.urls import path
 
-from drills import views
+from drills import dashboard_views, views
 
 app_name = "drills"
 
@@ -13,4 +13,7 @@ urlpatterns = [
         views.submit_diagnosis,
         name="submit",
     ),
+    path("dashboard/", dashboard_views.dashboard, name="dashboard"),
+    path("dashboard/stats.json", dashboard_views.stats_json, name="stats_json"),
+    path("dashboard/streak/", dashboard_views.streak_opt_in, name="streak_opt_in"),
 ]

@@ -15,7 +15,8 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from drills import services
-from drills.dashboard import due_overview
+from drills.dashboard import due_overview, streak
+from drills.models import Attempt, LearnerProfile
 from scenarios import pool
 
 log = logging.getLogger(__name__)
@@ -37,9 +38,13 @@ def signup(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
+    now = timezone.now()
+    opted_in = LearnerProfile.objects.filter(user=request.user, streak_opt_in=True).exists()
     context = {
-        "due": due_overview(request.user, timezone.now()),
+        "due": due_overview(request.user, now),
         "open_attempt": services.open_attempt(request.user),
+        "streak_opt_in": opted_in,
+        "streak": streak(Attempt.objects.filter(user=request.user), now) if opted_in else None,
     }
     try:
         from content.services import home_assignments

@@ -1,0 +1,400 @@
+"""The accuracy dashboard: numbers against a hand-built history, flat query counts, isolation
+between learners, the streak opt-in, and rebuilding cards from raw attempts."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from drills import dashboard, scheduling, services
+from drills.grading import Diagnosis
+from drills.models import Attempt, Card, LearnerProfile, MathAttempt
+from scenarios import engine
+from scenarios.models import Trace
+
+pytestmark = pytest.mark.django_db
+
+S, B = "straggler", "bandwidth-bound-collective"
+RC, ST = "recompilation", "input-starvation"
+_seeds = itertools.count(1)
+
+
+def trace_for(scenario: str) -> Trace:
+    """A Trace row with tiny dummy payloads (no engine call)."""
+    return Trace(
+        scenario=scenario,
+        seed=next(_seeds),
+        hardware="h100",
+        generator_version="test",
+        prompt={},
+        key={
+            "scenario": scenario,
+            "measurement": "m-right",
+            "fix": "f-right",
+            "expected_step_ms": 100.0,
+            "twin": scheduling.twin_of(scenario),
+        },
+        n_events=1,
+        payload=b"x",
+        timeline_gz=b"x",
+    )
+
+
+def build(user, scenario, answer, when, *, elapsed=60.0, mode="timed", m=True, f=True, w=True):
+    """An unsaved graded Attempt (pass answer=None for a served, never submitted one)."""
+    submitted = answer is not None
+    return Attempt(
+        user=user,
+        scenario=scenario,
+        mode=mode,
+        served_at=when - timedelta(seconds=elapsed),
+        submitted_at=when if submitted else None,
+        answer_scenario=answer or "",
+        elapsed_s=elapsed if submitted else None,
+        scenario_correct=(answer == scenario) if submitted else None,
+        measurement_correct=m if submitted else None,
+        fix_correct=f if submitted else None,
+        win_correct=w if submitted else None,
+        over_time=(elapsed > 122 and mode != "practice") if submitted else None,
+    )
+
+
+def save_all(attempts: list[Attempt]) -> list[Attempt]:
+    traces = Trace.objects.bulk_create([trace_for(a.scenario) for a in attempts])
+    for a, t in zip(attempts, traces, strict=True):
+        a.trace = t
+    return Attempt.objects.bulk_create(attempts)
+
+
+NOW = datetime(2025, 3, 14, 15, 0, tzinfo=UTC)
+
+
+def history(user, other, now=NOW):
+    """The hand-built history (see the expected numbers in the tests below)."""
+    day = [now - timedelta(days=30 - k) for k in range(30)]
+    rows = []
+    # straggler: one early practice attempt (right, slow, no clock), then 12 timed attempts.
+    rows.append(build(user, S, S, day[0], elapsed=500, mode="practice", m=False, w=False))
+    answers = [B, B, S, S, B, S, S, S, S, S, S, S]
+    elapsed = [30, 50, 70, 90, 110, 130, 150, 40, 60, 80, 100, 119]
+    for k, (ans, el) in enumerate(zip(answers, elapsed, strict=True)):
+        rows.append(build(user, S, ans, day[1 + k], elapsed=el, m=k % 2 == 0, f=True, w=k < 4))
+    # bandwidth-bound collective: answered straggler once out of four.
+    for k, (ans, el) in enumerate(zip([S, B, B, B], [40, 45, 200, 10], strict=True)):
+        rows.append(build(user, B, ans, day[14 + k], elapsed=el, m=False, f=False, w=False))
+    # recompilation answered as starvation twice; starvation answered as healthy once.
+    rows.append(build(user, RC, ST, day[20], elapsed=70))
+    rows.append(build(user, RC, ST, day[21], elapsed=75))
+    rows.append(build(user, ST, "healthy", day[22], elapsed=80))
+    # Served, never submitted: not an answer.
+    rows.append(build(user, S, None, day[23]))
+    # Another learner's attempts: never counted.
+    rows += [build(other, S, B, day[k], elapsed=10) for k in range(5)]
+    save_all(rows)
+
+
+@pytest.fixture
+def two_learners(make_user):
+    return make_user("ada"), make_user("bob")
+
+
+def row_for(stats, slug):
+    return next(r for r in stats["scenarios"] if r["slug"] == slug)
+
+
+def test_per_scenario_numbers_match_the_hand_built_history(two_learners):
+    ada, bob = two_learners
+    history(ada, bob)
+    state = scheduling.review(scheduling.new_card_state(), 3, NOW - timedelta(days=3))
+    Card.objects.create(
+        user=ada, item=S, state=state, due=scheduling.due(state), reviews=1, last_review=NOW
+    )
+    stats = dashboard.learner_stats(ada, NOW)
+
+    s = row_for(stats, S)
+    assert s["attempts"] == 13 and s["practice"] == 1 and s["timed"] == 12
+    assert s["correct"] == 10 and s["accuracy"] == pytest.approx(10 / 13)
+    assert s["last_n"] == 10 and s["last_n_accuracy"] == pytest.approx(9 / 10)
+    assert s["median_s"] == pytest.approx(85.0)  # timed only: (80 + 90) / 2
+    assert s["under_limit"] == 10 and s["under_limit_share"] == pytest.approx(10 / 12)
+    assert s["measurement_accuracy"] == pytest.approx(6 / 13)
+    assert s["fix_accuracy"] == pytest.approx(1.0)
+    assert s["win_accuracy"] == pytest.approx(4 / 13)
+    assert s["retrievability"] == pytest.approx(scheduling.retrievability(state, NOW))
+    assert s["due"] == scheduling.due(state)
+
+    b = row_for(stats, B)
+    assert (b["attempts"], b["correct"], b["median_s"]) == (4, 3, pytest.approx(42.5))
+    assert b["under_limit_share"] == pytest.approx(3 / 4)
+    assert b["last_n"] == 4 and b["last_n_accuracy"] == pytest.approx(3 / 4)
+    assert b["retrievability"] is None and b["due"] is None
+    assert row_for(stats, RC)["median_s"] == pytest.approx(72.5)
+    assert row_for(stats, "healthy")["attempts"] == 0
+    assert row_for(stats, "healthy")["accuracy"] is None
+
+    assert stats["totals"] == {"graded": 20, "correct": 13, "accuracy": 13 / 20, "practice": 1}
+
+
+def test_confusion_cells_and_lookalike_rates_both_directions(two_learners):
+    ada, bob = two_learners
+    history(ada, bob)
+    qs = Attempt.objects.filter(user=ada)
+    cm = dashboard.confusion_matrix(qs)
+    at = {slug: i for i, slug in enumerate(cm["labels"])}
+    assert cm["labels"][: len(engine.SCENARIOS)] == list(engine.SCENARIOS)
+    assert cm["matrix"][at[S]][at[S]] == 10
+    assert cm["matrix"][at[S]][at[B]] == 3
+    assert cm["matrix"][at[B]][at[S]] == 1
+    assert cm["matrix"][at[B]][at[B]] == 3
+    assert cm["matrix"][at[RC]][at[ST]] == 2
+    assert cm["matrix"][at[ST]][at["healthy"]] == 1
+    assert cm["total"] == sum(map(sum, cm["matrix"])) == 20
+
+    rates = {(p["true"], p["answered"]): p for p in dashboard.lookalike_rates(qs, now=NOW)}
+    assert set(rates) == {(S, B), (B, S), (RC, ST), (ST, RC)}
+    assert (rates[S, B]["confused"], rates[S, B]["attempts"]) == (3, 13)
+    assert rates[S, B]["rate"] == pytest.approx(3 / 13)
+    assert rates[B, S]["rate"] == pytest.approx(1 / 4)
+    assert rates[RC, ST]["rate"] == pytest.approx(1.0)
+    assert rates[ST, RC]["rate"] == pytest.approx(0.0)
+    trend = rates[S, B]["trend"]
+    assert len(trend) == dashboard.TREND_WEEKS
+    assert sum(w["attempts"] for w in trend) == 13  # all within 12 weeks
+    assert sum(w["confused"] for w in trend) == 3
+
+
+def test_stats_json_matches_the_page_and_sums_to_graded_attempts(two_learners, client):
+    ada, bob = two_learners
+    history(ada, bob, now=timezone.now())
+    client.force_login(ada)
+    data = client.get("/dashboard/stats.json").json()
+    graded = Attempt.objects.filter(user=ada, submitted_at__isnull=False).count()
+    assert graded == 20
+    assert sum(map(sum, data["confusion"]["matrix"])) == data["confusion"]["total"] == graded
+    assert data["totals"]["graded"] == graded
+    assert sum(r["attempts"] for r in data["scenarios"]) == graded
+    assert sum(w["attempts"] for w in data["accuracy_over_time"]) == graded
+    assert data["daily_activity"]["total"] == graded
+
+    page = client.get("/dashboard/")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert '<svg class="chart confusion"' in html and "<script" not in html.split("</header>")[1]
+    assert html.count('class="pair-outline"') == 4
+    assert re.search(r'data-kpi="graded">20<', html)
+    # The same numbers: the straggler row prints 77% (10/13) and its last-10 90%.
+    row = re.search(r'data-scenario-row="straggler">(.*?)</tr>', html, re.S).group(1)
+    assert "77%" in row and "90%" in row and "1:25" in row
+    assert "Dashboard</a>" in html
+
+
+def test_another_learners_attempts_are_never_counted(two_learners, client):
+    ada, bob = two_learners
+    history(ada, bob, now=timezone.now())
+    client.force_login(bob)
+    data = client.get("/dashboard/stats.json").json()
+    assert data["totals"]["graded"] == 5
+    assert data["confusion"]["total"] == 5
+    s = next(r for r in data["scenarios"] if r["slug"] == S)
+    assert (s["attempts"], s["correct"]) == (5, 0)
+    assert client.get("/dashboard/").status_code == 200
+
+
+def test_dashboard_needs_sign_in(client):
+    assert client.get("/dashboard/stats.json").status_code == 302
+
+
+def _many(user, n, start=0):
+    slugs = list(engine.SCENARIOS)
+    rows = []
+    for k in range(start, start + n):
+        true = slugs[k % len(slugs)]
+        answer = true if k % 3 else slugs[(k + 1) % len(slugs)]
+        when = timezone.now() - timedelta(hours=7 * k + 1)
+        rows.append(build(user, true, answer, when, elapsed=20 + k % 150, mode="timed"))
+    save_all(rows)
+
+
+def _count(client, url):
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    return len(ctx.captured_queries)
+
+
+def test_query_count_is_flat_from_10_to_300_attempts(learner, learner_client):
+    for slug in (S, B):
+        state = scheduling.review(scheduling.new_card_state(), 3, timezone.now())
+        Card.objects.create(user=learner, item=slug, state=state, due=scheduling.due(state))
+    MathAttempt.objects.create(
+        user=learner,
+        family="busbw",
+        seed=1,
+        problem={},
+        served_at=timezone.now(),
+        submitted_at=timezone.now(),
+        correct=True,
+    )
+    _many(learner, 10)
+    small = {u: _count(learner_client, u) for u in ("/dashboard/", "/dashboard/stats.json")}
+    _many(learner, 290, start=10)
+    assert Attempt.objects.filter(user=learner).count() == 300
+    large = {u: _count(learner_client, u) for u in ("/dashboard/", "/dashboard/stats.json")}
+    assert small == large
+    assert large["/dashboard/stats.json"] <= 14
+
+
+def test_math_section_aggregates_by_family(learner, learner_client):
+    now = timezone.now()
+    for correct in (True, True, False):
+        MathAttempt.objects.create(
+            user=learner,
+            family="busbw",
+            seed=1,
+            problem={},
+            served_at=now,
+            submitted_at=now,
+            correct=correct,
+        )
+    MathAttempt.objects.create(user=learner, family="busbw", seed=2, problem={}, served_at=now)
+    state = scheduling.review(scheduling.new_card_state(), 3, now)
+    Card.objects.create(
+        user=learner, kind="math", item="busbw", state=state, due=scheduling.due(state)
+    )
+    data = learner_client.get("/dashboard/stats.json").json()
+    fam = next(m for m in data["math"] if m["family"] == "busbw")
+    assert (fam["attempts"], fam["correct"]) == (3, 2)
+    assert fam["accuracy"] == pytest.approx(2 / 3)
+    assert fam["retrievability"] == pytest.approx(1.0)
+    html = learner_client.get("/dashboard/").content.decode()
+    assert re.search(r'data-family-row="busbw">.*?67%', html, re.S)
+
+
+# --------------------------------------------------------------------------- streak
+
+
+def test_streak_counts_consecutive_utc_days_from_sql():
+    now = datetime(2025, 3, 14, 9, 0, tzinfo=UTC)
+
+    def days(*offsets):
+        return [now - timedelta(days=d) for d in offsets]
+
+    from django.contrib.auth import get_user_model
+
+    u = get_user_model().objects.create_user("streaker")
+    save_all([build(u, S, S, t) for t in days(0, 0, 1, 2, 4, 5)])
+    assert dashboard.streak(Attempt.objects.filter(user=u), now) == {
+        "days": 3,
+        "done_today": True,
+    }
+    # Not drilled today yet: yesterday's streak is still alive.
+    later = now + timedelta(days=1)
+    assert dashboard.streak(Attempt.objects.filter(user=u), later) == {
+        "days": 3,
+        "done_today": False,
+    }
+    # A day missed: the streak is over.
+    assert dashboard.streak(Attempt.objects.filter(user=u), now + timedelta(days=2))["days"] == 0
+
+
+def test_streak_is_opt_in_from_the_home_page(learner, learner_client):
+    save_all([build(learner, S, S, timezone.now() - timedelta(days=d)) for d in (0, 1)])
+    html = learner_client.get("/").content.decode()
+    assert "data-streak" not in html and "Show a daily streak" in html
+    assert "Drill the due ones" in html or "Start a drill" in html or "Drill anyway" in html
+
+    response = learner_client.post("/dashboard/streak/", {"streak_opt_in": "1", "next": "/"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert LearnerProfile.objects.get(user=learner).streak_opt_in is True
+    html = learner_client.get("/").content.decode()
+    assert 'data-streak="2"' in html
+
+    learner_client.post("/dashboard/streak/", {"streak_opt_in": "0"})
+    assert LearnerProfile.objects.get(user=learner).streak_opt_in is False
+    assert "data-streak" not in learner_client.get("/").content.decode()
+    assert learner_client.get("/dashboard/streak/").status_code == 405
+
+
+def test_streak_toggle_refuses_offsite_redirects(learner_client):
+    response = learner_client.post(
+        "/dashboard/streak/", {"streak_opt_in": "1", "next": "https://evil.example/"}
+    )
+    assert response["Location"] == "/"
+
+
+# --------------------------------------------------------------------------- rebuild_cards
+
+
+def _drill(user, scenario, answer, served, elapsed, monkeypatch, *, mode="timed", right=True):
+    trace = trace_for(scenario)
+    trace.save()
+    attempt = Attempt.objects.create(
+        user=user, trace=trace, scenario=scenario, mode=mode, served_at=served
+    )
+    monkeypatch.setattr(timezone, "now", lambda: served + timedelta(seconds=elapsed))
+    diagnosis = Diagnosis(
+        scenario=answer,
+        measurement="m-right" if right else "m-wrong",
+        fix="f-right",
+        expected_step_ms=100.0,
+    )
+    services.submit_diagnosis(attempt, diagnosis)
+
+
+def _cards(user):
+    return {
+        c.item: (c.state, c.due, c.reviews, c.last_review)
+        for c in Card.objects.filter(user=user, kind=Card.Kind.SCENARIO)
+    }
+
+
+def test_rebuild_cards_reproduces_incremental_cards(two_learners, monkeypatch):
+    ada, bob = two_learners
+    start = datetime(2025, 1, 6, 10, 0, tzinfo=UTC)
+    plan = [
+        (S, S, 1, 40, "timed", True),
+        (S, B, 2, 70, "timed", True),  # twin confusion: pulls B due now
+        (B, B, 2.2, 95, "timed", True),
+        (RC, RC, 3, 30, "timed", False),
+        (RC, ST, 5, 50, "timed", True),  # pulls starvation (never drilled) due now
+        (S, S, 6, 130, "timed", True),  # over time
+        (S, S, 6.5, 20, "practice", True),  # never counted
+        (ST, ST, 9, 45, "perfetto", True),
+        (S, S, 12, 60, "timed", True),
+    ]
+    for true, answer, day, elapsed, mode, right in plan:
+        _drill(
+            ada,
+            true,
+            answer,
+            start + timedelta(days=day),
+            elapsed,
+            monkeypatch,
+            mode=mode,
+            right=right,
+        )
+    _drill(bob, B, S, start, 30, monkeypatch)
+    monkeypatch.undo()
+    incremental_ada, incremental_bob = _cards(ada), _cards(bob)
+    assert set(incremental_ada) == {S, B, RC, ST}
+
+    Card.objects.filter(user=ada).delete()
+    Card.objects.filter(user=bob, item=B).update(reviews=99)
+    call_command("rebuild_cards")
+    assert _cards(ada) == incremental_ada
+    assert _cards(bob) == incremental_bob
+
+    # Idempotent, and --user leaves others alone.
+    call_command("rebuild_cards")
+    assert _cards(ada) == incremental_ada
+    Card.objects.filter(user=bob, item=B).update(reviews=7)
+    call_command("rebuild_cards", user="ada")
+    assert Card.objects.get(user=bob, item=B).reviews == 7
+    call_command("rebuild_cards", user="bob")
+    assert _cards(bob) == incremental_bob
