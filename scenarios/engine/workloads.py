@@ -31,16 +31,27 @@ def ddp_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
         "workers": int(rng.choice([4, 6, 8])),
         "data_ms": 0.0,
     }
+    # size the per-GPU batch so that (all-reduce time) / (compute time) lands in a range that
+    # fits the scenario: well hidden for most, exposed-but-hideable, or longer than backward
+    ratio = {
+        "exposed-allreduce": (0.22, 0.45),
+        "bandwidth-bound-collective": (1.0, 1.5),
+        "straggler": (0.05, 0.12),
+        "sync-stalls": (0.3, 0.5),
+    }.get(slug, (0.08, 0.25))
     if slug == "exposed-allreduce":
         p["overlap"] = False
-        p["hidden"] = int(rng.choice([3072, 4096]))
         p["grad_dtype"] = str(rng.choice(["BFloat16", "Float"]))
-        p["batch"], p["seq"] = int(rng.choice([1, 2])), 2048
     elif slug == "bandwidth-bound-collective":
         p["hidden"] = 4096
         p["grad_dtype"] = "Float"
-        p["batch"], p["seq"] = 1, 1024
-    elif slug == "memory-bound-kernel":
+    gsize = 4 if p["grad_dtype"] == "Float" else 2
+    busbw = hw.achievable_busbw_gbps * 1e9
+    r = float(rng.uniform(*ratio))
+    tokens = gsize * 1.75 * hw.bf16_tflops * 1e12 * p["mfu_eff"] / (busbw * 6 * r)
+    p["seq"] = 2048 if tokens >= 2048 else (1024 if tokens >= 1024 else 512)
+    p["batch"] = int(max(1, min(32, round(tokens / p["seq"]))))
+    if slug == "memory-bound-kernel":
         p["seq"] = 4096
         p["batch"] = int(rng.choice([1, 2]))
         p["hidden"] = int(rng.choice([3072, 4096]))
@@ -287,7 +298,7 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
     p["compute_ms_est"] = comp_step_ms
     if slug == "straggler":
         slow = int(rng.integers(0, R))
-        sim.gpu_scale[slow] = 1.0 + float(rng.uniform(0.12, 0.35))
+        sim.gpu_scale[slow] = 1.0 + float(rng.uniform(0.15, 0.35))
     else:
         sim.gpu_scale[:] = 1.0 + rng.normal(0, 0.004, R)
     data_ms = comp_step_ms * 0.6
@@ -317,7 +328,7 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
     p["shapes"] = shapes
     p["compile_steps"] = sorted(compile_steps)
     sync_every_layer = slug == "sync-stalls"
-    sync_host_ms = float(rng.uniform(0.6, 2.2)) if sync_every_layer else 0.0
+    sync_host_ms = float(rng.uniform(1.0, 3.0)) if sync_every_layer else 0.0
     alloc = slug == "allocator-stalls"
     n_alloc = int(rng.integers(3, 7))
     alloc_ms = float(rng.uniform(1.5, 6.0))
@@ -381,7 +392,7 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
             sim.cpu_op("TorchDynamo Cache Lookup", rng.integers(25_000, 70_000, R), 2)
             if s in compile_steps:
                 cl_id += 1
-                comp_ns = int(rng.uniform(1.2, 4.5) * 1e9)
+                comp_ns = int(max(1.5e9, comp_step_ms * 1e6 * rng.uniform(8, 20)))
                 dur = (comp_ns * rng.lognormal(0, 0.03, R)).astype(np.int64)
                 sim.slice(MAIN, sim.cpu, dur, "_compile.compile_inner (dynamo_timed)", C_ANN, 2)
                 inner = (dur * rng.uniform(0.55, 0.8)).astype(np.int64)
