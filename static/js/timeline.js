@@ -247,13 +247,15 @@
     const viewOut = el('span', 'tt-view');
     const rangeOut = el('span', 'tt-range-out');
     readout.append(viewOut, rangeOut);
+    const catList = el('span', 'tt-cats');
+    catList.setAttribute('aria-label', 'Colours by category');
     toolbar.append(bIn, bOut, bFit, bFold, readout);
 
     const legend = el('div', 'tt-legend');
     const keys = [
-      ['W', 'S', 'zoom'], ['A', 'D', 'pan'], ['Wheel', 'zoom'], ['⇧ Wheel', 'pan'], ['Drag', 'select range'],
-      ['Space+drag', 'pan'], ['Click', 'details'], ['↑', '↓', 'rows'], ['Enter', 'fold rank'], ['←', '→', 'step slices'],
-      ['F', 'fit selection'], ['M', 'mark slice'], ['Esc', 'clear'],
+      ['W', 'S', 'zoom'], ['A', 'D', 'pan'], ['Wheel', 'zoom'], ['⇧Wheel', 'pan'], ['Drag', 'measure'],
+      ['Space+drag', 'pan'], ['Click', 'details'], ['↑', '↓', 'rows'], ['Enter', 'fold'], ['←', '→', 'slices'],
+      ['F', 'fit'], ['M', 'mark'], ['Esc', 'clear'],
     ];
     const keyList = el('span', 'tt-keys');
     for (const k of keys) {
@@ -262,7 +264,7 @@
       item.append(document.createTextNode(' ' + k[k.length - 1]));
       keyList.append(item);
     }
-    const catList = el('span', 'tt-cats');
+    keyList.title = 'Wheel over the row labels (or the scrollbar, PageUp/PageDown) scrolls the rows; hold Alt while dragging to not snap to slice edges';
     const usedCats = new Set();
     for (let i = 0; i < D.n; i++) usedCats.add(D.catA[i]);
     [...usedCats].sort((a, b) => a - b).forEach((c) => {
@@ -644,7 +646,8 @@
       for (const t of tk.out) {
         const x = Math.round(tx(t));
         ctx.fillRect(x, AXIS_H - 10, 1, 9);
-        ctx.fillText((t / tk.div).toFixed(tk.dec) + ' ' + tk.unit, x + 4, 14);
+        const label = (t / tk.div).toFixed(tk.dec) + ' ' + tk.unit;
+        if (x + 4 + ctx.measureText(label).width <= X1) ctx.fillText(label, x + 4, 14);
       }
       ctx.restore();
     }
@@ -988,7 +991,10 @@
       tip.append(el('div', null, fmtDur(s.dur) + ' · starts ' + fmtDur(s.start)));
       tip.append(el('div', 'tt-tip-muted', s.row + ' · ' + (s.cat || '')));
       const p = partner(i);
+      let partnerBelow = null;
       if (p >= 0) {
+        const pr = sliceRect(p);
+        if (pr) partnerBelow = pr.y > y;
         const pi = sliceInfo(p);
         const isLaunch = s.rowKind === 'cuda_api';
         const line = el('div', 'tt-tip-flow', (isLaunch ? '→ kernel: ' : '← launched by: ') + pi.name);
@@ -998,9 +1004,11 @@
       }
       tip.hidden = false;
       const tw = tip.offsetWidth, th = tip.offsetHeight;
-      let lx = x + 14, ly = y + 16;
+      // keep the tooltip off the connector: above the pointer when the partner is below
+      let lx = x + 14, ly = partnerBelow ? y - th - 14 : y + 16;
       if (lx + tw > cssW - 4) lx = Math.max(4, x - tw - 10);
       if (ly + th > height - 4) ly = Math.max(4, y - th - 10);
+      if (ly < 4) ly = Math.min(height - th - 4, y + 16);
       tip.style.left = lx + 'px';
       tip.style.top = ly + 'px';
     }
@@ -1073,8 +1081,10 @@
       if (d.moved || d.mode === 'scrollbar') { invalidate(false); return; }
       // a click
       const h = laneAt(p.y);
-      if (h && h.it.type === 'rank' && (p.x < trackX0() || true)) {
-        if (p.y >= AXIS_H) { toggleRank(h.it.R); cursor = items.findIndex((it) => it.type === 'rank' && it.R === h.it.R); return; }
+      if (h && h.it.type === 'rank') { // a click anywhere on a rank header folds it
+        toggleRank(h.it.R);
+        cursor = items.findIndex((it) => it.type === 'rank' && it.R === h.it.R);
+        return;
       }
       if (d.mode === 'label') {
         if (h && h.it.type === 'row') { cursor = items.indexOf(h.it); invalidate(false); }

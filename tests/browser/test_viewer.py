@@ -196,6 +196,7 @@ def test_drag_select_reports_the_gap_duration(page):
     xa = page.evaluate(f"viewer.timeToClientX({a_end})")
     xb = page.evaluate(f"viewer.timeToClientX({b['ts']})")
     assert xb - xa > 100
+    top = page.evaluate("viewer.canvas.getBoundingClientRect().top")
     # start and end a couple of pixels off: the edges snap to the kernels
     page.mouse.move(xa + 2, y)
     page.mouse.down()
@@ -208,6 +209,8 @@ def test_drag_select_reports_the_gap_duration(page):
     assert ranges[0]["t0"] == pytest.approx(a_end, abs=1e-6)
     readout = page.locator(".tt-range-out").inner_text()
     assert "Δ" in readout
+    # the readout does not shift the layout under the pointer
+    assert page.evaluate("viewer.canvas.getBoundingClientRect().top") == top
     shot(page, "02-drag-select-gap")
     # without snapping (Alt) the duration follows the pointer
     page.keyboard.press("Escape")
