@@ -11,5 +11,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("drills.urls")),
     path("", include("scenarios.urls")),
+    path("", include("content.urls")),
     path("cohorts/", include("content.cohorts.urls")),
 ]
