@@ -2,6 +2,8 @@
  * TraceTrack timeline viewer — vendored, plain ES2020, no build step, no dependencies.
  *
  *   const viewer = TraceTimeline.mount(container, timelineData, {height: 520});
+ *     options: height (px of the timeline canvas), details: false (no built-in details panel —
+ *     listen to "select" instead), legend: false (no key legend), measureRaster (bench only)
  *   viewer.zoomTo(t0_us, t1_us); viewer.getView() -> {t0, t1}
  *   viewer.highlight([{rank, row, start_us, end_us, label}]); viewer.clearHighlight();
  *   viewer.on("select", cb)  // cb({name, start, dur, end, row, rowKind, rowIndex, rank, cat, corr, depth, args, index})
@@ -295,7 +297,11 @@
     const live = el('div', 'tt-sr');
     live.setAttribute('aria-live', 'polite');
 
-    root.append(toolbar, legend, stage, details, live);
+    root.append(toolbar);
+    if (opts.legend !== false) root.append(legend);
+    root.append(stage);
+    if (opts.details !== false) root.append(details); // hosts with their own panel pass {details: false}
+    root.append(live);
     container.append(root);
 
     const bctx = base.getContext('2d', { alpha: false });
@@ -487,7 +493,8 @@
       let step = p;
       for (const m of [1, 2, 5, 10]) { if (m * p >= raw) { step = m * p; break; } }
       let unit = 'µs', div = 1;
-      if (step >= 1e6) { unit = 's'; div = 1e6; } else if (step >= 1e3) { unit = 'ms'; div = 1e3; }
+      // unit from the step: 200 µs steps read "6.4 ms", not "6400 µs"
+      if (step >= 1e5) { unit = 's'; div = 1e6; } else if (step >= 10) { unit = 'ms'; div = 1e3; }
       const dec = Math.max(0, Math.ceil(-Math.log10(step / div) - 1e-9));
       const out = [];
       const first = Math.ceil(t0 / step) * step;
@@ -956,7 +963,7 @@
         }
       }
       for (const k of Object.keys(s.args || {})) {
-        if (k === 'stream') continue;
+        if (k === 'stream' || (/^corr(elation)?$/i.test(k) && +s.args[k] === s.corr)) continue;
         add(k, fmtArg(k, s.args[k]));
       }
       details.append(h, dl);
