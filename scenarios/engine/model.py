@@ -67,23 +67,30 @@ class Interner:
 class Recorder:
     def __init__(self) -> None:
         self.parts: dict[str, list[np.ndarray]] = {c: [] for c in COLS}
+        self.rows: list[tuple] = []  # scalar events, converted in one go at the end
 
     def add(self, rank, tid, ts, dur, name, cat, depth, corr=0, aid=-1) -> None:
-        arrs = np.broadcast_arrays(
-            np.asarray(rank),
-            np.asarray(tid),
-            np.asarray(ts),
-            np.asarray(dur),
-            np.asarray(name),
-            np.asarray(cat),
-            np.asarray(depth),
-            np.asarray(corr),
-            np.asarray(aid),
-        )
-        for c, a in zip(COLS, arrs, strict=True):
-            self.parts[c].append(np.ravel(a).astype(DTYPES[c], copy=False))
+        vals = (rank, tid, ts, dur, name, cat, depth, corr, aid)
+        shapes = [v.shape for v in vals if isinstance(v, np.ndarray) and v.size != 1]
+        if not shapes:
+            self.rows.append(tuple(int(np.asarray(v).reshape(-1)[0]) for v in vals))
+            return
+        shape = shapes[0] if all(x == shapes[0] for x in shapes) else np.broadcast_shapes(*shapes)
+        n = int(np.prod(shape))
+        for c, v in zip(COLS, vals, strict=True):
+            if isinstance(v, np.ndarray) and v.ndim:
+                if v.shape != shape:
+                    v = np.broadcast_to(v, shape)
+                self.parts[c].append(v.ravel().astype(DTYPES[c], copy=False))
+            else:
+                self.parts[c].append(np.full(n, v, DTYPES[c]))
 
     def finish(self) -> dict[str, np.ndarray]:
+        if self.rows:
+            arr = np.array(self.rows, dtype=np.int64)
+            for k, c in enumerate(COLS):
+                self.parts[c].append(arr[:, k].astype(DTYPES[c]))
+            self.rows = []
         cols = {
             c: np.concatenate(self.parts[c]) if self.parts[c] else np.zeros(0, DTYPES[c])
             for c in COLS

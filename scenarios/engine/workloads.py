@@ -662,14 +662,13 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
         corr = int(one.next_corr(1)[0, 0])
         aid = send_aid if kind == "send" else recv_aid
         dur = 8000 + L + 6000
-        one.rec.add(
-            one.ranks, MAIN, c0, dur, ann_send if kind == "send" else ann_recv, C_ANN, depth
-        )
-        one.rec.add(one.ranks, MAIN, c0 + 2000, dur - 4000, rcp, C_OP, depth + 1, 0, aid)
-        one.rec.add(one.ranks, MAIN, c0 + 6000, L, launch, C_RT, depth + 2, corr)
+        rk = int(one.ranks[0])
+        one.rec.add(rk, MAIN, c0, dur, ann_send if kind == "send" else ann_recv, C_ANN, depth)
+        one.rec.add(rk, MAIN, c0 + 2000, dur - 4000, rcp, C_OP, depth + 1, 0, aid)
+        one.rec.add(rk, MAIN, c0 + 6000, L, launch, C_RT, depth + 2, corr)
         ks = max(start_ns, c0 + 6000 + L // 2, int(one.free_n[0]))
         ke = max(end_ns, ks + 1500)
-        one.rec.add(one.ranks, NCCL, ks, ke - ks, sr_name, C_KERN, 0, corr, aid)
+        one.rec.add(rk, NCCL, ks, ke - ks, sr_name, C_KERN, 0, corr, aid)
         one.free_n[:] = ke + 1500
         one.cpu[:] = c0 + dur + 2000
 
