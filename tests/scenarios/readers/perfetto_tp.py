@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -41,6 +42,7 @@ class TraceResult:
     total_ms: float
     tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     query_errors: dict[str, str] = field(default_factory=dict)
+    query_ms: dict[str, float] = field(default_factory=dict)
     stderr: list[str] = field(default_factory=list)
 
 
@@ -79,17 +81,10 @@ def _rows(table: dict[str, Any]) -> list[dict[str, Any]]:
     return [dict(zip(cols, row, strict=True)) for row in table["rows"]]
 
 
-def run_many(
-    jobs: list[tuple[str | os.PathLike[str], dict[str, str]]], *, timeout: float = 300.0
-) -> list[TraceResult]:
-    """Load each trace in a fresh engine instance and run its queries."""
-    reason = unavailable_reason()
-    if reason:
-        raise PerfettoError(reason)
-    payload = {"jobs": [{"trace": os.fspath(p), "queries": q} for p, q in jobs]}
+def _run_batch(jobs: list[dict], timeout: float) -> list[dict]:
     proc = subprocess.run(
         [node_path(), str(RUNNER), "--wasm", str(wasm_path())],
-        input=json.dumps(payload).encode(),
+        input=json.dumps({"jobs": jobs}).encode(),
         capture_output=True,
         timeout=timeout,
         check=False,
@@ -98,15 +93,42 @@ def run_many(
         raise PerfettoError(
             f"tp_runner exited {proc.returncode}: {proc.stderr.decode(errors='replace')[-2000:]}"
         )
-    out = json.loads(proc.stdout)
+    return json.loads(proc.stdout)["results"]
+
+
+def run_many(
+    jobs: list[tuple[str | os.PathLike[str], dict[str, str]]],
+    *,
+    timeout: float = 300.0,
+    workers: int | None = None,
+) -> list[TraceResult]:
+    """Load each trace in a fresh engine instance and run its queries.
+
+    ``workers`` Node processes share the jobs (default: min(CPU count, 4, len(jobs))).
+    """
+    reason = unavailable_reason()
+    if reason:
+        raise PerfettoError(reason)
+    payload = [{"trace": os.fspath(p), "queries": q} for p, q in jobs]
+    if not payload:
+        return []
+    n = workers or min(os.cpu_count() or 1, 4, len(payload))
+    batches = [payload[i::n] for i in range(n)]
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        outs = list(pool.map(lambda b: _run_batch(b, timeout), batches))
+    raw: list[dict] = [{}] * len(payload)
+    for i, out in enumerate(outs):
+        for j, r in enumerate(out):
+            raw[i + j * n] = r
     results = []
-    for r in out["results"]:
+    for r in raw:
         res = TraceResult(
             trace=r["trace"],
             ok=r["ok"],
             error=r["error"],
             load_ms=r.get("load_ms"),
             total_ms=r["total_ms"],
+            query_ms=r.get("query_ms", {}),
             stderr=r.get("stderr", []),
         )
         for name, table in r["queries"].items():

@@ -544,8 +544,11 @@ function main() {
       engine = new Engine(module);
       engine.load(fs.readFileSync(job.trace));
       r.load_ms = performance.now() - tj;
+      r.query_ms = {};
       for (const [name, sql] of Object.entries(job.queries || {})) {
+        const tq = performance.now();
         r.queries[name] = engine.query(sql);
+        r.query_ms[name] = performance.now() - tq;
       }
       r.ok = true;
     } catch (e) {
