@@ -31,11 +31,8 @@ def next_scenario(user, now: datetime | None = None) -> str:
     now = now or timezone.now()
     cards = load_cards(user)
     states = {slug: (cards[slug].state if slug in cards else None) for slug in engine.SCENARIOS}
-    recent = list(
-        Attempt.objects.filter(user=user)
-        .order_by("-served_at")
-        .values_list("scenario", flat=True)[:5]
-    )
+    newest_first = Attempt.objects.filter(user=user).order_by("-served_at")
+    recent = list(newest_first.values_list("scenario", flat=True)[:5])[::-1]  # oldest first
     return scheduling.pick_next(
         states, now, rng=random.Random(), weights=scenario_weights(), recent=recent
     )

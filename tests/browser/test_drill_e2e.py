@@ -1,0 +1,130 @@
+"""A learner's whole loop in Chromium: sign up → drill → diagnose → reveal → download."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from drills.models import Attempt
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+ATTEMPT_URL = re.compile(r"/drill/attempts/([0-9a-f-]{36})/")
+
+
+@pytest.fixture
+def page(browser, live_server):
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.errors = errors
+    yield page
+    context.close()
+
+
+def sign_up(page, live_server, username="turing"):
+    page.goto(f"{live_server.url}/accounts/signup/")
+    page.fill("#id_username", username)
+    page.fill("#id_password1", "long-enough-pass-91")
+    page.fill("#id_password2", "long-enough-pass-91")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+
+
+def start_drill(page, live_server, mode="timed") -> Attempt:
+    page.goto(f"{live_server.url}/drill/")
+    page.check(f"input[name=mode][value={mode}]")
+    page.click("#start-drill")
+    page.wait_for_url(ATTEMPT_URL)
+    attempt_id = ATTEMPT_URL.search(page.url).group(1)
+    return Attempt.objects.select_related("trace").get(pk=attempt_id)
+
+
+def canvas_ink(page) -> float:
+    """Share of sampled canvas pixels that differ from the top-left background pixel."""
+    return page.evaluate(
+        """() => {
+        const c = document.querySelector('#timeline canvas');
+        if (!c) return 0;
+        const ctx = c.getContext('2d');
+        const {width: w, height: h} = c;
+        const data = ctx.getImageData(0, 0, w, h).data;
+        const bg = data.slice(0, 3);
+        let ink = 0, n = 0;
+        for (let i = 0; i < data.length; i += 4 * 97) {
+          n++;
+          const d = Math.abs(data[i] - bg[0]) + Math.abs(data[i+1] - bg[1])
+            + Math.abs(data[i+2] - bg[2]);
+          if (d > 30) ink++;
+        }
+        return ink / n;
+    }"""
+    )
+
+
+def commit(page, attempt: Attempt, *, right=True):
+    key = attempt.trace.key
+    page.select_option("#id_scenario", key["scenario"] if right else "healthy")
+    page.select_option("#id_measurement", key["measurement"])
+    page.select_option("#id_fix", key["fix"])
+    page.fill("#id_expected_step_ms", f"{key['expected_step_ms']:.2f}")
+    page.click("#diagnosis-form button[type=submit]")
+    page.wait_for_selector("[data-scenario]")
+
+
+def test_sign_up_drill_diagnose_reveal_download(page, live_server, tmp_path):
+    sign_up(page, live_server)
+    attempt = start_drill(page, live_server)
+    page.wait_for_selector("#timeline canvas")
+    page.wait_for_timeout(300)
+    assert canvas_ink(page) > 0.05, "the timeline canvas is blank"
+    clock = page.locator("#clock .clock-value")
+    first = clock.inner_text()
+    page.wait_for_timeout(1300)
+    assert clock.inner_text() != first, "the clock is not counting down"
+    assert attempt.scenario not in page.content().split("<select")[0]
+
+    with page.expect_download() as download_info:
+        page.click("text=Export to Perfetto (.json)")
+    download = download_info.value
+    assert attempt.scenario not in download.suggested_filename
+    path = tmp_path / download.suggested_filename
+    download.save_as(path)
+    exported = json.loads(path.read_text())
+    assert any(e.get("name", "").startswith("ProfilerStep#") for e in exported["traceEvents"])
+
+    page.screenshot(path=str(tmp_path / "drill.png"))
+    commit(page, attempt)
+    truth = page.locator("[data-scenario]")
+    assert truth.get_attribute("data-scenario") == attempt.scenario
+    assert page.locator("#reveal").is_visible()
+    assert "under 2:00" in page.locator("#reveal").inner_text()
+    assert not page.errors, page.errors
+
+
+def test_the_server_enforces_the_clock(page, live_server):
+    sign_up(page, live_server, "hopper")
+    attempt = start_drill(page, live_server)
+    Attempt.objects.filter(pk=attempt.pk).update(served_at=timezone.now() - timedelta(seconds=200))
+    page.reload()
+    page.wait_for_selector("#clock.over")
+    commit(page, attempt)
+    assert "over 2:00" in page.locator("#reveal").inner_text()
+    attempt.refresh_from_db()
+    assert attempt.over_time and attempt.rating == 1
+
+
+def test_perfetto_only_mode_shows_no_timeline_and_no_framing(page, live_server):
+    sign_up(page, live_server, "liskov")
+    attempt = start_drill(page, live_server, mode="perfetto")
+    assert page.locator("#timeline").count() == 0
+    assert page.locator(".prompt").count() == 0
+    assert page.locator("#open-perfetto").count() == 1
+    commit(page, attempt)
+    assert page.locator("[data-scenario]").get_attribute("data-scenario") == attempt.scenario
