@@ -1,0 +1,211 @@
+"""Cohort page benchmark (not a test): 200 learners x 500 graded attempts each.
+
+Builds the cohort in a throwaway database (a temporary SQLite file, or a fresh database on the
+PostgreSQL at DATABASE_URL), then times, in the same run and process, the instructor's progress
+page and the CSV export against a trivial view served by the same stack (middleware, session,
+auth). Prints the medians, the ratios and the page's query count.
+
+    .venv/bin/python bench/cohort_bench.py [--learners 200] [--attempts 500] [--reps 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import types
+from datetime import timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--learners", type=int, default=200)
+    ap.add_argument("--attempts", type=int, default=500)
+    ap.add_argument("--reps", type=int, default=15)
+    args = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="cohort-bench-")
+    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-" + "x" * 40)
+    os.environ.setdefault("DEBUG", "1")
+    os.environ.setdefault("TRACETRACK_VAR_DIR", tmp)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "tracetrack.settings"
+
+    import django
+    from django.conf import settings
+
+    django.setup()
+    from django.db import connection
+
+    db = settings.DATABASES["default"]
+    db.setdefault("TEST", {})
+    if db["ENGINE"].endswith("sqlite3"):
+        db["TEST"]["NAME"] = str(Path(tmp) / "bench.sqlite3")
+    else:
+        db["TEST"]["NAME"] = f"bench_cohort_{os.getpid()}"
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
+    try:
+        run(args, connection)
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+
+
+def build(n_learners: int, n_attempts: int):
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.hashers import make_password
+    from django.utils import timezone
+
+    from content.cohorts import progress
+    from content.cohorts.models import Assignment, Cohort, Extension, Membership
+    from content.models import ReadMark, WalkthroughSet
+    from drills import scheduling
+    from drills.models import Attempt, Card
+    from scenarios.models import Trace
+    from tracetrack.roles import make_instructor
+
+    rng = random.Random(7)
+    now = timezone.now()
+    User = get_user_model()
+    pw = make_password("bench-password-1")
+    teacher = User.objects.create(username="teacher", password=pw)
+    make_instructor(teacher)
+    learners = User.objects.bulk_create(
+        [User(username=f"learner{i:04d}", password=pw) for i in range(n_learners)]
+    )
+    cohort = Cohort.objects.create(name="Bench cohort", created_by=teacher)
+    cohort.instructors.add(teacher)
+    Membership.objects.bulk_create([Membership(cohort=cohort, user=u) for u in learners])
+    wsets = [
+        WalkthroughSet.objects.create(
+            slug=f"bench-{k}",
+            title=f"Bench set {k}",
+            walkthroughs=[f"walkthrough-bench-{k}-{j}" for j in range(3)],
+            order=k,
+        )
+        for k in range(2)
+    ]
+    a1 = Assignment.objects.create(
+        cohort=cohort, walkthrough_set=wsets[0], due_at=now - timedelta(days=2),
+        cutoff_at=now + timedelta(days=2), goal="pairs", goal_pair_drills=20,
+    )  # fmt: skip
+    Assignment.objects.create(
+        cohort=cohort, walkthrough_set=wsets[1], due_at=now + timedelta(days=3),
+        goal="retention", goal_retention=0.8,
+    )  # fmt: skip
+    Extension.objects.bulk_create(
+        [Extension(assignment=a1, learner=u, due_at=now) for u in learners[:10]]
+    )
+    ReadMark.objects.bulk_create(
+        [
+            ReadMark(user=u, slug=slug)
+            for u in learners
+            for ws in wsets
+            for slug in ws.walkthroughs
+            if rng.random() < 0.6
+        ]
+    )
+    slugs = [s.slug for s in progress.scenarios()]
+    seed = 0
+    batch_t, batch_a = [], []
+    for u in learners:
+        for _ in range(n_attempts):
+            seed += 1
+            true = rng.choice(slugs)
+            twin = scheduling.TWINS.get(true)
+            answer = true if rng.random() < 0.7 else (twin or rng.choice(slugs))
+            t = Trace(
+                scenario=true, seed=seed, hardware="H100", generator_version="bench",
+                prompt={}, key={}, n_events=0, payload=b"", timeline_gz=b"",
+            )  # fmt: skip
+            sub = now - timedelta(minutes=rng.randint(1, 60 * 24 * 60))
+            batch_t.append(t)
+            batch_a.append(
+                Attempt(
+                    user=u,
+                    trace=t,
+                    scenario=true,
+                    served_at=sub - timedelta(seconds=70),
+                    submitted_at=sub,
+                    answer_scenario=answer,
+                    scenario_correct=answer == true,
+                    elapsed_s=70.0,
+                )
+            )
+        if len(batch_t) >= 10_000:
+            Trace.objects.bulk_create(batch_t, batch_size=2000)
+            Attempt.objects.bulk_create(batch_a, batch_size=2000)
+            batch_t, batch_a = [], []
+    if batch_t:
+        Trace.objects.bulk_create(batch_t, batch_size=2000)
+        Attempt.objects.bulk_create(batch_a, batch_size=2000)
+    cards = []
+    for u in learners:
+        for s in slugs:
+            when = now - timedelta(days=rng.randint(1, 20))
+            state = scheduling.review(scheduling.new_card_state(), rng.choice([1, 2, 3]), when)
+            cards.append(Card(user=u, item=s, state=state, due=scheduling.due(state), reviews=1))
+    Card.objects.bulk_create(cards, batch_size=2000)
+    return teacher, cohort
+
+
+def run(args, connection) -> None:
+    from django.http import HttpResponse
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext, override_settings
+    from django.urls import path
+
+    import tracetrack.urls
+
+    t0 = time.perf_counter()
+    teacher, cohort = build(args.learners, args.attempts)
+    build_s = time.perf_counter() - t0
+
+    def trivial(request):
+        return HttpResponse("ok")
+
+    urls = types.ModuleType("cohort_bench_urls")
+    urls.urlpatterns = [path("bench-trivial/", trivial), *tracetrack.urls.urlpatterns]
+    sys.modules["cohort_bench_urls"] = urls
+
+    with override_settings(ROOT_URLCONF="cohort_bench_urls", DEBUG=False, ALLOWED_HOSTS=["*"]):
+        client = Client()
+        client.force_login(teacher)
+        targets = {
+            "trivial view": "/bench-trivial/",
+            "instructor page": f"/cohorts/{cohort.pk}/",
+            "export.csv": f"/cohorts/{cohort.pk}/export.csv",
+        }
+        times: dict[str, list[float]] = {k: [] for k in targets}
+        for name, url in targets.items():  # warm-up
+            assert client.get(url).status_code == 200, name
+        for _ in range(args.reps):  # interleaved, so drift hits all alike
+            for name, url in targets.items():
+                t = time.perf_counter()
+                resp = client.get(url)
+                _ = resp.content
+                times[name].append(time.perf_counter() - t)
+        with CaptureQueriesContext(connection) as ctx:
+            page = client.get(targets["instructor page"])
+        size_kb = len(page.content) / 1024
+
+    engine = connection.vendor
+    n_att = args.learners * args.attempts
+    print(f"cohort bench on {engine}: {args.learners} learners x {args.attempts} attempts "
+          f"= {n_att} attempts (built in {build_s:.1f} s), {args.reps} reps each")  # fmt: skip
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for name, value in med.items():
+        print(f"  {name:16s} median {value * 1000:9.2f} ms   min {min(times[name]) * 1000:9.2f} ms")
+    print(f"  instructor page / trivial view = {med['instructor page'] / med['trivial view']:.0f}x")
+    print(f"  export.csv / trivial view      = {med['export.csv'] / med['trivial view']:.0f}x")
+    print(f"  instructor page: {len(ctx.captured_queries)} queries, {size_kb:.0f} KiB of HTML")
+
+
+if __name__ == "__main__":
+    main()
