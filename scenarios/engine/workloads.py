@@ -36,9 +36,11 @@ def ddp_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
     ratio = {
         "exposed-allreduce": (0.22, 0.45),
         "bandwidth-bound-collective": (1.0, 1.5),
-        "straggler": (0.05, 0.12),
+        "straggler": (0.12, 0.2),
         "sync-stalls": (0.3, 0.5),
     }.get(slug, (0.08, 0.25))
+    if slug == "straggler":
+        p["bucket_layers"] = 3 if p["layers"] >= 8 else 2
     if slug == "exposed-allreduce":
         p["overlap"] = False
         p["grad_dtype"] = str(rng.choice(["BFloat16", "Float"]))
@@ -239,10 +241,15 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
         1,
         20,
     )
-    for _ in range(L):
+    per_bucket = p.get("bucket_layers", 1)
+    pending = 0
+    for li in range(L):
         _layer_bwd(bwd, p, hw, unfused=unfused, compiled=compiled)
-        if p["overlap"]:
-            bwd.nccl("allreduce", layer_params, p["grad_dtype"], R, t_layer, ranks)
+        pending += 1
+        if p["overlap"] and (pending == per_bucket or li == L - 1):
+            t_b = allreduce_us(layer_params * pending * gsize, R, hw, p["busbw_eff"])
+            bwd.nccl("allreduce", layer_params * pending, p["grad_dtype"], R, t_b, ranks)
+            pending = 0
     comm = ub()
     if not p["overlap"]:
         for _ in range(L):
