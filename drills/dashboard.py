@@ -32,8 +32,18 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connections
-from django.db.models import Aggregate, Count, F, FloatField, Q, QuerySet, Window
-from django.db.models.functions import RowNumber, TruncDate, TruncWeek
+from django.db.models import (
+    Aggregate,
+    Count,
+    DateField,
+    F,
+    FloatField,
+    Func,
+    Q,
+    QuerySet,
+    Window,
+)
+from django.db.models.functions import RowNumber
 
 from drills import scheduling
 from drills.mentalmath import FAMILIES
@@ -97,6 +107,33 @@ class PercentileCont(Aggregate):
 
     def __init__(self, expression, percentile: float, **extra):
         super().__init__(expression, percentile=float(percentile), **extra)
+
+
+class UTCDay(Func):
+    """The UTC calendar day of a datetime column, computed natively by the database.
+
+    Django's ``TruncDate`` is a Python function on SQLite, called once per row; with tens of
+    thousands of attempts that dominates the page. SQLite stores aware datetimes as UTC text,
+    so ``date()`` is exact there.
+    """
+
+    output_field = DateField()
+    template = "((%(expressions)s) AT TIME ZONE 'UTC')::date"
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="date(%(expressions)s)", **extra)
+
+
+class UTCWeek(Func):
+    """The Monday (UTC) starting the week of a datetime column, computed natively."""
+
+    output_field = DateField()
+    template = "date_trunc('week', (%(expressions)s) AT TIME ZONE 'UTC')::date"
+
+    def as_sqlite(self, compiler, connection, **extra):
+        # 'weekday 0' moves forward to the next Sunday (or stays on one); 6 days back is Monday.
+        template = "date(%(expressions)s, 'weekday 0', '-6 days')"
+        return self.as_sql(compiler, connection, template=template, **extra)
 
 
 def _is_postgres(qs: QuerySet) -> bool:
@@ -298,7 +335,7 @@ def lookalike_rates(
         _graded(attempts_qs)
         .filter(scenario__in=[p[0] for p in pairs])
         .order_by()
-        .annotate(week=TruncWeek("submitted_at", tzinfo=UTC))
+        .annotate(week=UTCWeek("submitted_at"))
         .values_list("scenario", "week")
         .annotate(n=Count("pk"), confused=Count("pk", filter=confused))
     )
@@ -345,7 +382,7 @@ def accuracy_over_time(
         _graded(attempts_qs)
         .filter(submitted_at__gte=datetime.combine(start, datetime.min.time(), tzinfo=UTC))
         .order_by()
-        .annotate(week=TruncWeek("submitted_at", tzinfo=UTC))
+        .annotate(week=UTCWeek("submitted_at"))
         .values_list("week")
         .annotate(
             n=Count("pk"),
@@ -391,7 +428,7 @@ def daily_activity(
         _graded(attempts_qs)
         .filter(submitted_at__gte=datetime.combine(start, datetime.min.time(), tzinfo=UTC))
         .order_by()
-        .annotate(day=TruncDate("submitted_at", tzinfo=UTC))
+        .annotate(day=UTCDay("submitted_at"))
         .values_list("day")
         .annotate(n=Count("pk"))
     )
@@ -416,39 +453,32 @@ def daily_activity(
 
 def streak(attempts_qs: QuerySet[Attempt], now: datetime) -> dict[str, Any]:
     """Consecutive UTC days with at least one graded attempt, ending today (or yesterday, while
-    today's drill is still to do). Reads distinct days from SQL, newest first, and stops at the
-    first gap (so it reads ``streak + 1`` day rows at most, not attempts)."""
+    today's drill is still to do).
+
+    Reads the distinct UTC days of the last ``span`` days from SQL (one query, at most ``span``
+    small rows); only a streak that reaches back to the start of that window reads again, with
+    the window doubled."""
     today = _utc_day(now)
-    days = (
-        _graded(attempts_qs)
-        .filter(
-            submitted_at__lt=datetime.combine(
-                today + timedelta(days=1), datetime.min.time(), tzinfo=UTC
-            )
+    tomorrow = datetime.combine(today + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+    graded = _graded(attempts_qs).filter(submitted_at__lt=tomorrow).order_by()
+    span = 64
+    while True:
+        since = tomorrow - timedelta(days=span)
+        days = set(
+            graded.filter(submitted_at__gte=since)
+            .annotate(day=UTCDay("submitted_at"))
+            .values_list("day", flat=True)
+            .distinct()
         )
-        .order_by()
-        .annotate(day=TruncDate("submitted_at", tzinfo=UTC))
-        .values_list("day", flat=True)
-        .distinct()
-        .order_by("-day")
-    )
-    length = 0
-    done_today = False
-    expected = today
-    for chunk_start in range(0, 10**6, 64):
-        chunk = list(days[chunk_start : chunk_start + 64])
-        for d in chunk:
-            if length == 0 and d == today:
-                done_today = True
-            if length == 0 and d == today - timedelta(days=1) and expected == today:
-                expected = d  # today not drilled yet: the streak is still alive from yesterday
-            if d != expected:
-                return {"days": length, "done_today": done_today}
+        done_today = today in days
+        day = today if done_today else today - timedelta(days=1)
+        length = 0
+        while day in days:
             length += 1
-            expected = d - timedelta(days=1)
-        if len(chunk) < 64:
-            break
-    return {"days": length, "done_today": done_today}
+            day -= timedelta(days=1)
+        if length < span - 1 or not graded.filter(submitted_at__lt=since).exists():
+            return {"days": length, "done_today": done_today}
+        span *= 4
 
 
 # --------------------------------------------------------------------------- mental math

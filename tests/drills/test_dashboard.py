@@ -301,6 +301,11 @@ def test_streak_counts_consecutive_utc_days_from_sql():
     }
     # A day missed: the streak is over.
     assert dashboard.streak(Attempt.objects.filter(user=u), now + timedelta(days=2))["days"] == 0
+    # A long streak reads past the first window of days.
+    long = get_user_model().objects.create_user("long")
+    save_all([build(long, S, S, now - timedelta(days=d, hours=1)) for d in range(100)])
+    save_all([build(long, S, S, now - timedelta(days=d)) for d in range(101, 105)])
+    assert dashboard.streak(Attempt.objects.filter(user=long), now)["days"] == 100
 
 
 def test_streak_is_opt_in_from_the_home_page(learner, learner_client):

@@ -1,0 +1,262 @@
+"""Dashboard time at 20k attempts, against a trivial view in the same run (not a test).
+
+    python bench/dashboard_bench.py [--attempts 20000] [--repeat 15]
+
+Builds a throwaway database: a SQLite file in a temporary folder by default, or, when
+DATABASE_URL is set (postgres://...), a ``tracetrack_bench`` database on that server, created
+here and dropped at the end. One learner gets N graded attempts over the last year (every
+scenario, some lookalike confusions, some practice), scenario and math cards, and a second
+learner gets a few attempts (they must not slow the first one down). Then the Django test Client
+(full middleware stack, signed in) fetches ``/dashboard/``, ``/dashboard/stats.json`` and a
+trivial signed-in view that returns "ok", interleaved, and the medians and ratios are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import types
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_DB = "tracetrack_bench"
+
+
+def _env_defaults() -> None:
+    defaults = {
+        "SECRET_KEY": "bench-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFG",
+        "DEBUG": "false",  # no query logging in the timings
+        "ALLOWED_HOSTS": "localhost,127.0.0.1,testserver",
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+        "SECURE_HSTS_SECONDS": "0",
+        "STATIC_MANIFEST": "false",
+        "LOG_LEVEL": "WARNING",
+    }
+    for key, value in defaults.items():
+        os.environ.setdefault(key, value)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tracetrack.settings")
+
+
+def _pg_admin(url: str, sql: str) -> None:
+    import psycopg
+
+    parts = urlsplit(url)
+    admin = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def setup_database() -> tuple[str, callable]:
+    """Point settings at a throwaway database. Returns (description, cleanup)."""
+    url = os.environ.get("DATABASE_URL")
+    if url and url.startswith(("postgres://", "postgresql://")):
+        bench_url = urlunsplit(urlsplit(url)._replace(path=f"/{BENCH_DB}"))
+        _pg_admin(url, f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        _pg_admin(url, f"CREATE DATABASE {BENCH_DB}")
+        os.environ["DATABASE_URL"] = bench_url
+
+        def cleanup() -> None:
+            from django.db import connections
+
+            connections.close_all()
+            _pg_admin(url, f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+
+        return f"PostgreSQL ({BENCH_DB}, dropped afterwards)", cleanup
+    tmp = tempfile.mkdtemp(prefix="tracetrack-bench-")
+    os.environ.pop("DATABASE_URL", None)
+    os.environ["TRACETRACK_VAR_DIR"] = tmp
+
+    def cleanup_sqlite() -> None:
+        from django.db import connections
+
+        connections.close_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    return f"SQLite (temp file in {tmp})", cleanup_sqlite
+
+
+def populate(n_attempts: int):
+    import random
+
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from drills import scheduling
+    from drills.mentalmath import FAMILIES
+    from drills.models import Attempt, Card, MathAttempt
+    from scenarios import engine
+    from scenarios.models import Trace
+
+    rng = random.Random(7)
+    users = get_user_model().objects
+    learner = users.create_user("bench", password="bench-password-123")
+    other = users.create_user("other", password="bench-password-123")
+    slugs = list(engine.SCENARIOS)
+    now = timezone.now()
+
+    def rows(user, n, seed0):
+        traces, attempts = [], []
+        for k in range(n):
+            true = rng.choice(slugs)
+            twin = scheduling.twin_of(true)
+            roll = rng.random()
+            if twin and roll < 0.25:
+                answer = twin
+            elif roll < 0.15:
+                answer = rng.choice(slugs)
+            else:
+                answer = true
+            elapsed = rng.uniform(15, 170)
+            practice = rng.random() < 0.1
+            submitted = now - timedelta(seconds=rng.uniform(0, 365 * 86400))
+            traces.append(
+                Trace(
+                    scenario=true,
+                    seed=seed0 + k,
+                    hardware="h100",
+                    generator_version="bench",
+                    prompt={},
+                    key={"scenario": true},
+                    n_events=1,
+                    payload=b"x",
+                    timeline_gz=b"x",
+                )
+            )
+            attempts.append(
+                Attempt(
+                    user=user,
+                    scenario=true,
+                    mode="practice" if practice else "timed",
+                    served_at=submitted - timedelta(seconds=elapsed),
+                    submitted_at=submitted,
+                    answer_scenario=answer,
+                    answer_measurement="m",
+                    answer_fix="f",
+                    answer_expected_ms=100.0,
+                    elapsed_s=elapsed,
+                    scenario_correct=answer == true,
+                    measurement_correct=rng.random() < 0.7,
+                    fix_correct=rng.random() < 0.7,
+                    win_correct=rng.random() < 0.5,
+                    over_time=(elapsed > 122) and not practice,
+                    rating=3,
+                    counted=not practice,
+                )
+            )
+        for chunk in range(0, n, 2000):
+            made = Trace.objects.bulk_create(traces[chunk : chunk + 2000])
+            batch = attempts[chunk : chunk + 2000]
+            for a, t in zip(batch, made, strict=True):
+                a.trace = t
+            Attempt.objects.bulk_create(batch)
+
+    rows(learner, n_attempts, 1)
+    rows(other, 500, 10_000_000)
+    for slug in slugs:
+        state = scheduling.review(scheduling.new_card_state(), 3, now - timedelta(days=3))
+        Card.objects.create(user=learner, item=slug, state=state, due=scheduling.due(state))
+    for family in FAMILIES:
+        state = scheduling.review(scheduling.new_card_state(), 3, now - timedelta(days=2))
+        Card.objects.create(
+            user=learner, kind="math", item=family, state=state, due=scheduling.due(state)
+        )
+    MathAttempt.objects.bulk_create(
+        MathAttempt(
+            user=learner,
+            family=rng.choice(list(FAMILIES)),
+            seed=k,
+            problem={},
+            served_at=now,
+            submitted_at=now,
+            correct=rng.random() < 0.6,
+        )
+        for k in range(2000)
+    )
+    return learner
+
+
+def trivial_urlconf():
+    from django.http import HttpResponse
+    from django.urls import include, path
+
+    def trivial(request):
+        return HttpResponse("ok", content_type="text/plain")
+
+    module = types.ModuleType("bench_urls")
+    module.urlpatterns = [path("bench/trivial/", trivial), path("", include("tracetrack.urls"))]
+    return module
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--attempts", type=int, default=20_000)
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(ROOT))
+    _env_defaults()
+    where, cleanup = setup_database()
+    import django
+
+    django.setup()
+    try:
+        from django.core.management import call_command
+        from django.db import connection
+        from django.test import Client
+        from django.test.utils import CaptureQueriesContext, override_settings
+
+        call_command("migrate", verbosity=0)
+        t0 = time.perf_counter()
+        learner = populate(args.attempts)
+        print(f"database: {where}")
+        print(f"populated {args.attempts} attempts in {time.perf_counter() - t0:.1f} s")
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
+
+        urls = {
+            "trivial": "/bench/trivial/",
+            "dashboard": "/dashboard/",
+            "stats.json": "/dashboard/stats.json",
+        }
+        with override_settings(ROOT_URLCONF=trivial_urlconf()):
+            client = Client()
+            client.force_login(learner)
+            queries = {}
+            for name, url in urls.items():  # warm up (and check) each once
+                with CaptureQueriesContext(connection) as ctx:
+                    response = client.get(url)
+                assert response.status_code == 200, (url, response.status_code)
+                queries[name] = len(ctx.captured_queries)
+            times: dict[str, list[float]] = {name: [] for name in urls}
+            for _ in range(args.repeat):
+                for name, url in urls.items():
+                    start = time.perf_counter()
+                    response = client.get(url)
+                    times[name].append(time.perf_counter() - start)
+                    assert response.status_code == 200
+        med = {name: statistics.median(ts) for name, ts in times.items()}
+        print(f"{'view':<12} {'median ms':>10} {'min ms':>8} {'queries':>8} {'x trivial':>10}")
+        for name in urls:
+            print(
+                f"{name:<12} {med[name] * 1000:>10.1f} {min(times[name]) * 1000:>8.1f} "
+                f"{queries[name]:>8} {med[name] / med['trivial']:>10.1f}"
+            )
+        worst = max(med["dashboard"], med["stats.json"])
+        print(f"slowest dashboard view: {worst * 1000:.0f} ms (target: well under 1 s)")
+        return 0
+    finally:
+        cleanup()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
