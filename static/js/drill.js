@@ -28,34 +28,15 @@
     tick();
   }
 
-  function showDetails(box, slice) {
-    if (!box) return;
-    const rows = [["Name", slice.name], ["Start", slice.start.toFixed(3) + " µs"], ["Duration", slice.dur.toFixed(3) + " µs"], ["Row", slice.row]];
-    for (const [k, v] of Object.entries(slice.args || {})) rows.push([k, Array.isArray(v) ? v.join(" × ") : String(v)]);
-    box.replaceChildren();
-    const dl = document.createElement("dl");
-    for (const [k, v] of rows) {
-      const dt = document.createElement("dt"); dt.textContent = k;
-      const dd = document.createElement("dd"); dd.textContent = v;
-      dl.append(dt, dd);
-    }
-    box.append(dl);
-  }
-
   function mountTimeline(root) {
     const host = root.querySelector("#timeline");
     if (!host || host.dataset.mounted || !window.TraceTimeline) return;
     host.dataset.mounted = "1";
-    const details = root.querySelector("#timeline-details");
     fetch(host.dataset.src, { credentials: "same-origin" })
       .then((r) => { if (!r.ok) throw new Error("HTTP " + r.status); return r.json(); })
       .then((data) => {
         const viewer = window.TraceTimeline.mount(host, data, { height: 520 });
         host.viewer = viewer;
-        viewer.on("select", (s) => showDetails(details, s));
-        viewer.on("range", (r) => {
-          if (details) details.textContent = "Selection: " + (r.dur >= 1000 ? (r.dur / 1000).toFixed(3) + " ms" : r.dur.toFixed(1) + " µs");
-        });
         const ev = document.getElementById("reveal-evidence");
         if (ev) {
           const evidence = JSON.parse(ev.textContent);
@@ -78,5 +59,9 @@
   }
 
   document.addEventListener("DOMContentLoaded", () => init(document));
-  document.addEventListener("htmx:afterSettle", () => init(document));
+  document.addEventListener("htmx:afterSettle", () => {
+    init(document);
+    const reveal = document.getElementById("reveal");
+    if (reveal) { reveal.scrollIntoView({ block: "start" }); reveal.focus({ preventScroll: true }); }
+  });
 })();
