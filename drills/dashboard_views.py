@@ -136,7 +136,7 @@ def sparkline(trend: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 ACC_W, ACC_H = 640, 230
-ACC_L, ACC_R, ACC_T, ACC_B = 44, 16, 22, 46
+ACC_L, ACC_R, ACC_T, ACC_B = 44, 30, 22, 46
 
 
 def accuracy_chart(weeks: list[dict[str, Any]]) -> dict[str, Any]:
