@@ -148,23 +148,24 @@ STORAGES = {
     },
 }
 
-# Email: the console in development; SMTP when EMAIL_HOST is set.
+# Email: the console in development; SMTP in production (EMAIL_HOST, default localhost).
+# EMAIL_CONSOLE=true keeps the console backend, e.g. for a local `docker compose up` trial.
 _EMAIL_HOST = env_str("EMAIL_HOST")
-if _EMAIL_HOST:
+if env_bool("EMAIL_CONSOLE", DEBUG and not _EMAIL_HOST):
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
+else:
     MAILERS = {
         "default": {
             "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
             "OPTIONS": {
-                "host": _EMAIL_HOST,
-                "port": env_int("EMAIL_PORT", 587, lo=1, hi=65535),
+                "host": _EMAIL_HOST or "localhost",
+                "port": env_int("EMAIL_PORT", 587 if _EMAIL_HOST else 25, lo=1, hi=65535),
                 "username": env_str("EMAIL_HOST_USER", "") or "",
                 "password": env_str("EMAIL_HOST_PASSWORD", "") or "",
-                "use_tls": env_bool("EMAIL_USE_TLS", True),
+                "use_tls": env_bool("EMAIL_USE_TLS", bool(_EMAIL_HOST)),
             },
         }
     }
-else:
-    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "TraceTrack <noreply@localhost>")
 
 # Content Security Policy: strict for the site; the served Perfetto UI overrides it on its path.
