@@ -7,12 +7,14 @@ import gzip
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from content import pages as content_pages
 from content import timelines
 from content.models import ReadMark, WalkthroughSet
 from content.pages import DOWNLOADS, MAX_INLINE_SEED, PAGES_DIR, Page, get_page, library
+from scenarios import perfetto_ui
 
 
 def _read_slugs(request: HttpRequest) -> set[str]:
@@ -99,6 +101,11 @@ def walkthrough(request: HttpRequest, slug: str) -> HttpResponse:
             "steps": content_pages.render_walkthrough_steps(pg, key),
             "arithmetic": key.get("arithmetic", []),
             "prompt": data["prompt"],
+            "perfetto_available": perfetto_ui.available(),
+            "perfetto_url": perfetto_ui.open_url(
+                request, reverse("content:walkthrough_perfetto", args=[pg.slug])
+            ),
+            "perfetto_hint": perfetto_ui.INSTALL_HINT,
         }
     )
     return TemplateResponse(request, "content/walkthrough.html", context)

