@@ -100,7 +100,7 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
 def _card(user, item: str, kind: str, now: datetime) -> Card:
     card = Card.objects.select_for_update().filter(user=user, kind=kind, item=item).first()
     if card is None:
-        state = scheduling.new_card_state()
+        state = scheduling.new_card_state(now)
         card = Card(user=user, kind=kind, item=item, state=state, due=now)
     return card
 
@@ -123,5 +123,5 @@ def pull_twin(user, result: GradeResult, now: datetime) -> None:
         return
     card = _card(user, result.answered_scenario, Card.Kind.SCENARIO, now)
     card.state = scheduling.pull_due_now(card.state, now)
-    card.due = now
+    card.due = scheduling.due(card.state)
     card.save()

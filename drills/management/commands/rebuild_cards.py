@@ -83,7 +83,7 @@ def replay(rows, desired_retention: float) -> dict[str, Replayed]:
             continue
         when: datetime = row["submitted_at"]
         slug = row["scenario"]
-        card = cards.get(slug) or Replayed(state=scheduling.new_card_state(), due=when)
+        card = cards.get(slug) or Replayed(state=scheduling.new_card_state(when), due=when)
         card.state = scheduling.review(
             card.state, scheduling.rating_for(grade), when, desired_retention=desired_retention
         )
@@ -93,9 +93,9 @@ def replay(rows, desired_retention: float) -> dict[str, Replayed]:
         cards[slug] = card
         target = scheduling.twin_pull_target(slug, row["answer_scenario"] or None)
         if target is not None:
-            pulled = cards.get(target) or Replayed(state=scheduling.new_card_state(), due=when)
+            pulled = cards.get(target) or Replayed(state=scheduling.new_card_state(when), due=when)
             pulled.state = scheduling.pull_due_now(pulled.state, when)
-            pulled.due = when
+            pulled.due = scheduling.due(pulled.state)
             cards[target] = pulled
     return cards
 
