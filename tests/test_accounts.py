@@ -1,0 +1,54 @@
+"""Sign-in housekeeping: password change and reset (console/locmem mail in development)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core import mail
+
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db
+NEW = "n3w-long-pass-42"
+
+
+def test_password_change_requires_the_old_password(learner_client, learner):
+    page = learner_client.get("/accounts/password_change/")
+    assert page.status_code == 200
+    bad = learner_client.post(
+        "/accounts/password_change/",
+        {"old_password": "wrong", "new_password1": NEW, "new_password2": NEW},
+    )
+    assert bad.status_code == 200 and b"incorrectly" in bad.content
+    ok = learner_client.post(
+        "/accounts/password_change/",
+        {"old_password": PASSWORD, "new_password1": NEW, "new_password2": NEW},
+    )
+    assert ok.status_code == 302
+    learner.refresh_from_db()
+    assert learner.check_password(NEW)
+
+
+def test_password_reset_mails_a_link_that_sets_a_new_password(client, make_user):
+    user = make_user("ada", email="ada@example.com")
+    response = client.post("/accounts/password_reset/", {"email": "ada@example.com"})
+    assert response.status_code == 302
+    assert len(mail.outbox) == 1
+    link = re.search(r"(/accounts/reset/\S+/\S+/)", mail.outbox[0].body).group(1)
+    form = client.get(link, follow=True)
+    assert form.status_code == 200
+    set_url = form.redirect_chain[-1][0] if form.redirect_chain else link
+    done = client.post(
+        set_url, {"new_password1": "fresh-long-pass-7", "new_password2": "fresh-long-pass-7"}
+    )
+    assert done.status_code == 302
+    user.refresh_from_db()
+    assert user.check_password("fresh-long-pass-7")
+
+
+def test_login_form_rejects_a_wrong_password_without_saying_which_part(client, make_user):
+    make_user("ada")
+    response = client.post("/accounts/login/", {"username": "ada", "password": "nope"})
+    assert response.status_code == 200
+    assert b"correct username and password" in response.content
