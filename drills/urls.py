@@ -1,6 +1,6 @@
 from django.urls import path
 
-from drills import dashboard_views, views
+from drills import dashboard_views, math_views, views
 
 app_name = "drills"
 
@@ -12,6 +12,21 @@ urlpatterns = [
         "drill/attempts/<uuid:attempt_id>/diagnosis/",
         views.submit_diagnosis,
         name="submit",
+    ),
+    path("math/", math_views.home, name="math"),
+    path("math/next/", math_views.next_problem, name="math_next"),
+    path("math/attempts/<uuid:attempt_id>/", math_views.attempt_detail, name="math_attempt"),
+    path(
+        "math/attempts/<uuid:attempt_id>/answer/",
+        math_views.submit_answer,
+        name="math_answer",
+    ),
+    path("math/sprint/", math_views.start_sprint, name="math_sprint_start"),
+    path("math/sprint/<uuid:sprint_id>/", math_views.sprint_detail, name="math_sprint"),
+    path(
+        "math/sprint/<uuid:sprint_id>/answer/",
+        math_views.sprint_answer,
+        name="math_sprint_answer",
     ),
     path("dashboard/", dashboard_views.dashboard, name="dashboard"),
     path("dashboard/stats.json", dashboard_views.stats_json, name="stats_json"),

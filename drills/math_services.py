@@ -1,0 +1,263 @@
+"""The mental-math trainer's write paths: start a problem or a sprint, commit an answer once.
+
+Mirrors ``drills.services`` (the trace drills): the server's clock is the only clock, an answer is
+graded once under ``select_for_update``, and the learner's family card (``Card`` of kind "math")
+is updated with the same FSRS machinery. The rating adapter (``math_rating``) maps a graded
+answer onto ``scheduling.rating_for``: wrong or past 2:00 → Again, right but slower than 90 s →
+Hard, otherwise Good.
+
+Sprints: 120 seconds of problems one after another. The score is the number of right answers
+committed before ``ends_at`` (server time); an answer that arrives later is graded and shown but
+neither scored nor scheduled. Answers inside the sprint update the family cards like single drills.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import fsrs
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from drills import mentalmath, scheduling
+from drills.models import Card, MathAttempt, MathSprint
+from drills.services import load_cards, review_card
+
+SPRINT_S = 120
+RECENT_N = 5
+_seeds = random.SystemRandom()
+
+
+def time_limit_s() -> int:
+    return settings.TRACETRACK["DRILL_TIME_LIMIT_S"]
+
+
+# --------------------------------------------------------------------------- rating adapter
+
+
+@dataclass(frozen=True, slots=True)
+class MathGrade:
+    """A graded math answer in the shape ``scheduling.rating_for`` reads (``GradeLike``).
+
+    The answer is the whole recall, so "scenario" stands for the answer and the measurement/fix
+    halves are always right.
+    """
+
+    correct: bool
+    elapsed_s: float
+    over_time: bool
+    practice: bool = False
+
+    @property
+    def scenario_correct(self) -> bool:
+        return self.correct
+
+    measurement_correct = True
+    fix_correct = True
+    win_correct = True
+
+
+def math_rating(correct: bool, elapsed_s: float, over_time: bool) -> fsrs.Rating:
+    """Wrong or past 2:00 → Again; right but > 90 s → Hard; otherwise Good."""
+    return scheduling.rating_for(MathGrade(bool(correct), float(elapsed_s), bool(over_time)))
+
+
+# --------------------------------------------------------------------------- picking
+
+
+def family_keys() -> list[str]:
+    return list(mentalmath.FAMILIES)
+
+
+# The trace engine's answer keys name the calculation behind each scenario in their own words
+# (``mentalmath_family`` in scenarios.engine.catalog.ANSWERS); these are the drill families that
+# practise that calculation. Unknown names fall back to the family key with "_" read as "-".
+ENGINE_FAMILIES: dict[str, str] = {
+    "allreduce_time": "allreduce-time",
+    "busbw": "busbw",
+    "dataloader_overlap": "dataloader-workers",
+    "launch_overhead": "launch-overhead",
+    "roofline": "kernel-floor",  # the hot kernel's bytes ÷ time against HBM peak
+    "pipeline_bubble": "bubble",
+    "straggler_cost": "amdahl",
+    "sync_cost": "amdahl",
+    "recompile_cost": "amdahl",
+}
+
+
+def resolve_family(name: str | None) -> str | None:
+    """A drill family key for ``name`` (a family key or an engine answer key's name), or None."""
+    if not name:
+        return None
+    if name in mentalmath.FAMILIES:
+        return name
+    key = ENGINE_FAMILIES.get(name, name.replace("_", "-"))
+    return key if key in mentalmath.FAMILIES else None
+
+
+def next_family(user, now: datetime | None = None) -> str:
+    """FSRS over the family cards, like the trace trainer: due first (weakest first), then the
+    unseen families, then the weakest; the families just served are avoided among equals."""
+    now = now or timezone.now()
+    cards = load_cards(user, Card.Kind.MATH)
+    states = {key: (cards[key].state if key in cards else None) for key in family_keys()}
+    newest_first = MathAttempt.objects.filter(user=user).order_by("-served_at")
+    recent = list(newest_first.values_list("family", flat=True)[:RECENT_N])[::-1]
+    return scheduling.pick_next(states, now, rng=random.Random(), recent=recent)
+
+
+def _new_attempt(user, family: str, now: datetime, *, sprint: MathSprint | None = None):
+    seed = _seeds.randrange(1, 2**62)
+    problem = mentalmath.make_problem(family, seed)
+    return MathAttempt.objects.create(
+        user=user,
+        family=family,
+        seed=seed,
+        problem=problem.to_dict(),
+        mode=MathAttempt.Mode.SPRINT if sprint else MathAttempt.Mode.SINGLE,
+        sprint=sprint,
+        served_at=now,
+    )
+
+
+def open_attempt(user, family: str | None = None) -> MathAttempt | None:
+    """The learner's unanswered single drill (of ``family`` when given), newest first."""
+    qs = MathAttempt.objects.filter(
+        user=user, mode=MathAttempt.Mode.SINGLE, submitted_at__isnull=True
+    )
+    if family:
+        qs = qs.filter(family=family)
+    return qs.order_by("-served_at").first()
+
+
+def start_single(user, family: str | None = None) -> MathAttempt:
+    """A single 2:00 drill. An unanswered one (of the same family, if one is asked for) is resumed
+    instead: asking again is not a way to skip a problem or restart its clock."""
+    if family is not None and family not in mentalmath.FAMILIES:
+        raise ValueError(f"unknown mental-math family {family!r}")
+    existing = open_attempt(user, family)
+    if existing is not None:
+        return existing
+    now = timezone.now()
+    return _new_attempt(user, family or next_family(user, now), now)
+
+
+def problem_of(attempt: MathAttempt) -> mentalmath.Problem:
+    return mentalmath.Problem.from_dict(attempt.problem)
+
+
+def check_answer(attempt: MathAttempt, text: str) -> mentalmath.Graded:
+    """Grade without storing anything (the views use it to refuse unreadable input)."""
+    return mentalmath.grade_answer(problem_of(attempt), text)
+
+
+# --------------------------------------------------------------------------- answering
+
+
+@dataclass(frozen=True, slots=True)
+class Submitted:
+    attempt: MathAttempt
+    graded_now: bool
+    graded: mentalmath.Graded
+
+
+def submit_answer(attempt: MathAttempt, text: str) -> Submitted:
+    """Grade and store ``text`` once.
+
+    Unreadable input ("fast", a unit of the wrong kind) stores nothing and returns
+    ``graded.parsed`` False: the learner can answer again. A second submission after grading
+    changes nothing and returns the stored attempt (``graded_now`` False).
+    """
+    now = timezone.now()
+    problem = problem_of(attempt)
+    with transaction.atomic():
+        sprint = None
+        if attempt.sprint_id is not None:
+            # Lock order: sprint, then attempt (the sprint's next problem is created under it).
+            sprint = MathSprint.objects.select_for_update().get(pk=attempt.sprint_id)
+        locked = MathAttempt.objects.select_for_update().get(pk=attempt.pk)
+        if locked.submitted_at is not None:
+            return Submitted(locked, False, mentalmath.grade_answer(problem, locked.answer_text))
+        graded = mentalmath.grade_answer(problem, text)
+        if not graded.parsed:
+            return Submitted(locked, False, graded)
+        elapsed = (now - locked.served_at).total_seconds()
+        if sprint is not None:
+            over = now > sprint.ends_at
+            counted = not over
+        else:
+            over = elapsed > time_limit_s()
+            counted = True
+        rating = math_rating(graded.correct, elapsed, over)
+        locked.submitted_at = now
+        locked.answer_text = text.strip()[:100]
+        locked.value = graded.value
+        locked.correct = graded.correct
+        locked.error = graded.error
+        locked.elapsed_s = elapsed
+        locked.over_time = over
+        locked.rating = int(rating)
+        locked.counted = counted
+        locked.save()
+        if counted:
+            review_card(locked.user, locked.family, rating, now, kind=Card.Kind.MATH)
+        if sprint is not None:
+            _rescore(sprint)
+    return Submitted(locked, True, graded)
+
+
+# --------------------------------------------------------------------------- sprints
+
+
+def running_sprint(user, now: datetime | None = None) -> MathSprint | None:
+    now = now or timezone.now()
+    return MathSprint.objects.filter(user=user, ends_at__gt=now).order_by("-started_at").first()
+
+
+def start_sprint(user) -> MathSprint:
+    """A 120-second sprint (a running one is resumed instead), with its first problem."""
+    now = timezone.now()
+    existing = running_sprint(user, now)
+    if existing is not None:
+        return existing
+    with transaction.atomic():
+        sprint = MathSprint.objects.create(
+            user=user, started_at=now, ends_at=now + timedelta(seconds=SPRINT_S)
+        )
+        _new_attempt(user, next_family(user, now), now, sprint=sprint)
+    return sprint
+
+
+def sprint_is_over(sprint: MathSprint, now: datetime | None = None) -> bool:
+    return (now or timezone.now()) >= sprint.ends_at
+
+
+def current_problem(sprint: MathSprint) -> MathAttempt | None:
+    """The sprint's unanswered problem, served now if there is none; None once time is up."""
+    now = timezone.now()
+    if sprint_is_over(sprint, now):
+        return None
+    with transaction.atomic():
+        MathSprint.objects.select_for_update().get(pk=sprint.pk)
+        open_ = sprint.attempts.filter(submitted_at__isnull=True).order_by("-served_at").first()
+        if open_ is not None:
+            return open_
+        return _new_attempt(sprint.user, next_family(sprint.user, now), now, sprint=sprint)
+
+
+def _rescore(sprint: MathSprint) -> None:
+    """Score = right answers committed before ``ends_at``; attempted = answers before it."""
+    in_time = sprint.attempts.filter(submitted_at__isnull=False, submitted_at__lte=sprint.ends_at)
+    sprint.attempted = in_time.count()
+    sprint.score = in_time.filter(correct=True).count()
+    sprint.save(update_fields=["score", "attempted"])
+
+
+def sprint_history(user, now: datetime | None = None, limit: int = 30) -> list[MathSprint]:
+    """Finished sprints, oldest first (the last ``limit``)."""
+    now = now or timezone.now()
+    newest = MathSprint.objects.filter(user=user, ends_at__lte=now).order_by("-started_at")
+    return list(newest[:limit])[::-1]
