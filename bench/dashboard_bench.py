@@ -14,74 +14,13 @@ trivial signed-in view that returns "ok", interleaved, and the medians and ratio
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import statistics
-import sys
-import tempfile
 import time
-import types
 from datetime import timedelta
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
-ROOT = Path(__file__).resolve().parent.parent
+from common import env_defaults, print_table, setup_database, trivial_urlconf
+
 BENCH_DB = "tracetrack_bench"
-
-
-def _env_defaults() -> None:
-    defaults = {
-        "SECRET_KEY": "bench-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFG",
-        "DEBUG": "false",  # no query logging in the timings
-        "ALLOWED_HOSTS": "localhost,127.0.0.1,testserver",
-        "SECURE_SSL_REDIRECT": "false",
-        "SESSION_COOKIE_SECURE": "false",
-        "CSRF_COOKIE_SECURE": "false",
-        "SECURE_HSTS_SECONDS": "0",
-        "STATIC_MANIFEST": "false",
-        "LOG_LEVEL": "WARNING",
-    }
-    for key, value in defaults.items():
-        os.environ.setdefault(key, value)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tracetrack.settings")
-
-
-def _pg_admin(url: str, sql: str) -> None:
-    import psycopg
-
-    parts = urlsplit(url)
-    admin = urlunsplit(parts._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql)
-
-
-def setup_database() -> tuple[str, callable]:
-    """Point settings at a throwaway database. Returns (description, cleanup)."""
-    url = os.environ.get("DATABASE_URL")
-    if url and url.startswith(("postgres://", "postgresql://")):
-        bench_url = urlunsplit(urlsplit(url)._replace(path=f"/{BENCH_DB}"))
-        _pg_admin(url, f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-        _pg_admin(url, f"CREATE DATABASE {BENCH_DB}")
-        os.environ["DATABASE_URL"] = bench_url
-
-        def cleanup() -> None:
-            from django.db import connections
-
-            connections.close_all()
-            _pg_admin(url, f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
-
-        return f"PostgreSQL ({BENCH_DB}, dropped afterwards)", cleanup
-    tmp = tempfile.mkdtemp(prefix="tracetrack-bench-")
-    os.environ.pop("DATABASE_URL", None)
-    os.environ["TRACETRACK_VAR_DIR"] = tmp
-
-    def cleanup_sqlite() -> None:
-        from django.db import connections
-
-        connections.close_all()
-        shutil.rmtree(tmp, ignore_errors=True)
-
-    return f"SQLite (temp file in {tmp})", cleanup_sqlite
 
 
 def populate(n_attempts: int):
@@ -184,27 +123,14 @@ def populate(n_attempts: int):
     return learner
 
 
-def trivial_urlconf():
-    from django.http import HttpResponse
-    from django.urls import include, path
-
-    def trivial(request):
-        return HttpResponse("ok", content_type="text/plain")
-
-    module = types.ModuleType("bench_urls")
-    module.urlpatterns = [path("bench/trivial/", trivial), path("", include("tracetrack.urls"))]
-    return module
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
 
-    sys.path.insert(0, str(ROOT))
-    _env_defaults()
-    where, cleanup = setup_database()
+    env_defaults()
+    where, cleanup = setup_database(BENCH_DB)
     import django
 
     django.setup()
@@ -244,13 +170,8 @@ def main() -> int:
                     response = client.get(url)
                     times[name].append(time.perf_counter() - start)
                     assert response.status_code == 200
+        print_table(times, queries)
         med = {name: statistics.median(ts) for name, ts in times.items()}
-        print(f"{'view':<12} {'median ms':>10} {'min ms':>8} {'queries':>8} {'x trivial':>10}")
-        for name in urls:
-            print(
-                f"{name:<12} {med[name] * 1000:>10.1f} {min(times[name]) * 1000:>8.1f} "
-                f"{queries[name]:>8} {med[name] / med['trivial']:>10.1f}"
-            )
         worst = max(med["dashboard"], med["stats.json"])
         print(f"slowest dashboard view: {worst * 1000:.0f} ms (target: well under 1 s)")
         return 0

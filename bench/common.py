@@ -1,0 +1,110 @@
+"""Shared plumbing for the benchmarks: a throwaway database and side-by-side view timings.
+
+Benchmarks print ratios measured in one run (these machines are noisy, absolute times mean little).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import types
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def env_defaults() -> None:
+    """Production-like settings (DEBUG off: no query logging) over plain HTTP on loopback."""
+    sys.path.insert(0, str(ROOT))
+    defaults = {
+        "SECRET_KEY": "bench-only-secret-key-0123456789-abcdefghijklmnopqrstuvwxyz-ABCDEFG",
+        "DEBUG": "false",
+        "ALLOWED_HOSTS": "localhost,127.0.0.1,testserver",
+        "SECURE_SSL_REDIRECT": "false",
+        "SESSION_COOKIE_SECURE": "false",
+        "CSRF_COOKIE_SECURE": "false",
+        "SECURE_HSTS_SECONDS": "0",
+        "STATIC_MANIFEST": "false",
+        "LOG_LEVEL": "WARNING",
+    }
+    for key, value in defaults.items():
+        os.environ.setdefault(key, value)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tracetrack.settings")
+
+
+def _pg_admin(url: str, sql: str) -> None:
+    import psycopg
+
+    admin = urlunsplit(urlsplit(url)._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def setup_database(name: str) -> tuple[str, Callable[[], None]]:
+    """Point settings at a throwaway database: a PostgreSQL database ``name`` on the server of
+    DATABASE_URL when that is set (created here, dropped by the cleanup), else a temporary SQLite
+    file. Call before ``django.setup()``. Returns (description, cleanup)."""
+    url = os.environ.get("DATABASE_URL")
+    if url and url.startswith(("postgres://", "postgresql://")):
+        _pg_admin(url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        _pg_admin(url, f"CREATE DATABASE {name}")
+        os.environ["DATABASE_URL"] = urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+        def cleanup() -> None:
+            from django.db import connections
+
+            connections.close_all()
+            _pg_admin(url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+        return f"PostgreSQL ({name}, dropped afterwards)", cleanup
+    tmp = tempfile.mkdtemp(prefix="tracetrack-bench-")
+    os.environ.pop("DATABASE_URL", None)
+    os.environ["TRACETRACK_VAR_DIR"] = tmp
+
+    def cleanup_sqlite() -> None:
+        from django.db import connections
+
+        connections.close_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    return f"SQLite (temp file in {tmp})", cleanup_sqlite
+
+
+def trivial_urlconf() -> types.ModuleType:
+    """The project's URLs plus ``/bench/trivial/``: a signed-in view that returns "ok"."""
+    from django.http import HttpResponse
+    from django.urls import include, path
+
+    def trivial(request):
+        return HttpResponse("ok", content_type="text/plain")
+
+    module = types.ModuleType("bench_urls")
+    module.urlpatterns = [path("bench/trivial/", trivial), path("", include("tracetrack.urls"))]
+    return module
+
+
+def print_table(times: dict[str, list[float]], queries: dict[str, int] | None = None) -> None:
+    """Median, p90 and min per view, and each median as a multiple of the trivial view's."""
+    med = {name: statistics.median(ts) for name, ts in times.items()}
+    base = med.get("trivial") or min(med.values())
+    head = ("view", "median ms", "p90 ms", "min ms", "queries", "x trivial")
+    print(f"{head[0]:<16} {head[1]:>10} {head[2]:>8} {head[3]:>8} {head[4]:>8} {head[5]:>10}")
+    for name, ts in times.items():
+        p90 = sorted(ts)[max(0, int(len(ts) * 0.9) - 1)]
+        q = "" if queries is None else str(queries.get(name, ""))
+        print(
+            f"{name:<16} {med[name] * 1000:>10.1f} {p90 * 1000:>8.1f} {min(ts) * 1000:>8.1f} "
+            f"{q:>8} {med[name] / base:>10.1f}"
+        )
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
