@@ -27,7 +27,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 
 __all__ = [
     "FIXES",
@@ -164,7 +164,7 @@ def _describe(kind: str, p: dict, hw: Hardware, slug: str) -> str:
     if kind == "infer":
         return (
             f"decoder with {p['layers']} layers, hidden {p['hidden']}, serving decode at batch "
-            f"{p['batch']} on one GPU, one token per profiler step"
+            f"{p['batch']} on one GPU (GQA, 1024-token context), one token per profiler step"
         )
     return (
         f"pipeline-parallel training: {p['stages']} stages (one per rank), {p['micro']} "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .catalog import ANSWERS, FIXES, MEASUREMENTS, SCENARIOS
+from .catalog import ANSWERS, MEASUREMENTS, SCENARIOS
 from .hardware import Hardware
 from .measure import Measured, row_name
 from .model import C_RT, COMPUTE, MAIN, NCCL
@@ -45,44 +45,101 @@ def _step_span(M: Measured, rank: int, k: int, tid: int, label: str) -> dict:
     }
 
 
+class _Fmt:
+    """One rounding per key: every number is printed, and then used, at the precision the
+    reader sees (0.01 ms for sub-10 ms steps, else 0.1 ms), so each line's arithmetic adds up."""
+
+    def __init__(self, step_ms: float):
+        self.d = 2 if step_ms < 10 else 1
+
+    def q(self, x: float, d: int | None = None) -> float:
+        return round(float(x), self.d if d is None else d) + 0.0  # + 0.0: never "-0"
+
+    def s(self, x: float, d: int | None = None) -> str:
+        d = self.d if d is None else d
+        return f"{self.q(x, d):.{d}f}"
+
+
+def _pct(x: float) -> str:
+    """A percentage, clamped at zero (no "-0 %")."""
+    return f"{max(0.0, round(float(x))) + 0.0:.0f}"
+
+
+def _range(a: float, b: float) -> str:
+    a_, b_ = f"{a:.0f}", f"{b:.0f}"
+    return a_ if a_ == b_ else f"{a_}–{b_}"
+
+
+def _x(step: float, expected: float) -> str:
+    return f"{step / expected:.2f}×" if expected > 0 else "∞"
+
+
 def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
     meas, meas_ok, fix, fix_ok, family = ANSWERS[slug]
     sc = SCENARIOS[slug]
-    step = f["step_ms"]
+    F = _Fmt(f["step_ms"])
+    q, s = F.q, F.s
+    step = q(f["step_ms"])
     ev: list[dict] = []
     k_mid = min(2, M.n_steps - 1)
     r0 = M.ranks[0]
+    sync_api = "hipStreamSynchronize" if hw.vendor == "amd" else "cudaStreamSynchronize"
+    how = _HOW[meas]
     if slug == "exposed-allreduce":
-        exp = f["exposed_comm_ms"]
-        expected = step - exp
+        comm, ov = q(f["comm_ms"]), max(0.0, round(f["overlap_pct"])) / 100
+        exp = q(comm * (1 - ov))
+        nb = max(1, round(f["colls_per_step"]))
+        last = q(comm / nb)
+        bwd = q(f["compute_ms"] * 2 / 3)
+        expected = q(step - exp + last)
         sig = (
-            f"Every rank runs its all-reduce after backward: {f['comm_ms']:.1f} ms of NCCL per "
-            f"step with only {f['overlap_pct']:.0f} % under compute, so {exp:.1f} ms of each "
-            f"{step:.1f} ms step is exposed; ranks are symmetric."
+            f"Every rank runs its {nb} gradient all-reduces back to back after backward: "
+            f"{s(comm)} ms of NCCL per step with only {_pct(100 * ov)} % under compute, so "
+            f"{s(exp)} ms of each {s(step)} ms step is exposed; ranks are symmetric."
         )
-        value = f"overlap {f['overlap_pct']:.0f} % of {f['comm_ms']:.1f} ms comm per step"
+        value = f"overlap {_pct(100 * ov)} % of {s(comm)} ms comm per step"
         arith = [
-            f"exposed comm ≈ comm × (1 − overlap) = {f['comm_ms']:.1f} × "
-            f"(1 − {f['overlap_pct'] / 100:.2f}) ≈ {exp:.1f} ms",
-            "backward compute is long enough to hide it once buckets launch during backward",
-            f"expected step ≈ {step:.1f} − {exp:.1f} = {expected:.1f} ms ({step / expected:.2f}×)",
+            f"exposed comm = comm × (1 − overlap) = {s(comm)} × (1 − {ov:.2f}) = {s(exp)} ms",
+            f"backward ≈ ⅔ of {s(f['compute_ms'])} ms compute = {s(bwd)} ms, enough to hide all "
+            f"but the last of {nb} buckets: {s(comm)} ÷ {nb} = {s(last)} ms stays exposed",
+            f"expected step ≈ {s(step)} − {s(exp)} + {s(last)} = {s(expected)} ms "
+            f"({_x(step, expected)})",
         ]
+        fix_text = (
+            "Drop the manual all-reduce after backward and let DDP's bucket hooks launch each "
+            "bucket during backward (default bucket_cap_mb=25, gradient_as_bucket_view=True): "
+            f"{s(q(comm - last))} of {s(comm)} ms of comm hides under backward, step "
+            f"{s(step)} → {s(expected)} ms."
+        )
         ev += _span(M, r0, NCCL, M.mask(tid=NCCL), "all-reduce after backward", 3)
     elif slug == "input-starvation":
-        wait = f["loader_ms_per_step"]
-        compute = max(step - wait, f["gpu_per_step_ms"])
-        expected = max(compute, 0.0)
+        wait = q(f["loader_ms_per_step"])
+        compute = q(step - wait)
+        fetch = q(f["loader_fetch_ms"])
+        w = max(1, int(f["loader_worker_rows"]))
+        per = q(fetch / w)
+        k = 8
+        fetch_k = q(fetch / k)
+        expected = max(compute, fetch_k)
         sig = (
-            f"Every step on every rank opens with {wait:.1f} ms inside the DataLoader __next__ "
-            f"(min {f['loader_ms_min']:.1f}, max {f['loader_ms_max']:.1f} ms) while the GPU idles; "
-            f"GPU idle {100 * f['gpu_idle_frac']:.0f} % of the step."
+            f"Every step on every rank opens with {s(wait)} ms inside the DataLoader __next__ "
+            f"(min {s(f['loader_ms_min'])}, max {s(f['loader_ms_max'])} ms) while the GPU "
+            f"idles: {_pct(100 * wait / step)} % of each {s(step)} ms step; {w} loader "
+            f"worker{'s' if w > 1 else ''} each need {s(fetch)} ms per batch."
         )
-        value = f"{wait:.1f} ms of {step:.1f} ms per step waiting in DataLoader __next__"
+        value = f"{s(wait)} ms of {s(step)} ms per step waiting in DataLoader __next__"
         arith = [
-            f"step = data wait + compute = {wait:.1f} + {step - wait:.1f} ms",
-            "with enough workers prefetching, step ≈ max(compute, data ÷ workers)",
-            f"expected step ≈ {expected:.1f} ms ({step / expected:.2f}×)",
+            f"step = data wait + compute = {s(wait)} + {s(compute)} = {s(step)} ms",
+            f"loading keeps up at {s(fetch)} ms per batch ÷ {w} worker{'s' if w > 1 else ''} = "
+            f"{s(per)} ms per step, slower than the {s(compute)} ms of compute",
+            f"with {k} workers prefetching: step ≈ max(compute, load ÷ {k}) = max({s(compute)}, "
+            f"{s(fetch_k)}) = {s(expected)} ms ({_x(step, expected)})",
         ]
+        fix_text = (
+            f"DataLoader(num_workers={w} → {k}, prefetch_factor=2, persistent_workers=True, "
+            f"pin_memory=True): {s(fetch)} ms per batch ÷ {k} = {s(fetch_k)} ms, hidden under "
+            f"{s(compute)} ms of compute; step {s(step)} → {s(expected)} ms."
+        )
         ev += _span(
             M,
             r0,
@@ -92,84 +149,113 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             3,
         )
     elif slug == "launch-bound":
-        gpu = f["gpu_per_step_ms"]
-        n_k = f["kernels_per_step"]
-        expected = gpu + n_k * 0.0015 + 0.03
+        gpu = q(f["gpu_per_step_ms"])
+        n_k = round(f["kernels_per_step"])
+        per_k = q(n_k * 0.0015, 2)
+        expected = q(gpu + per_k + 0.03)
         sig = (
-            f"{n_k:.0f} kernels per step, median {f['kernel_us_median']:.1f} µs on the GPU, "
+            f"{n_k} kernels per step, median {f['kernel_us_median']:.1f} µs on the GPU, "
             f"each launched in {f['launch_us_mean']:.1f} µs plus framework overhead; "
-            f"{100 * f['short_kernel_frac']:.0f} % of kernels run shorter than their launch and "
-            f"the GPU idles {100 * f['gpu_idle_frac']:.0f} % of the step."
+            f"{_pct(100 * f['short_kernel_frac'])} % of kernels run shorter than their launch "
+            f"and the GPU idles {_pct(100 * f['gpu_idle_frac'])} % of the step."
         )
         value = (
-            f"{100 * f['short_kernel_frac']:.0f} % of kernels shorter than their launch; GPU busy "
-            f"{gpu:.2f} of {step:.2f} ms"
+            f"{_pct(100 * f['short_kernel_frac'])} % of kernels shorter than their launch; GPU "
+            f"busy {s(gpu)} of {s(step)} ms"
         )
         arith = [
-            f"GPU work per step = {gpu:.2f} ms; CPU launch path sets the step at {step:.2f} ms",
-            f"graph replay ≈ GPU time + ~1.5 µs per kernel + one launch = {gpu:.2f} + "
-            f"{n_k * 0.0015:.2f} + 0.03 ms",
-            f"expected step ≈ {expected:.2f} ms ({step / expected:.1f}×)",
+            f"GPU work per step = {n_k} kernels, {s(gpu)} ms; the CPU launch path stretches "
+            f"the step to {s(step)} ms, so the GPU is busy {_pct(100 * gpu / step)} %",
+            f"graph replay ≈ GPU time + {n_k} × 1.5 µs + one graph launch = {s(gpu)} + "
+            f"{per_k:.2f} + 0.03 = {s(expected)} ms ({_x(step, expected)})",
         ]
+        g = "hipGraphLaunch" if hw.vendor == "amd" else "cudaGraphLaunch"
+        fix_text = (
+            "Capture the decode step in a CUDA graph (torch.compile(mode='reduce-overhead') or "
+            f"torch.cuda.CUDAGraph with static buffers): {n_k} launches of "
+            f"~{f['launch_us_mean']:.0f} µs become one {g}, step {s(step)} → {s(expected)} ms."
+        )
+        if hw.vendor == "amd":
+            how = (
+                "Count hipLaunchKernel time against kernel time per step in the trace (or rocprof "
+                "--hip-trace); HTA 0.5's launch stats pair only cudaLaunchKernel, so use the "
+                "trace itself on ROCm. Queue depth stays near zero."
+            )
         ev += [_step_span(M, r0, k_mid, COMPUTE, "tiny kernels with gaps between them")]
     elif slug == "straggler":
         rc = f["rank_compute_ms"]
         slow = f["slowest_rank"]
-        med = float(np.median(rc))
-        extra = max(rc) - med
-        expected = step - extra
+        mx, med = q(max(rc)), q(float(np.median(rc)))
+        extra = q(mx - med)
+        expected = q(step - extra)
         sig = (
-            f"Rank {slow} computes {max(rc):.1f} ms per step against a median of {med:.1f} ms "
-            f"(+{f['compute_skew_pct']:.0f} %); its NCCL kernels start last and are the shortest "
-            f"({f['rank_nccl_ms'][slow]:.1f} ms/step vs up to {max(f['rank_nccl_ms']):.1f} ms on "
+            f"Rank {slow} computes {s(mx)} ms per step against a median of {s(med)} ms "
+            f"(+{_pct(100 * extra / med)} %); its NCCL kernels start last and are the shortest "
+            f"({s(f['rank_nccl_ms'][slow])} ms/step vs up to {s(max(f['rank_nccl_ms']))} ms on "
             f"the ranks waiting for it)."
         )
-        value = f"rank {slow} compute +{f['compute_skew_pct']:.0f} % over the median rank"
+        value = f"rank {slow} compute +{_pct(100 * extra / med)} % over the median rank"
         arith = [
-            f"synchronous step = slowest rank: {max(rc):.1f} ms compute vs median {med:.1f} ms",
-            f"removing the straggler saves ≈ {extra:.1f} ms per step",
-            f"expected step ≈ {step:.1f} − {extra:.1f} = {expected:.1f} ms",
+            f"synchronous step = slowest rank: rank {slow} {s(mx)} ms − median {s(med)} ms = "
+            f"{s(extra)} ms of waiting on every other rank",
+            f"expected step ≈ {s(step)} − {s(extra)} = {s(expected)} ms ({_x(step, expected)})",
         ]
+        fix_text = (
+            f"Cordon rank {slow}'s node (check clocks and thermals, ECC/Xid errors) and rerun on "
+            f"a healthy GPU: the other {len(rc) - 1} ranks stop waiting {s(extra)} ms per step "
+            f"inside the all-reduce, step {s(step)} → {s(expected)} ms."
+        )
         ev += [_step_span(M, slow, k_mid, COMPUTE, "slow rank's compute")]
         fast = next(r for r in M.ranks if r != slow)
         ev += _span(M, fast, NCCL, M.mask(tid=NCCL), "waiting inside the collective", 1)
     elif slug == "memory-bound-kernel":
-        fam = f["score_chain_ms_per_step"]
-        expected = step - fam
+        tbps = round(f["score_chain_tbps"], 2)
+        gb = round(f["score_chain_ms_per_step"] * f["score_chain_tbps"], 1)  # ms × TB/s = GB
+        fam = q(gb / tbps)
+        expected = q(step - fam)
         sig = (
             f"Unfused elementwise kernels over the attention score matrix take "
-            f"{100 * f['score_chain_share']:.0f} % of GPU time ({fam:.1f} ms per step) and run at "
-            f"{f['score_chain_tbps']:.2f} TB/s, {100 * f['score_chain_tbps'] / hw.hbm_tbps:.0f} % "
-            f"of HBM peak."
+            f"{_pct(100 * f['score_chain_share'])} % of GPU time ({s(fam)} ms per step) and run "
+            f"at {tbps:.2f} TB/s, {_pct(100 * tbps / hw.hbm_tbps)} % of HBM peak."
         )
         value = (
-            f"{100 * f['score_chain_share']:.0f} % of GPU time at {f['score_chain_tbps']:.2f} TB/s "
-            f"of {hw.hbm_tbps} TB/s"
+            f"{_pct(100 * f['score_chain_share'])} % of GPU time at {tbps:.2f} TB/s of "
+            f"{hw.hbm_tbps} TB/s"
         )
         arith = [
-            f"score-matrix passes cost {fam:.1f} ms per step at ~HBM speed",
-            "a fused attention keeps the scores on chip: those passes disappear",
-            f"expected step ≈ {step:.1f} − {fam:.1f} = {expected:.1f} ms ({step / expected:.2f}×)",
+            f"score-matrix passes move {gb:.1f} GB per step ÷ {tbps:.2f} TB/s = {s(fam)} ms",
+            f"a fused attention keeps the scores on chip, those passes disappear: expected step "
+            f"≈ {s(step)} − {s(fam)} = {s(expected)} ms ({_x(step, expected)})",
         ]
+        fix_text = (
+            "Replace the explicit matmul → scale → mask → softmax → dropout → matmul chain with "
+            "F.scaled_dot_product_attention (flash kernel) or torch.compile it: the "
+            f"{gb:.1f} GB per step of score-matrix traffic stays on chip, step {s(step)} → "
+            f"{s(expected)} ms."
+        )
         ev += [_step_span(M, r0, k_mid, COMPUTE, "score-matrix elementwise chain")]
     elif slug == "sync-stalls":
-        refill = f["sync_refill_ms_per_step"]
-        expected = step - refill
+        n_in = round(f["inner_syncs_per_step"])
+        per = round(f["sync_refill_ms_per_step"] / max(n_in, 1), 2)
+        refill = q(n_in * per)
+        expected = q(step - refill)
         sig = (
-            f"{f['syncs_per_step']:.0f} synchronizing calls per step "
-            f"({f['sync_ms_per_step']:.1f} ms blocked); after each in-step sync the GPU sits idle "
-            f"while the CPU relaunches — {refill:.1f} ms per step."
+            f"{f['syncs_per_step']:.0f} {sync_api} calls per step "
+            f"({s(f['sync_ms_per_step'])} ms blocked); after each of the {n_in} in-step "
+            f"read-backs the GPU sits idle while the CPU relaunches — {s(refill)} ms per step."
         )
         value = (
-            f"{f['syncs_per_step']:.0f} cudaStreamSynchronize per step, {refill:.1f} ms GPU "
-            "refill gap per step"
+            f"{f['syncs_per_step']:.0f} {sync_api} per step, {s(refill)} ms GPU refill gap per step"
         )
         arith = [
-            f"cost ≈ in-step syncs × refill gap = {f['inner_syncs_per_step']:.0f} × "
-            f"{refill / max(f['inner_syncs_per_step'], 1):.2f} ms = {refill:.1f} ms",
-            f"expected step ≈ {step:.1f} − {refill:.1f} = {expected:.1f} ms "
-            f"({step / expected:.2f}×)",
+            f"cost = in-step syncs × refill gap = {n_in} × {per:.2f} ms = {s(refill)} ms",
+            f"expected step ≈ {s(step)} − {s(refill)} = {s(expected)} ms ({_x(step, expected)})",
         ]
+        fix_text = (
+            f"Remove the {n_in} per-layer .nonzero() read-backs (keep routing on the GPU with a "
+            "static-shape mask) and log the loss every N steps: the CPU runs ahead again and "
+            f"the {s(refill)} ms of refill gaps go, step {s(step)} → {s(expected)} ms."
+        )
         ev += _span(
             M,
             r0,
@@ -178,39 +264,75 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             "host blocked until the GPU drains",
             3,
         )
-    elif slug == "pipeline-bubbles":
+    elif slug == "pipeline-bubbles" or (slug == "healthy" and "stages" in p):
         P, m = p["stages"], p["micro"]
         theory = (P - 1) / (m + P - 1)
-        idle = float(np.mean(f["compute_idle_frac_per_rank"]))
-        busy = step * (1 - idle)
-        m2 = 4 * m
-        expected = busy * (1 + (P - 1) / m2)
-        sig = (
-            f"{P} stages, {m} microbatches: warm-up and drain leave every stage idle "
-            f"{100 * idle:.0f} % of the step (theory (p−1)/(m+p−1) = {100 * theory:.0f} %), "
-            f"in a staircase that repeats every step."
-        )
-        value = f"stage idle {100 * idle:.0f} % vs (p−1)/(m+p−1) = {100 * theory:.0f} %"
-        arith = [
-            f"bubble share = (p−1)/(m+p−1) = {P - 1}/{m + P - 1} = {theory:.2f}",
-            f"useful work per stage ≈ {busy:.1f} ms; with m = {m2} microbatches the bubble "
-            f"is (p−1)/m = {(P - 1) / m2:.2f} of it",
-            f"expected step ≈ {busy:.1f} × {1 + (P - 1) / m2:.2f} = {expected:.1f} ms",
-        ]
+        idle = round(float(np.mean(f["compute_idle_frac_per_rank"])), 2)
+        busy = q(step * (1 - idle))
+        if slug == "healthy":
+            expected = step
+            sig = (
+                f"{P} stages, {m} microbatches: a thin warm-up and drain, every stage idle "
+                f"{_pct(100 * idle)} % of a {s(step)} ms step (theory (p−1)/(m+p−1) = "
+                f"{_pct(100 * theory)} %); no stalls — nothing worth fixing."
+            )
+            value = f"stage idle {_pct(100 * idle)} %, matches (p−1)/(m+p−1)"
+            arith = [
+                f"bubble share = (p−1)/(m+p−1) = {P - 1}/{m + P - 1} = {theory:.2f}; "
+                f"measured {idle:.2f}",
+                f"no avoidable time found: expected step = current step = {s(step)} ms",
+            ]
+            fix_text = (
+                f"Nothing to change: with m = {m} ≫ p = {P} the bubble is only "
+                f"{_pct(100 * theory)} % of the step."
+            )
+        else:
+            m2 = 4 * m
+            expected = q(busy * (m2 + P - 1) / m2)
+            sig = (
+                f"{P} stages, {m} microbatches: warm-up and drain leave every stage idle "
+                f"{_pct(100 * idle)} % of the step (theory (p−1)/(m+p−1) = "
+                f"{_pct(100 * theory)} %), in a staircase that repeats every step."
+            )
+            value = f"stage idle {_pct(100 * idle)} % vs (p−1)/(m+p−1) = {_pct(100 * theory)} %"
+            arith = [
+                f"bubble share = (p−1)/(m+p−1) = {P - 1}/{m + P - 1} = {theory:.2f}; "
+                f"measured {idle:.2f}",
+                f"useful work per stage = step × (1 − idle) = {s(step)} × {1 - idle:.2f} = "
+                f"{s(busy)} ms",
+                f"m = {m2} microbatches of {p['mb_tokens'] // 4} tokens (same global batch): step "
+                f"≈ work × (m+p−1)/m = {s(busy)} × {m2 + P - 1}/{m2} = {s(expected)} ms "
+                f"({_x(step, expected)})",
+            ]
+            fix_text = (
+                f"Split each microbatch in four (m {m} → {m2}, {p['mb_tokens'] // 4} tokens each, "
+                "same global batch) or interleave 2 model chunks per stage: the bubble falls "
+                f"from {theory:.2f} to {(P - 1) / (m2 + P - 1):.2f} of the step, "
+                f"{s(step)} → {s(expected)} ms."
+            )
         ev += [_step_span(M, M.ranks[-1], k_mid, COMPUTE, "last stage idles in the warm-up")]
         ev += [_step_span(M, r0, k_mid, COMPUTE, "first stage idles in the drain")]
     elif slug == "allocator-stalls":
-        am = f["alloc_ms_per_step"]
-        expected = step - am
+        mal, fre = q(f["malloc_ms_per_step"]), q(f["free_ms_per_step"])
+        am = q(mal + fre)
+        nm, nf = round(f["malloc_calls_per_step"]), round(f["free_calls_per_step"])
+        expected = q(step - am)
+        api = "hip" if hw.vendor == "amd" else "cuda"
         sig = (
-            f"{f['alloc_calls_per_step']:.0f} device malloc/free calls per step in steady state, "
-            f"{am:.1f} ms per step; the GPU is idle while they run."
+            f"{nm} {api}Malloc and {nf} {api}Free calls per step in steady state, {s(am)} ms per "
+            f"step ({_pct(100 * am / step)} %); the GPU is idle while they run."
         )
-        value = f"{f['alloc_calls_per_step']:.0f} malloc/free per step, {am:.1f} ms"
+        value = f"{nm + nf} {api}Malloc/{api}Free per step, {s(am)} ms"
         arith = [
-            f"stall ≈ Σ malloc + free per step = {am:.1f} ms",
-            f"expected step ≈ {step:.1f} − {am:.1f} = {expected:.1f} ms ({step / expected:.2f}×)",
+            f"stall = Σ malloc + Σ free per step = {s(mal)} + {s(fre)} = {s(am)} ms",
+            f"expected step ≈ {s(step)} − {s(am)} = {s(expected)} ms ({_x(step, expected)})",
         ]
+        fix_text = (
+            "Remove the per-step torch.cuda.empty_cache() and set "
+            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so the caching allocator reuses "
+            f"its blocks: the {nm + nf} {api}Malloc/{api}Free calls ({s(am)} ms per step) stop "
+            f"after warm-up, step {s(step)} → {s(expected)} ms."
+        )
         ev += _span(
             M,
             r0,
@@ -220,63 +342,117 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             3,
         )
     elif slug == "bandwidth-bound-collective":
-        comm, exp = f["comm_ms"], f["exposed_comm_ms"]
-        hidden = comm - exp
-        new_exp = max(0.0, comm / 2 - hidden)
-        expected = step - exp + new_exp
+        comm, exp = q(f["comm_ms"]), q(f["exposed_comm_ms"])
+        n = int(f["world"])
+        gb = round(f["coll_bytes_per_step"] / 1e9, 2)
+        gb1, t1 = round(f["coll_bytes_each"] / 1e9, 3), round(f["coll_ms_each"], 2)
+        fac = 2 * (n - 1) / n
+        bw = round(gb1 * fac / t1 * 1000)
+        hidden = q(comm - exp)
+        half = q(comm / 2)
+        new_exp = q(max(0.0, half - hidden))
+        expected = q(step - exp + new_exp)
         sig = (
-            f"All-reduce busbw {f['busbw_gbps']:.0f} GB/s on every rank "
-            f"({f['busbw_min_rank_gbps']:.0f}–{f['busbw_max_rank_gbps']:.0f} GB/s), "
-            f"{100 * f['busbw_gbps'] / hw.scaleup_gbps:.0f} % of {hw.scaleup_link}'s "
+            f"All-reduce busbw {bw:.0f} GB/s on every rank "
+            f"(per-rank medians {_range(f['busbw_min_rank_gbps'], f['busbw_max_rank_gbps'])} "
+            "GB/s), "
+            f"{_pct(100 * bw / hw.scaleup_gbps)} % of {hw.scaleup_link}'s "
             f"{hw.scaleup_gbps:.0f} GB/s; collectives start together and last the same on all "
-            f"ranks; {comm:.1f} ms of comm per step outlasts backward, {exp:.1f} ms exposed."
+            f"ranks; {s(comm)} ms of comm per step outlasts backward, {s(exp)} ms exposed."
         )
         value = (
-            f"busbw {f['busbw_gbps']:.0f} GB/s ≈ "
-            f"{100 * f['busbw_gbps'] / hw.scaleup_gbps:.0f} % of "
+            f"busbw {bw:.0f} GB/s ≈ {_pct(100 * bw / hw.scaleup_gbps)} % of "
             f"{hw.scaleup_gbps:.0f} GB/s link on every rank"
         )
         arith = [
-            f"bytes per step {f['coll_bytes_per_step'] / 1e9:.2f} GB; t = S·2(n−1)/n ÷ busbw "
-            f"≈ {comm:.1f} ms",
-            f"halving the bytes (bf16 grads) → {comm / 2:.1f} ms comm, {hidden:.1f} ms of it "
-            f"hidden under backward → exposed {new_exp:.1f} ms",
-            f"expected step ≈ {step:.1f} − {exp:.1f} + {new_exp:.1f} = {expected:.1f} ms",
+            f"one all-reduce: busbw = S × 2(n−1)/n ÷ t = {gb1:.3f} GB × {fac:.2f} ÷ {t1:.2f} ms "
+            f"= {bw:.0f} GB/s, {_pct(100 * bw / hw.scaleup_gbps)} % of the "
+            f"{hw.scaleup_gbps:.0f} GB/s link",
+            f"{round(f['colls_per_step'])} such all-reduces per step ({gb:.2f} GB of gradients): "
+            f"NCCL stream busy = {s(comm)} ms per step",
+            f"bf16 gradients halve the bytes: {s(comm)} ÷ 2 = {s(half)} ms of comm",
+            f"backward already hides {s(comm)} − {s(exp)} = {s(hidden)} ms of it → exposed "
+            f"max(0, {s(half)} − {s(hidden)}) = {s(new_exp)} ms",
+            f"expected step ≈ {s(step)} − {s(exp)} + {s(new_exp)} = {s(expected)} ms "
+            f"({_x(step, expected)})",
         ]
+        fix_text = (
+            "Reduce gradients in bf16 instead of fp32 (DDP bf16_compress_hook, or bf16 grads): "
+            f"{gb:.2f} → {gb / 2:.2f} GB per step, all-reduce {s(comm)} → {s(half)} ms, exposed "
+            f"{s(exp)} → {s(new_exp)} ms, step {s(step)} → {s(expected)} ms."
+        )
         ev += _span(M, r0, NCCL, M.mask(tid=NCCL), "all-reduce at link speed", 2)
     elif slug == "recompilation":
-        steady = f["steady_step_ms"]
-        expected = steady
+        steady = q(f["steady_step_ms"])
         cs = f["compile_steps"]
+        nc, S = len(cs), M.n_steps
+        cstep = q(f["compile_step_ms"])
+        stall = q(cstep - steady)
+        lost = q(nc * stall)
+        per = q(lost / S)
+        expected = q(step - per)
         sig = (
-            f"Only steps {', '.join(map(str, cs))} stall — "
-            f"{f['compile_step_ms'] / 1000:.1f} s each "
+            f"Only steps {', '.join(map(str, cs))} stall — {s(cstep)} ms each "
             f"inside the compiler as a new sequence length arrives; the other steps take "
-            f"{steady:.1f} ms."
+            f"{s(steady)} ms."
         )
-        value = (
-            f"{len(cs)} of {M.n_steps} steps take {f['compile_step_ms']:.0f} ms "
-            f"vs {steady:.1f} ms, "
-            "each on a new input shape"
-        )
+        value = f"{nc} of {S} steps take {s(cstep)} ms vs {s(steady)} ms, each on a new input shape"
         arith = [
-            f"lost time = compiles × compile time = {len(cs)} × "
-            f"{f['compile_ms_total'] / max(len(cs), 1) / 1000:.1f} s",
-            f"mean step {step:.1f} ms → steady {steady:.1f} ms once shapes are padded to a "
-            "few buckets (compiled up front)",
+            f"each new shape costs {s(cstep)} − {s(steady)} = {s(stall)} ms of compile",
+            f"lost time = compiles × cost = {nc} × {s(stall)} = {s(lost)} ms over {S} steps = "
+            f"{s(per)} ms per step",
+            f"expected mean step ≈ {s(step)} − {s(per)} = {s(expected)} ms once shapes are padded "
+            f"to a few buckets compiled up front ({_x(step, expected)})",
         ]
+        fix_text = (
+            "Pad sequence lengths to a few buckets (e.g. multiples of 512) and warm each up, or "
+            "torch.compile(dynamic=True) / mark_dynamic on the sequence dim: the "
+            f"{nc} recompiles ({s(lost)} ms) go, mean step {s(step)} → {s(expected)} ms."
+        )
         if cs:
             ev += [_step_span(M, r0, cs[0], MAIN, "step with a new shape: compile")]
         ev += _span(M, r0, MAIN, M.mask(names=lambda n: n.startswith("_compile")), "compiling", 1)
     else:  # healthy
         expected = step
-        sig = (
-            f"GPU idle {100 * f['gpu_idle_frac']:.0f} % of a {step:.1f} ms step, communication "
-            f"{f['overlap_pct']:.0f} % overlapped, ranks within {f['compute_skew_pct']:.1f} %; "
-            "no stalls — nothing to fix."
-        )
-        value = f"GPU idle {100 * f['gpu_idle_frac']:.0f} %, overlap {f['overlap_pct']:.0f} %"
-        arith = [f"no avoidable time found: expected step = current step = {step:.1f} ms"]
+        if p["world"] > 1:
+            sig = (
+                f"GPU idle {_pct(100 * f['gpu_idle_frac'])} % of a {s(step)} ms step, "
+                f"communication {_pct(f['overlap_pct'])} % overlapped, ranks within "
+                f"{f['compute_skew_pct']:.1f} %; no stalls — nothing to fix."
+            )
+            value = (
+                f"GPU idle {_pct(100 * f['gpu_idle_frac'])} %, overlap {_pct(f['overlap_pct'])} %"
+            )
+            nb = round(p["params"] / 1e9, 1)
+            tok = p["batch"] * p["seq"]
+            mfu = 6 * nb * 1e9 * tok / (step / 1000) / (hw.bf16_tflops * 1e12)
+            arith = [
+                f"MFU ≈ 6 × params × tokens ÷ step ÷ peak = 6 × {nb:.1f}e9 × {tok} ÷ "
+                f"{s(step)} ms ÷ {hw.bf16_tflops:.0f} TFLOPS = {_pct(100 * mfu)} %",
+                f"no avoidable time found: expected step = current step = {s(step)} ms",
+            ]
+            fix_text = (
+                f"Nothing to change: the GPU is busy {_pct(100 - 100 * f['gpu_idle_frac'])} % "
+                f"of the step at ~{_pct(100 * mfu)} % MFU and {_pct(f['overlap_pct'])} % of "
+                "the all-reduce hides under backward."
+            )
+        else:
+            busy = q(step * (1 - f["gpu_idle_frac"]))
+            sig = (
+                f"GPU busy {_pct(100 - 100 * f['gpu_idle_frac'])} % of a {s(step)} ms decode "
+                "step with large batched kernels and the launch queue full; no stalls — nothing "
+                "to fix."
+            )
+            value = f"GPU idle {_pct(100 * f['gpu_idle_frac'])} %"
+            arith = [
+                f"GPU busy = step × (1 − idle) = {s(step)} × "
+                f"{1 - f['gpu_idle_frac']:.2f} = {s(busy)} ms",
+                f"no avoidable time found: expected step = current step = {s(step)} ms",
+            ]
+            fix_text = (
+                f"Nothing to change: the GPU is busy {_pct(100 - 100 * f['gpu_idle_frac'])} % "
+                "of every decode step; CUDA graphs would save microseconds, not milliseconds."
+            )
         ev += [_step_span(M, r0, k_mid, COMPUTE, "dense compute stream")]
     return {
         "scenario": slug,
@@ -287,12 +463,12 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         "measurements_accepted": meas_ok,
         "measurement_label": MEASUREMENTS[meas],
         "measurement_value": value,
-        "measurement_text": _HOW[meas],
+        "measurement_text": how,
         "fix": fix,
         "fixes_accepted": fix_ok,
-        "fix_text": _FIX_TEXT[fix],
-        "step_ms": round(step, 3),
-        "expected_step_ms": round(float(expected), 3),
+        "fix_text": fix_text,
+        "step_ms": step,
+        "expected_step_ms": float(expected),
         "arithmetic": arith,
         "facts": dict(f.items()),
         "evidence": ev,
@@ -327,4 +503,3 @@ _HOW = {
     "mfu": "Model FLOPs per step ÷ step time ÷ peak.",
     "none": "Idle share and overlap already show a busy GPU; no further measurement is needed.",
 }
-_FIX_TEXT = dict(FIXES.items())

@@ -138,7 +138,9 @@ class Measured:
         f["compute_ms"] = float(comp.mean() / 1000)
         f["comm_ms"] = float(comm.mean() / 1000)
         f["exposed_comm_ms"] = float(exposed.mean() / 1000)
-        f["overlap_pct"] = float(100 * ovl.sum() / comm.sum()) if comm.sum() > 0 else 0.0
+        f["overlap_pct"] = (
+            float(min(100.0, max(0.0, 100 * ovl.sum() / comm.sum()))) if comm.sum() > 0 else 0.0
+        )
         f["overlap_pct_per_rank"] = [
             round(float(100 * o / max(cm, 1e-9)), 1)
             for o, cm in zip(ovl.sum(1), comm.sum(1), strict=True)
@@ -259,6 +261,17 @@ class Measured:
         alloc = self.mask(names=lambda n: n in ("cudaMalloc", "cudaFree", "hipMalloc", "hipFree"))
         f["alloc_calls_per_step"] = float(alloc.sum() / S / nR)
         f["alloc_ms_per_step"] = float(self.dur[alloc].sum() / S / nR / 1000)
+        mal = self.mask(names=lambda n: n in ("cudaMalloc", "hipMalloc"))
+        f["malloc_calls_per_step"] = float(mal.sum() / S / nR)
+        f["malloc_ms_per_step"] = float(self.dur[mal].sum() / S / nR / 1000)
+        fre = alloc & ~mal
+        f["free_calls_per_step"] = float(fre.sum() / S / nR)
+        f["free_ms_per_step"] = float(self.dur[fre].sum() / S / nR / 1000)
+        fetch = self.mask(names=["DataLoader worker: fetch batch"])
+        f["loader_fetch_ms"] = float(self.dur[fetch].mean() / 1000) if fetch.any() else 0.0
+        f["loader_worker_rows"] = len(np.unique(c["tid"][fetch])) if fetch.any() else 0
+        nk = self.mask(tid=NCCL, cat=C_KERN)
+        f["colls_per_step"] = float(nk.sum() / S / nR)
         loader = self.mask(names=lambda n: n.startswith("enumerate(DataLoader)"))
         f["loader_ms_per_step"] = float(self.dur[loader].sum() / S / nR / 1000)
         comp = self.mask(names=lambda n: n.startswith("_compile.compile_inner"))

@@ -312,7 +312,8 @@ def test_key_facts_match_exported_events(slug):
     # step time: mean over steps of the slowest rank
     per_rank = np.array([[b - a for a, b in sorted(v)] for v in steps.values()])
     step_ms = per_rank.max(axis=0).mean() / 1000
-    assert step_ms == pytest.approx(tr.key.step_ms, rel=1e-3)
+    assert step_ms == pytest.approx(tr.key.facts["step_ms"], rel=1e-3)
+    assert step_ms == pytest.approx(tr.key.step_ms, abs=0.051)  # the key prints it at 0.1 ms
     if tr.world == 1:
         return
     # comm time and overlap on rank 0 (gpu pid 0) over the whole trace
@@ -331,3 +332,55 @@ def test_key_facts_match_exported_events(slug):
         n = args["Group size"]
         vals.append(nbytes * 2 * (n - 1) / n / ((b - a) / 1e6) / 1e9)
     assert float(np.median(vals)) == pytest.approx(f["busbw_gbps"], rel=0.02)
+
+
+# ---- answer-key arithmetic (what a reviewer checks in the reveal) ----------------------------
+KEY_SEEDS = [1, 2, 3]
+
+
+def _last_ms(line: str) -> float:
+    nums = re.findall(r"(\d+(?:\.\d+)?) ms", line)
+    assert nums, line
+    return float(nums[-1])
+
+
+@pytest.mark.parametrize("hardware", list(E.HARDWARE))
+@pytest.mark.parametrize("slug", list(E.SCENARIOS))
+def test_answer_key_arithmetic(slug, hardware):
+    from drills.mentalmath import FAMILIES
+
+    for seed in KEY_SEEDS:
+        k = gen(slug, seed, hardware).key
+        where = (slug, seed, hardware)
+        if slug == "healthy":
+            assert k.expected_step_ms == k.step_ms, where
+        else:
+            # the fix must shorten the step by a win worth teaching
+            assert 0.02 * k.step_ms < k.expected_step_ms < 0.97 * k.step_ms, where
+        # every line carries a result; the last one ends on the expected step time
+        for line in k.arithmetic:
+            assert "=" in line, (where, line)
+        assert abs(_last_ms(k.arithmetic[-1]) - k.expected_step_ms) < 1e-6, (where, k.arithmetic)
+        assert str(k.step_ms) in " ".join(k.arithmetic) or f"{k.step_ms:.2f}" in " ".join(
+            k.arithmetic
+        ), (where, k.arithmetic)
+        text = " ".join([k.signature, k.measurement_value, k.fix_text, *k.arithmetic])
+        assert not re.search(r"(?<![\d.])[-−]0(\.0+)?(?![\d.])", text), (where, text)
+        assert k.fix_text != E.FIXES[k.fix] and k.fix_text.strip(), where
+        assert k.mentalmath_family in FAMILIES, (where, k.mentalmath_family)
+
+
+def test_answer_key_magnitudes():
+    """Spot checks of the facts each signature rests on, across hardware."""
+    for hw in E.HARDWARE:
+        for seed in KEY_SEEDS:
+            f = gen("input-starvation", seed, hw).key.facts
+            assert f["loader_ms_per_step"] > 0.35 * f["step_ms"], (hw, seed)  # L1
+            f = gen("allocator-stalls", seed, hw).key.facts
+            assert f["alloc_ms_per_step"] > 0.08 * f["step_ms"], (hw, seed)  # L2
+            assert f["alloc_ms_per_step"] / f["alloc_calls_per_step"] > 1.0  # ms-scale calls
+            tr = gen("pipeline-bubbles", seed, hw)  # L3
+            m = int(re.search(r"(\d+) microbatches", tr.prompt["workload"]).group(1))
+            theory = (tr.world - 1) / (m + tr.world - 1)
+            idle = float(np.mean(tr.key.facts["compute_idle_frac_per_rank"]))
+            assert abs(idle - theory) < 0.05, (hw, seed, idle, theory)
