@@ -54,6 +54,13 @@ class Attempt(models.Model):
         indexes = [
             models.Index(fields=["user", "submitted_at"], name="attempt_user_submitted_idx"),
             models.Index(fields=["user", "scenario"], name="attempt_user_scenario_idx"),
+            # Covers the cohort pages' one GROUP BY (user, scenario, answer) over graded
+            # attempts, including the submitted_at <= due-date windows of drill goals.
+            models.Index(
+                fields=["user", "scenario", "answer_scenario", "scenario_correct", "submitted_at"],
+                condition=models.Q(submitted_at__isnull=False),
+                name="attempt_graded_cover_idx",
+            ),
         ]
 
     def __str__(self) -> str:
