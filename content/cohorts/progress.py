@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Q
 
 from content.models import ReadMark
 from drills import scheduling
@@ -52,6 +52,11 @@ class ScenarioInfo:
 
 def scenarios() -> list[ScenarioInfo]:
     """The scenario catalogue in contract order (engine's when available)."""
+    return list(_scenarios())
+
+
+@functools.cache
+def _scenarios() -> tuple[ScenarioInfo, ...]:
     rows: list[tuple[str, str, str | None]]
     try:
         from scenarios import engine
@@ -62,7 +67,7 @@ def scenarios() -> list[ScenarioInfo]:
         ]
     except (ImportError, AttributeError):
         rows = _FALLBACK_SCENARIOS
-    return [ScenarioInfo(slug, title, _short(slug)) for slug, title, _twin in rows]
+    return tuple(ScenarioInfo(slug, title, _short(slug)) for slug, title, _twin in rows)
 
 
 def _short(slug: str) -> str:
@@ -72,6 +77,11 @@ def _short(slug: str) -> str:
 
 def lookalike_pairs() -> list[tuple[str, str]]:
     """Each deliberate lookalike pair once, as (scenario, its twin) in catalogue order."""
+    return list(_lookalike_pairs())
+
+
+@functools.cache
+def _lookalike_pairs() -> tuple[tuple[str, str], ...]:
     pairs: list[tuple[str, str]] = []
     seen: set[str] = set()
     for info in reversed(scenarios()):
@@ -79,7 +89,7 @@ def lookalike_pairs() -> list[tuple[str, str]]:
         if twin and info.slug not in seen:
             pairs.append((info.slug, twin))
             seen.update((info.slug, twin))
-    return pairs
+    return tuple(pairs)
 
 
 # --------------------------------------------------------------------------- walkthroughs
@@ -153,6 +163,7 @@ class ScenarioCell:
     retrievability: float | None = None
     card_due: datetime | None = None
     overdue_days: int | None = None
+    state: dict | None = field(default=None, repr=False)
 
     @property
     def accuracy_pct(self) -> int | None:
@@ -190,23 +201,56 @@ def _graded(user_ids) -> Any:
     return Attempt.objects.filter(user_id__in=user_ids, submitted_at__isnull=False)
 
 
-def scenario_stats(user_ids, now: datetime) -> dict[int, dict[str, ScenarioCell]]:
-    """{user_id: {slug: ScenarioCell}} in two queries (attempt counts, cards)."""
-    out: dict[int, dict[str, ScenarioCell]] = {}
-    rows = (
+def in_time(assignment: Assignment, extended_due: dict[int, datetime]) -> Q:
+    """Attempts submitted by each learner's effective due date. ``extended_due`` maps the
+    learners with an extension on this assignment to their due date; everyone else has the
+    assignment's. One OR term per distinct extended date, no per-row subquery."""
+    if not extended_due:
+        return Q(submitted_at__lte=assignment.due_at)
+    by_due: dict[datetime, list[int]] = {}
+    for uid, due in extended_due.items():
+        by_due.setdefault(due, []).append(uid)
+    q = Q(submitted_at__lte=assignment.due_at) & ~Q(user_id__in=sorted(extended_due))
+    for due, uids in by_due.items():
+        q |= Q(user_id__in=sorted(uids), submitted_at__lte=due)
+    return q
+
+
+def attempt_counts(user_ids, windows: dict[int, Q] | None = None) -> list[dict[str, Any]]:
+    """Graded attempts per (learner, true scenario, answer): ``n``, ``ok`` (scenario right) and,
+    for each ``windows`` entry ``{key: Q}``, ``t<key>`` (those matching Q). One GROUP BY, which
+    the partial index attempt_graded_cover_idx answers without touching the table; every
+    per-learner and cohort-wide drill number on the cohort pages is a sum over these rows."""
+    ann: dict[str, Any] = {
+        "n": Count("user_id"),
+        "ok": Count("user_id", filter=Q(scenario_correct=True)),
+    }
+    for key, q in (windows or {}).items():
+        ann[f"t{key}"] = Count("user_id", filter=q)
+    return list(
         _graded(user_ids)
-        .values("user_id", "scenario")
-        .annotate(n=Count("pk"), ok=Count("pk", filter=Q(scenario_correct=True)))
+        .values("user_id", "scenario", "answer_scenario")
+        .annotate(**ann)
         .order_by()
     )
-    for row in rows:
+
+
+def scenario_stats(
+    user_ids, now: datetime, *, counts: list[dict[str, Any]] | None = None
+) -> dict[int, dict[str, ScenarioCell]]:
+    """{user_id: {slug: ScenarioCell}} in two queries (attempt counts, cards); one when the
+    ``attempt_counts`` rows are passed in."""
+    out: dict[int, dict[str, ScenarioCell]] = {}
+    for row in attempt_counts(user_ids) if counts is None else counts:
         cell = out.setdefault(row["user_id"], {}).setdefault(row["scenario"], ScenarioCell())
-        cell.attempts, cell.correct = row["n"], row["ok"]
+        cell.attempts += row["n"]
+        cell.correct += row["ok"]
     cards = Card.objects.filter(user_id__in=user_ids, kind=Card.Kind.SCENARIO).values_list(
         "user_id", "item", "state", "due"
     )
     for user_id, item, state, due in cards:
         cell = out.setdefault(user_id, {}).setdefault(item, ScenarioCell())
+        cell.state = state
         cell.retrievability = round(scheduling.retrievability(state, now), 2)
         cell.card_due = due
         if due <= now:
@@ -255,45 +299,50 @@ class Confusion:
         return out
 
 
-def confusion(user_ids, *, leaders_from: dict[int, str] | None = None) -> Confusion:
-    """The true × answered matrix (one query) and, when ``leaders_from`` maps user ids to
-    names, who confuses each lookalike pair most (one more query)."""
-    counts = {
-        (r["scenario"], r["answer_scenario"]): r["n"]
-        for r in _graded(user_ids)
-        .exclude(answer_scenario="")
-        .values("scenario", "answer_scenario")
-        .annotate(n=Count("pk"))
-        .order_by()
-    }
+def confusion(
+    user_ids,
+    *,
+    leaders_from: dict[int, str] | None = None,
+    counts: list[dict[str, Any]] | None = None,
+) -> Confusion:
+    """The true × answered matrix and, when ``leaders_from`` maps user ids to names, who
+    confuses each lookalike pair most. Both are sums over ``attempt_counts`` rows (one query,
+    none when they are passed in)."""
+    rows = attempt_counts(user_ids) if counts is None else counts
+    matrix: dict[tuple[str, str], int] = {}
+    for r in rows:
+        if r["answer_scenario"]:
+            key = (r["scenario"], r["answer_scenario"])
+            matrix[key] = matrix.get(key, 0) + r["n"]
     pairs = lookalike_pairs()
-    result = Confusion(scenarios(), counts, pairs)
+    result = Confusion(scenarios(), matrix, pairs)
     if leaders_from is None or not pairs:
         return result
-    ann: dict[str, Any] = {}
-    for i, (a, b) in enumerate(pairs):
-        ann[f"mix{i}"] = Count(
-            "pk", filter=Q(scenario=a, answer_scenario=b) | Q(scenario=b, answer_scenario=a)
-        )
-        ann[f"on{i}"] = Count("pk", filter=Q(scenario__in=[a, b]))
-    per_user = list(_graded(user_ids).values("user_id").annotate(**ann).order_by())
-    for i, (a, b) in enumerate(pairs):
+    for a, b in pairs:
+        mixups: dict[int, int] = {}
+        on_pair: dict[int, int] = {}
+        for r in rows:
+            if r["scenario"] in (a, b):
+                uid = r["user_id"]
+                on_pair[uid] = on_pair.get(uid, 0) + r["n"]
+                if r["answer_scenario"] == (b if r["scenario"] == a else a):
+                    mixups[uid] = mixups.get(uid, 0) + r["n"]
         ranked = sorted(
-            (r for r in per_user if r[f"mix{i}"]),
-            key=lambda r, i=i: (-r[f"mix{i}"], -r[f"mix{i}"] / r[f"on{i}"], r["user_id"]),
+            (uid for uid, n in mixups.items() if n),
+            key=lambda uid: (-mixups[uid], -mixups[uid] / on_pair[uid], uid),
         )
         result.leaders.append(
             {
                 "pair": (a, b),
                 "top": [
                     {
-                        "user_id": r["user_id"],
-                        "name": leaders_from.get(r["user_id"], "?"),
-                        "mixups": r[f"mix{i}"],
-                        "on_pair": r[f"on{i}"],
-                        "rate": round(100 * r[f"mix{i}"] / r[f"on{i}"]),
+                        "user_id": uid,
+                        "name": leaders_from.get(uid, "?"),
+                        "mixups": mixups[uid],
+                        "on_pair": on_pair[uid],
+                        "rate": round(100 * mixups[uid] / on_pair[uid]),
                     }
-                    for r in ranked[:3]
+                    for uid in ranked[:3]
                 ],
             }
         )
@@ -303,32 +352,52 @@ def confusion(user_ids, *, leaders_from: dict[int, str] | None = None) -> Confus
 # --------------------------------------------------------------------------- drill goals
 
 
-def pair_goal_counts(assignments: list[Assignment], user_ids) -> dict[tuple[int, int], list[int]]:
+def pair_goal_windows(
+    assignments: list[Assignment], extensions: dict[tuple[int, int], Extension]
+) -> dict[int, Q]:
+    """``attempt_counts`` windows for the pair-goal assignments: {assignment id: in_time Q}."""
+    out: dict[int, Q] = {}
+    for a in assignments:
+        if a.goal == Assignment.Goal.PAIRS:
+            ext_due = {uid: e.due_at for (aid, uid), e in extensions.items() if aid == a.pk}
+            out[a.pk] = in_time(a, ext_due)
+    return out
+
+
+def pair_goal_counts(
+    assignments: list[Assignment],
+    user_ids,
+    *,
+    extensions: dict[tuple[int, int], Extension] | None = None,
+    counts: list[dict[str, Any]] | None = None,
+) -> dict[tuple[int, int], list[int]]:
     """{(assignment id, user id): [drills on pair 0, pair 1, ...]} counting graded attempts
-    submitted by the learner's effective due date: one query for all pair-goal assignments."""
+    submitted by the learner's effective due date (learners with graded attempts only).
+
+    Pass ``extensions`` ({(assignment id, learner id): Extension}) when already fetched, and
+    ``counts`` when ``attempt_counts`` already ran with ``pair_goal_windows``; otherwise this
+    costs one query for the extensions and one for the counts."""
     pairs = lookalike_pairs()
     goal_asgs = [a for a in assignments if a.goal == Assignment.Goal.PAIRS]
     if not goal_asgs or not pairs:
         return {}
-    ann: dict[str, Any] = {}
-    for a in goal_asgs:
-        has_ext = Exists(
-            Extension.objects.filter(assignment_id=a.pk, learner_id=OuterRef("user_id"))
-        )
-        in_ext = Exists(
-            Extension.objects.filter(
-                assignment_id=a.pk,
-                learner_id=OuterRef("user_id"),
-                due_at__gte=OuterRef("submitted_at"),
-            )
-        )
-        in_time = (Q(~has_ext) & Q(submitted_at__lte=a.due_at)) | Q(in_ext)
-        for i, pair in enumerate(pairs):
-            ann[f"g{a.pk}_{i}"] = Count("pk", filter=Q(scenario__in=list(pair)) & in_time)
+    if counts is None:
+        if extensions is None:
+            extensions = {
+                (e.assignment_id, e.learner_id): e
+                for e in Extension.objects.filter(
+                    assignment__in=[a.pk for a in goal_asgs], learner_id__in=user_ids
+                )
+            }
+        counts = attempt_counts(user_ids, pair_goal_windows(goal_asgs, extensions))
+    pair_of = {slug: i for i, pair in enumerate(pairs) for slug in pair}
     out: dict[tuple[int, int], list[int]] = {}
-    for row in _graded(user_ids).values("user_id").annotate(**ann).order_by():
+    for r in counts:
+        i = pair_of.get(r["scenario"])
         for a in goal_asgs:
-            out[(a.pk, row["user_id"])] = [row[f"g{a.pk}_{i}"] for i in range(len(pairs))]
+            per_pair = out.setdefault((a.pk, r["user_id"]), [0] * len(pairs))
+            if i is not None:
+                per_pair[i] += r[f"t{a.pk}"]
     return out
 
 
@@ -382,12 +451,15 @@ def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
                 user_id__in=member_ids, slug__in=slugs
             ).values_list("user_id", "slug", "read_at")
         }
-    stats = scenario_stats(member_ids, now)
-    needs_cards = any(a.goal == Assignment.Goal.RETENTION for a in assignments)
-    cards = card_states(member_ids) if needs_cards else {}
-    pair_counts = pair_goal_counts(assignments, member_ids)
+    counts = attempt_counts(member_ids, pair_goal_windows(assignments, extensions))
+    stats = scenario_stats(member_ids, now, counts=counts)
+    cards = {
+        uid: {slug: c.state for slug, c in cells.items() if c.state is not None}
+        for uid, cells in stats.items()
+    }
+    pair_counts = pair_goal_counts(assignments, member_ids, counts=counts)
     names = {m.user_id: m.user.username for m in memberships}
-    conf = confusion(member_ids, leaders_from=names)
+    conf = confusion(member_ids, leaders_from=names, counts=counts)
     scen = scenarios()
 
     columns = [
@@ -493,7 +565,9 @@ def learner_assignments(user, now: datetime, *, cohort=None) -> list[dict[str, A
     cards = (
         card_states([uid]) if any(a.goal == Assignment.Goal.RETENTION for a in assignments) else {}
     )
-    pair_counts = pair_goal_counts(assignments, [uid])
+    pair_counts = pair_goal_counts(
+        assignments, [uid], extensions={(aid, uid): e for aid, e in extensions.items()}
+    )
     out = []
     for a in assignments:
         ext = extensions.get(a.pk)
