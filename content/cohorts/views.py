@@ -21,7 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from drills.models import Attempt
 from tracetrack.roles import is_instructor
 
-from . import progress
+from . import progress, render
 from .forms import AssignmentForm, CohortForm, CoInstructorForm, ExtensionForm, JoinForm
 from .models import Assignment, Cohort, Extension, Membership, normalise_code
 
@@ -127,6 +127,7 @@ def join_link(request: HttpRequest, code: str) -> HttpResponse:
 def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
     grid = progress.cohort_grid(cohort, timezone.now())
+    render.add_row_html(grid, cohort)
     context = {
         "cohort": cohort,
         "grid": grid,
