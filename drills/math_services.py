@@ -72,9 +72,10 @@ def family_keys() -> list[str]:
     return list(mentalmath.FAMILIES)
 
 
-# The trace engine's answer keys name the calculation behind each scenario in their own words
-# (``mentalmath_family`` in scenarios.engine.catalog.ANSWERS); these are the drill families that
-# practise that calculation. Unknown names fall back to the family key with "_" read as "-".
+# Answer keys name the drill family behind each scenario (``mentalmath_family``). Keys generated
+# before the engine used the family keys (traces already stored in the pool) carry these older
+# names; they map to the family that practises the same calculation. Unknown names fall back to
+# the family key with "_" read as "-".
 ENGINE_FAMILIES: dict[str, str] = {
     "allreduce_time": "allreduce-time",
     "busbw": "busbw",

@@ -243,16 +243,18 @@ def _sprint_page(
     summary = None
     if over:
         answered = list(sprint.attempts.filter(submitted_at__isnull=False).order_by("served_at"))
-        summary = [
-            {
-                "attempt": a,
-                "title": _family_title(a.family),
-                "in_time": a.submitted_at <= sprint.ends_at,
-                "value_txt": "—" if a.value is None else f"{fmt(a.value, 4)}",
-                "expected_txt": svc.problem_of(a).answer_text,
-            }
-            for a in answered
-        ]
+        summary = []
+        for a in answered:
+            problem = svc.problem_of(a)
+            summary.append(
+                {
+                    "attempt": a,
+                    "title": _family_title(a.family),
+                    "in_time": a.submitted_at <= sprint.ends_at,
+                    "value_txt": "—" if a.value is None else f"{fmt(a.value, 4)} {problem.unit}",
+                    "expected_txt": problem.answer_text,
+                }
+            )
     sprint.refresh_from_db(fields=["score", "attempted"])
     context = {
         "sprint": sprint,
