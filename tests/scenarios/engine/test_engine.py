@@ -384,3 +384,16 @@ def test_answer_key_magnitudes():
             theory = (tr.world - 1) / (m + tr.world - 1)
             idle = float(np.mean(tr.key.facts["compute_idle_frac_per_rank"]))
             assert abs(idle - theory) < 0.05, (hw, seed, idle, theory)
+
+
+@pytest.mark.parametrize("slug", ["straggler", "pipeline-bubbles", "launch-bound", "recompilation"])
+def test_fast_json_exports_equal_dict_exports(slug):
+    """perfetto_bytes / hta_bytes write JSON text directly; it must parse to the dict exports."""
+    tr = gen(slug, 2)
+    b = E.perfetto_bytes(tr)
+    assert orjson.loads(b) == E.to_perfetto(tr)
+    assert b'"rank": 0' in b
+    hb, hd = E.hta_bytes(tr), E.to_hta(tr)
+    assert sorted(hb) == sorted(hd)
+    for r in hd:
+        assert orjson.loads(hb[r]) == hd[r]
