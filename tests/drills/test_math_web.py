@@ -484,3 +484,25 @@ def test_an_unknown_family_is_refused(learner_client):
     response = learner_client.post("/math/next/", {"family": "astrology"}, follow=True)
     assert "Unknown mental-math family" in response.content.decode()
     assert not MathAttempt.objects.exists()
+
+
+def test_home_costs_the_same_queries_with_more_history(learner_client, learner):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert learner_client.get("/math/").status_code == 200
+        return len(ctx.captured_queries)
+
+    before = count()
+    for family in list(FAMILIES)[:4]:
+        a = start(learner_client, family)
+        answer(learner_client, a, right_text(a, with_unit=True))
+    now = timezone.now()
+    for i in range(5):
+        t = now - timedelta(days=i + 1)
+        MathSprint.objects.create(
+            user=learner, started_at=t, ends_at=t + timedelta(seconds=120), score=i, attempted=i
+        )
+    assert count() == before
