@@ -164,6 +164,7 @@ class ScenarioCell:
     card_due: datetime | None = None
     overdue_days: int | None = None
     state: dict | None = field(default=None, repr=False)
+    r_now: float = field(default=0.0, repr=False)  # unrounded, for the retention goal
 
     @property
     def accuracy_pct(self) -> int | None:
@@ -251,7 +252,8 @@ def scenario_stats(
     for user_id, item, state, due in cards:
         cell = out.setdefault(user_id, {}).setdefault(item, ScenarioCell())
         cell.state = state
-        cell.retrievability = round(scheduling.retrievability(state, now), 2)
+        cell.r_now = scheduling.retrievability(state, now)
+        cell.retrievability = round(cell.r_now, 2)
         cell.card_due = due
         if due <= now:
             cell.overdue_days = (now - due).days
@@ -408,15 +410,23 @@ def goal_status(
     now: datetime,
     cards: dict[int, dict[str, dict]],
     pair_counts: dict[tuple[int, int], list[int]],
+    r_now: dict[int, dict[str, float]] | None = None,
 ) -> dict[str, Any] | None:
     """Whether one learner meets the assignment's drill goal (None when it has none).
-    Retention is read at min(now, due) from the current cards."""
+    Retention is read at min(now, due) from the current cards; ``r_now`` ({user id: {slug:
+    retrievability at now}}) saves recomputing it while the due date is ahead."""
     if assignment.goal == Assignment.Goal.RETENTION:
         target = assignment.goal_retention or 0.0
-        when = min(now, due)
-        user_cards = cards.get(user_id, {})
         slugs = [s.slug for s in scenarios()]
-        ok = sum(1 for s in slugs if scheduling.retrievability(user_cards.get(s), when) >= target)
+        if r_now is not None and due >= now:
+            user_r = r_now.get(user_id, {})
+            ok = sum(1 for s in slugs if user_r.get(s, 0.0) >= target)
+        else:
+            when = min(now, due)
+            user_cards = cards.get(user_id, {})
+            ok = sum(
+                1 for s in slugs if scheduling.retrievability(user_cards.get(s), when) >= target
+            )
         return {"met": ok == len(slugs), "detail": f"{ok}/{len(slugs)} at ≥ {target:.2f}"}
     if assignment.goal == Assignment.Goal.PAIRS:
         k = assignment.goal_pair_drills or 0
@@ -457,6 +467,7 @@ def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
         uid: {slug: c.state for slug, c in cells.items() if c.state is not None}
         for uid, cells in stats.items()
     }
+    r_now = {uid: {slug: c.r_now for slug, c in cells.items()} for uid, cells in stats.items()}
     pair_counts = pair_goal_counts(assignments, member_ids, counts=counts)
     names = {m.user_id: m.user.username for m in memberships}
     conf = confusion(member_ids, leaders_from=names, counts=counts)
@@ -486,7 +497,7 @@ def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
         goals = []
         for a in assignments:
             due, _cutoff = effective_dates(a, extensions.get((a.pk, uid)))
-            goals.append(goal_status(a, uid, due, now, cards, pair_counts))
+            goals.append(goal_status(a, uid, due, now, cards, pair_counts, r_now))
         user_stats = stats.get(uid, {})
         srow = [user_stats.get(s.slug) or ScenarioCell() for s in scen]
         done = sum(1 for c in cells if c["status"] in (DONE, LATE))

@@ -64,15 +64,36 @@ def scenario_cells(row: dict[str, Any]) -> SafeString:
     return mark_safe("".join(parts))
 
 
-def add_row_html(grid: dict[str, Any], cohort) -> None:
-    """Adds ``learner_url``, ``remove_url``, ``walkthrough_html`` and ``scenario_html`` to each
-    row of ``grid``. URLs come from one reverse() each, with the user id substituted."""
+def add_row_html(grid: dict[str, Any], cohort, csrf_token: str) -> None:
+    """Adds ``walkthrough_tr`` and ``scenario_tr`` (each a whole ``<tr>``) to every row of
+    ``grid``. URLs come from one reverse() each, with the user id substituted."""
     marker = "2147483647"
     learner = reverse("cohorts:learner", args=[cohort.pk, marker]).rpartition(marker)
     remove = reverse("cohorts:remove_member", args=[cohort.pk, marker]).rpartition(marker)
+    token = escape(csrf_token)
+    cohort_name = escape(cohort.name)
     for row in grid["rows"]:
         uid = str(row["user"].pk)
-        row["learner_url"] = f"{learner[0]}{uid}{learner[2]}"
-        row["remove_url"] = f"{remove[0]}{uid}{remove[2]}"
-        row["walkthrough_html"] = walkthrough_cells(row)
-        row["scenario_html"] = scenario_cells(row)
+        name = escape(row["user"].username)
+        head = (
+            f'<tr data-learner="{name}">\n'
+            f'        <th scope="row" data-sort-value="{name}">'
+            f'<a href="{learner[0]}{uid}{learner[2]}">{name}</a></th>\n'
+        )
+        row["walkthrough_tr"] = mark_safe(
+            f"{head}"
+            f'        <td class="num" data-sort-value="{row["done"]}">{row["done"]}</td>\n'
+            f'        <td class="num" data-sort-value="{row["missing"]}">{row["missing"]}</td>\n'
+            f"        {walkthrough_cells(row)}\n"
+            f'        <td><form method="post" action="{remove[0]}{uid}{remove[2]}" class="inline" '
+            f'data-confirm="Remove {name} from {cohort_name}?">'
+            f'<input type="hidden" name="csrfmiddlewaretoken" value="{token}">'
+            f'<button type="submit" class="link">remove</button></form></td>\n'
+            f"      </tr>"
+        )
+        row["scenario_tr"] = mark_safe(
+            f"{head}"
+            f'        <td class="num" data-sort-value="{row["attempts"]}">{row["attempts"]}</td>\n'
+            f"        {scenario_cells(row)}\n"
+            f"      </tr>"
+        )

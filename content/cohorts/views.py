@@ -12,6 +12,7 @@ from django.contrib import messages
 from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -127,7 +128,7 @@ def join_link(request: HttpRequest, code: str) -> HttpResponse:
 def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
     grid = progress.cohort_grid(cohort, timezone.now())
-    render.add_row_html(grid, cohort)
+    render.add_row_html(grid, cohort, get_token(request))
     context = {
         "cohort": cohort,
         "grid": grid,
