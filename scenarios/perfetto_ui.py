@@ -29,6 +29,7 @@ from urllib.parse import quote
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.csp import CSP
+from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.csp import csp_override
 from django.views.decorators.http import require_safe
 
@@ -82,6 +83,7 @@ def _resolve(root: Path, path: str) -> Path:
 
 @require_safe
 @csp_override(PERFETTO_CSP)
+@xframe_options_sameorigin  # Perfetto-only mode embeds the UI beside the diagnosis form
 def serve(request: HttpRequest, path: str = "") -> HttpResponse:
     root = web_dist()
     if root is None:

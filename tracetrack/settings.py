@@ -175,7 +175,7 @@ SECURE_CSP = {
     "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
     "img-src": [CSP.SELF, "data:"],
     "connect-src": [CSP.SELF],
-    "frame-ancestors": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
     "form-action": [CSP.SELF],
     "base-uri": [CSP.SELF],
     "object-src": [CSP.NONE],
@@ -183,7 +183,7 @@ SECURE_CSP = {
 
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
-X_FRAME_OPTIONS = "SAMEORIGIN"
+X_FRAME_OPTIONS = "DENY"  # only the served Perfetto UI may be framed (by this site)
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
