@@ -66,10 +66,19 @@ def _merged_busy(intervals: list[tuple[float, float]], lo: float, hi: float) -> 
 
 
 def load(folder: str | Path):
+    """HTA's TraceAnalysis, parsed in this process.
+
+    TraceAnalysis() always parses ranks in a fork()ed multiprocessing pool; forking a test process
+    that already runs threads (Django's live server, Playwright) can deadlock the children, so the
+    ranks are parsed serially here (the analyses are the same)."""
+    from hta.common.trace import Trace
     from hta.trace_analysis import TraceAnalysis
 
     with _quiet():
-        return TraceAnalysis(trace_dir=str(folder))
+        ta = TraceAnalysis.__new__(TraceAnalysis)
+        ta.t = Trace(trace_dir=str(folder))
+        ta.t.load_traces(include_last_profiler_step=False, use_multiprocessing=False)
+        return ta
 
 
 def summarize(folder: str | Path) -> HtaSummary:
