@@ -378,6 +378,14 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
         wfree[w] = st + dur
         ready_at.append(st + dur)
 
+    if sync_every_layer:  # per-layer templates, built once (they do not depend on the step)
+        a_ = UnitBuilder(it, hw)
+        _layer_fwd(a_, p, hw, unfused=False, compiled=False, sync_layer=True)
+        U_attn = Units.build(a_.rows)
+        m_ = UnitBuilder(it, hw)
+        _layer_fwd_mlp(m_, p, hw, compiled=False)
+        U_mlp = Units.build(m_.rows)
+        U_mlp_last = Units.build(m_.rows + fwd.rows[-3:])
     cl_id = 0
     compile_idx = 0
     seen = {p["seq"]: 0}
@@ -432,9 +440,7 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
             t_f = sim.cpu.copy()
             sim.cpu = sim.cpu + 1000
             for li in range(L):
-                a = UnitBuilder(it, hw)
-                _layer_fwd(a, p, hw, unfused=False, compiled=False, sync_layer=True)
-                sim.block(Units.build(a.rows), depth=2)
+                sim.block(U_attn, depth=2)
                 sim.sync_item(
                     2,
                     host_after_us=sync_host_ms * 1000 * rng.uniform(0.7, 1.3),
@@ -442,11 +448,7 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
                     inner="aten::count_nonzero",
                     dims=[[t, 8]],
                 )
-                m = UnitBuilder(it, hw)
-                _layer_fwd_mlp(m, p, hw, compiled=False)
-                if li == L - 1:
-                    m.rows.extend(fwd.rows[-3:])
-                sim.block(Units.build(m.rows), depth=2)
+                sim.block(U_mlp_last if li == L - 1 else U_mlp, depth=2)
             sim.slice(MAIN, t_f, sim.cpu - t_f, "DistributedDataParallel.forward", C_ANN, 1)
             sim.cpu = sim.cpu + 2000
         else:
@@ -689,6 +691,15 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
         one.free_n[:] = ke + 1500
         one.cpu[:] = c0 + dur + 2000
 
+    adam = UnitBuilder(it, hw)
+    adam.k(
+        "aten::_fused_adamw_",
+        None,
+        K.ADAM,
+        12 * d * d * p["layers_per_stage"] * 16 / (hw.hbm_tbps * 0.8e12) * 1e6,
+        22,
+    )
+    U_adam = Units.build(adam.rows)
     for step in range(p["steps"]):
         t_step = [int(o.cpu[0]) for o in single]
         f_done = np.zeros((P, M), np.int64)  # arrival time of activations at stage s (after send)
@@ -741,15 +752,7 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
                 raise RuntimeError("pipeline schedule stalled")
         # optimizer + the step's read-back, then a barrier-like alignment of step starts
         for one in single:
-            adam = UnitBuilder(it, hw)
-            adam.k(
-                "aten::_fused_adamw_",
-                None,
-                K.ADAM,
-                12 * d * d * p["layers_per_stage"] * 16 / (hw.hbm_tbps * 0.8e12) * 1e6,
-                22,
-            )
-            one.block(Units.build(adam.rows), depth=1, ann="Optimizer.step#AdamW.step")
+            one.block(U_adam, depth=1, ann="Optimizer.step#AdamW.step")
             one.sync_item(1)
         t_end = max(int(o.cpu[0]) for o in single) + int(rng.integers(10_000, 30_000))
         for s, one in enumerate(single):
