@@ -196,14 +196,15 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
     )
     learner = membership.user
     now = timezone.now()
-    stats = progress.scenario_stats([learner.pk], now).get(learner.pk, {})
+    counts = progress.attempt_counts([learner.pk])
+    stats = progress.scenario_stats([learner.pk], now, counts=counts).get(learner.pk, {})
     scen = progress.scenarios()
     context = {
         "cohort": cohort,
         "membership": membership,
         "learner": learner,
         "rows": [(s, stats.get(s.slug) or progress.ScenarioCell()) for s in scen],
-        "confusion": progress.confusion([learner.pk]),
+        "confusion": progress.confusion([learner.pk], counts=counts),
         "assignments": progress.learner_assignments(learner, now, cohort=cohort),
         "recent": Attempt.objects.filter(user=learner, submitted_at__isnull=False)
         .order_by("-submitted_at")
