@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
-
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -15,6 +13,7 @@ from content import timelines
 from content.models import ReadMark, WalkthroughSet
 from content.pages import DOWNLOADS, MAX_INLINE_SEED, PAGES_DIR, Page, get_page, library
 from scenarios import perfetto_ui
+from scenarios.views import gzipped_json
 
 
 def _read_slugs(request: HttpRequest) -> set[str]:
@@ -47,17 +46,6 @@ def _walkthrough_or_404(slug: str) -> Page:
     if not page.is_walkthrough:
         raise Http404("Not a walkthrough")
     return page
-
-
-def _json_gz(request: HttpRequest, body_gz: bytes) -> HttpResponse:
-    if "gzip" in request.headers.get("Accept-Encoding", ""):
-        response = HttpResponse(body_gz, content_type="application/json")
-        response["Content-Encoding"] = "gzip"
-    else:
-        response = HttpResponse(gzip.decompress(body_gz), content_type="application/json")
-    response["Vary"] = "Accept-Encoding"
-    response["Cache-Control"] = "private, max-age=3600"
-    return response
 
 
 @require_GET
@@ -101,11 +89,9 @@ def walkthrough(request: HttpRequest, slug: str) -> HttpResponse:
             "steps": content_pages.render_walkthrough_steps(pg, key),
             "arithmetic": key.get("arithmetic", []),
             "prompt": data["prompt"],
-            "perfetto_available": perfetto_ui.available(),
-            "perfetto_url": perfetto_ui.open_url(
+            **perfetto_ui.link_context(
                 request, reverse("content:walkthrough_perfetto", args=[pg.slug])
             ),
-            "perfetto_hint": perfetto_ui.INSTALL_HINT,
         }
     )
     return TemplateResponse(request, "content/walkthrough.html", context)
@@ -114,13 +100,13 @@ def walkthrough(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def walkthrough_timeline(request: HttpRequest, slug: str) -> HttpResponse:
     pg = _walkthrough_or_404(slug)
-    return _json_gz(request, timelines.bundle(pg.scenario, pg.seed, pg.hardware)["timeline_gz"])
+    return gzipped_json(request, timelines.bundle(pg.scenario, pg.seed, pg.hardware)["timeline_gz"])
 
 
 @require_GET
 def walkthrough_perfetto(request: HttpRequest, slug: str) -> HttpResponse:
     pg = _walkthrough_or_404(slug)
-    response = _json_gz(request, timelines.perfetto_gz(pg.scenario, pg.seed, pg.hardware))
+    response = gzipped_json(request, timelines.perfetto_gz(pg.scenario, pg.seed, pg.hardware))
     response["Content-Disposition"] = f'attachment; filename="{pg.slug}.json"'
     return response
 
@@ -129,7 +115,7 @@ def walkthrough_perfetto(request: HttpRequest, slug: str) -> HttpResponse:
 def inline_timeline(request: HttpRequest, scenario: str, seed: int) -> HttpResponse:
     if scenario not in content_pages._scenario_slugs() or not 0 <= seed <= MAX_INLINE_SEED:
         raise Http404("No such timeline")
-    return _json_gz(request, timelines.bundle(scenario, seed)["timeline_gz"])
+    return gzipped_json(request, timelines.bundle(scenario, seed)["timeline_gz"])
 
 
 @require_GET

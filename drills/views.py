@@ -97,11 +97,7 @@ def _attempt_page(
         "timed": attempt.mode != Attempt.Mode.PRACTICE,
         "perfetto_only": attempt.mode == Attempt.Mode.PERFETTO,
         "reveal": reveal.build(attempt) if attempt.is_submitted else None,
-        "perfetto_available": perfetto_ui.available(),
-        "perfetto_url": perfetto_ui.open_url(
-            request, reverse("scenarios:perfetto", args=[attempt.trace_id])
-        ),
-        "perfetto_hint": perfetto_ui.INSTALL_HINT,
+        **perfetto_ui.link_context(request, reverse("scenarios:perfetto", args=[attempt.trace_id])),
     }
     template = "drills/attempt.html#drill" if partial else "drills/attempt.html"
     response = TemplateResponse(request, template, context, status=status)

@@ -74,6 +74,15 @@ def open_url(request: HttpRequest, trace_url: str) -> str:
     return f"/perfetto/#!/?url={quote(absolute, safe='')}"
 
 
+def link_context(request: HttpRequest, trace_url: str) -> dict[str, object]:
+    """What templates/scenarios/_open_in_perfetto.html needs for one trace."""
+    return {
+        "perfetto_available": available(),
+        "perfetto_url": open_url(request, trace_url),
+        "perfetto_hint": INSTALL_HINT,
+    }
+
+
 def _resolve(root: Path, path: str) -> Path:
     candidate = (root / (path or "index.html")).resolve()
     if not candidate.is_relative_to(root) or not candidate.is_file():

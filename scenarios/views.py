@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import gzip
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
@@ -12,21 +14,22 @@ def _trace_for(request: HttpRequest, trace_id) -> Trace:
     return get_object_or_404(Trace.objects.visible_to(request.user), pk=trace_id)
 
 
-@require_GET
-def timeline_json(request: HttpRequest, trace_id) -> HttpResponse:
-    """The viewer's columnar timeline, stored gzipped at generation time and sent as is."""
-    trace = _trace_for(request, trace_id)
-    body = bytes(trace.timeline_gz)
+def gzipped_json(request: HttpRequest, body_gz: bytes) -> HttpResponse:
+    """Send already-gzipped JSON as is to clients that accept gzip, inflated to the others."""
     if "gzip" in request.headers.get("Accept-Encoding", ""):
-        response = HttpResponse(body, content_type="application/json")
+        response = HttpResponse(body_gz, content_type="application/json")
         response["Content-Encoding"] = "gzip"
     else:
-        import gzip
-
-        response = HttpResponse(gzip.decompress(body), content_type="application/json")
+        response = HttpResponse(gzip.decompress(body_gz), content_type="application/json")
     response["Vary"] = "Accept-Encoding"
     response["Cache-Control"] = "private, max-age=3600"
     return response
+
+
+@require_GET
+def timeline_json(request: HttpRequest, trace_id) -> HttpResponse:
+    """The viewer's columnar timeline, stored gzipped at generation time."""
+    return gzipped_json(request, bytes(_trace_for(request, trace_id).timeline_gz))
 
 
 @require_GET

@@ -3,29 +3,8 @@
 (function () {
   "use strict";
 
-  function fmt(seconds) {
-    const s = Math.max(0, Math.ceil(seconds));
-    return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0");
-  }
-
-  function startClock(el) {
-    if (!el || el.dataset.running) return;
-    el.dataset.running = "1";
-    const value = el.querySelector(".clock-value");
-    const deadline = performance.now() + parseFloat(el.dataset.remaining) * 1000;
-    function tick() {
-      if (!document.body.contains(el)) return;
-      const left = (deadline - performance.now()) / 1000;
-      value.textContent = left > 0 ? fmt(left) : "0:00";
-      el.classList.toggle("warn", left <= 30 && left > 0);
-      el.classList.toggle("over", left <= 0);
-      if (left <= 0) {
-        el.querySelector(".clock-label").textContent = "Over time — still commit, it counts as a miss";
-        return;
-      }
-      setTimeout(tick, 250);
-    }
-    tick();
+  function overTime(el) {
+    el.querySelector(".clock-label").textContent = "Over time — still commit, it counts as a miss";
   }
 
   function mountTimeline(root) {
@@ -54,7 +33,7 @@
 
   function init(root) {
     root = root || document;
-    startClock(root.querySelector("#clock"));
+    window.TraceTrackClock.start(root.querySelector("#clock"), { warnAt: 30, onZero: overTime });
     mountTimeline(root);
   }
 

@@ -3,28 +3,6 @@
 (function () {
   "use strict";
 
-  function fmt(seconds) {
-    const s = Math.max(0, Math.ceil(seconds));
-    return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0");
-  }
-
-  function startClock(el, onZero) {
-    if (!el || el.dataset.running) return;
-    el.dataset.running = "1";
-    const value = el.querySelector(".clock-value");
-    const deadline = performance.now() + parseFloat(el.dataset.remaining) * 1000;
-    function tick() {
-      if (!document.body.contains(el)) return;
-      const left = (deadline - performance.now()) / 1000;
-      value.textContent = left > 0 ? fmt(left) : "0:00";
-      el.classList.toggle("warn", left <= 20 && left > 0);
-      el.classList.toggle("over", left <= 0);
-      if (left <= 0) { onZero(el); return; }
-      setTimeout(tick, 250);
-    }
-    tick();
-  }
-
   function problemOver(el) {
     el.querySelector(".clock-label").textContent = "Over 2:00 — still answer, it counts as a miss";
   }
@@ -43,8 +21,9 @@
   }
 
   function init() {
-    startClock(document.getElementById("math-clock"), problemOver);
-    startClock(document.getElementById("sprint-clock"), sprintOver);
+    const clock = window.TraceTrackClock;
+    clock.start(document.getElementById("math-clock"), { warnAt: 20, onZero: problemOver });
+    clock.start(document.getElementById("sprint-clock"), { warnAt: 20, onZero: sprintOver });
   }
 
   document.addEventListener("DOMContentLoaded", () => { init(); focusAnswer(); });
