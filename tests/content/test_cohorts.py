@@ -428,6 +428,32 @@ def test_drill_goals(people, cohort, wset):
     assert progress.pair_goal_counts([a], [people["bob"].pk]) == {(a.pk, people["bob"].pk): [0, 0]}
 
 
+def test_pair_goal_counts_use_each_learners_due_date(people, cohort, wset):
+    now = timezone.now()
+    a = Assignment.objects.create(
+        cohort=cohort,
+        walkthrough_set=wset,
+        due_at=now - timedelta(days=2),
+        cutoff_at=now - timedelta(days=1),
+        goal=Assignment.Goal.PAIRS,
+        goal_pair_drills=2,
+    )
+    Extension.objects.create(assignment=a, learner=people["bob"], due_at=now)
+    for name in ("ada", "bob"):
+        make_attempt(people[name], "straggler", "straggler", when=now - timedelta(days=3))
+        make_attempt(people[name], "straggler", "straggler", when=now - timedelta(days=1))
+    ada, bob = people["ada"].pk, people["bob"].pk
+    straggler_pair = [set(p) for p in progress.lookalike_pairs()].index(
+        {"straggler", "bandwidth-bound-collective"}
+    )
+    counts = progress.pair_goal_counts([a], [ada, bob])
+    assert counts[(a.pk, ada)][straggler_pair] == 1  # the second drill was after her due date
+    assert counts[(a.pk, bob)][straggler_pair] == 2  # his extension covers both
+    grid = progress.cohort_grid(cohort, now)
+    goals = {r["user"].pk: r["goals"][0]["detail"] for r in grid["rows"]}
+    assert "1/2" in goals[ada] and "2/2" in goals[bob]
+
+
 # --------------------------------------------------------------------------- reminders
 
 
