@@ -87,7 +87,8 @@ class UnitBuilder:
     """Collects rows for `Units.build` with readable helpers."""
 
     def __init__(self, it: Interner, hw: Hardware):
-        self.it, self.hw, self.rows = it, hw, []
+        self.it, self.hw = it, hw
+        self.rows: list[tuple] = []
         self._launch = it.n(rt(hw, "LaunchKernel"))
         self._memcpy = it.n(rt(hw, "MemcpyAsync"))
         self._memset = it.n(rt(hw, "MemsetAsync"))

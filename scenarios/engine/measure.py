@@ -50,6 +50,21 @@ def clip(s, e, w0, w1):
     return s2[k], e2[k]
 
 
+def _union_by_group(s: np.ndarray, e: np.ndarray, g: np.ndarray, n: int) -> np.ndarray:
+    """Length of the union of intervals [s, e) (integer ns) per group 0..n-1."""
+    if len(s) == 0:
+        return np.zeros(n)
+    off = g.astype(np.int64) << 42  # groups far apart: one running max merges all of them
+    s2, e2 = s + off, e + off
+    o = np.argsort(s2, kind="stable")
+    s2, e2 = s2[o], e2[o]
+    ce = np.maximum.accumulate(e2)
+    new = np.r_[True, s2[1:] > ce[:-1]]
+    idx = np.flatnonzero(new)
+    lens = np.maximum.reduceat(e2, idx) - s2[idx]
+    return np.bincount(g[o][idx], lens.astype(float), n)
+
+
 def inter_len(a, b) -> float:
     (as_, ae), (bs, be) = a, b
     return ulen(as_, ae) + ulen(bs, be) - ulen(np.r_[as_, bs], np.r_[ae, be])
@@ -76,10 +91,13 @@ class Measured:
         self.is_step = np.isin(name, step_ids)
         self.ranks = sorted(set(cols["rank"].tolist()))
         self.steps = {}  # rank -> (starts, ends) in µs
+        self.steps_ns = {}  # the same in integer ns
         for r in self.ranks:
             m = self.is_step & (cols["rank"] == r)
             o = np.argsort(self.ts[m])
             self.steps[r] = (self.ts[m][o], self.end[m][o])
+            t = cols["ts"][m][o]
+            self.steps_ns[r] = (t, t + cols["dur"][m][o])
         self.n_steps = len(self.steps[self.ranks[0]][0])
 
     def mask(self, rank=None, tid=None, names=None, cat=None) -> np.ndarray:
@@ -105,6 +123,32 @@ class Measured:
             cs, ce = clip(s, e, w0, w1)
             yield k, w0, w1, cs, ce
 
+    def _windowed(
+        self, m: np.ndarray, ri: np.ndarray, w0: np.ndarray, w1: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Events in mask m clipped to every step window of their rank they overlap:
+        (start_ns, end_ns, group = rank index × n_steps + step)."""
+        S = w0.shape[1]
+        ts, te, r = self.c["ts"][m], self.c["ts"][m] + self.c["dur"][m], ri[m]
+        out_s, out_e, out_g = [], [], []
+        for i in range(w0.shape[0]):
+            k = r == i
+            s, e = ts[k], te[k]
+            first = np.searchsorted(w1[i], s, "right")  # first window ending after s
+            last = np.searchsorted(w0[i], e, "left") - 1  # last window starting before e
+            cnt = np.maximum(last - first + 1, 0)
+            idx = np.repeat(np.arange(len(s)), cnt)
+            win = np.repeat(first, cnt) + (
+                np.arange(len(idx)) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            )
+            s2 = np.maximum(s[idx], w0[i][win])
+            e2 = np.minimum(e[idx], w1[i][win])
+            ok = e2 > s2
+            out_s.append(s2[ok])
+            out_e.append(e2[ok])
+            out_g.append(i * S + win[ok])
+        return np.concatenate(out_s), np.concatenate(out_e), np.concatenate(out_g)
+
     # ------------------------------------------------------------------------------------------
     def facts(self) -> dict:
         _c, _hw = self.c, self.hw
@@ -115,24 +159,25 @@ class Measured:
         f["world"] = len(R)
         f["step_ms_series"] = [round(float(x) / 1000, 3) for x in step_durs.max(axis=0)]
         f["step_ms"] = float(step_durs.max(axis=0).mean() / 1000)
-        idle, comp, comm, ovl, exposed = (np.zeros((len(R), self.n_steps)) for _ in range(5))
-        comp_sum = np.zeros((len(R), self.n_steps))
-        nccl_sum = np.zeros((len(R), self.n_steps))
-        for i, r in enumerate(R):
-            mc, mn = self.mask(r, COMPUTE), self.mask(r, NCCL)
-            gc = list(self.per_step(r, mc))
-            gn = list(self.per_step(r, mn))
-            for k in range(self.n_steps):
-                _, w0, w1, cs, ce = gc[k]
-                _, _, _, ns, ne = gn[k]
-                busy = ulen(np.r_[cs, ns], np.r_[ce, ne])
-                idle[i, k] = (w1 - w0) - busy
-                comp[i, k] = ulen(cs, ce)
-                comm[i, k] = ulen(ns, ne)
-                ovl[i, k] = inter_len((cs, ce), (ns, ne))
-                exposed[i, k] = comm[i, k] - ovl[i, k]
-                comp_sum[i, k] = float((ce - cs).sum())
-                nccl_sum[i, k] = float((ne - ns).sum())
+        # GPU busy time inside every (rank, step) window, all windows at once
+        S = self.n_steps
+        nR = len(R)
+        ri = np.searchsorted(np.asarray(R), self.c["rank"])
+        w0 = np.array([self.steps_ns[r][0] for r in R])  # (R, S)
+        w1 = np.array([self.steps_ns[r][1] for r in R])
+        tid = self.c["tid"]
+        gc = self._windowed(tid == COMPUTE, ri, w0, w1)
+        gn = self._windowed(tid == NCCL, ri, w0, w1)
+        both = tuple(np.concatenate([a, b]) for a, b in zip(gc, gn, strict=True))
+        comp, comm, busy = (
+            _union_by_group(iv[0], iv[1], iv[2], nR * S).reshape(nR, S) / 1000.0
+            for iv in (gc, gn, both)
+        )
+        idle = step_durs - busy
+        ovl = comp + comm - busy
+        exposed = comm - ovl
+        comp_sum = np.bincount(gc[2], gc[1] - gc[0], nR * S).reshape(nR, S) / 1000.0
+        nccl_sum = np.bincount(gn[2], gn[1] - gn[0], nR * S).reshape(nR, S) / 1000.0
         f["gpu_idle_ms"] = float(idle.mean() / 1000)
         f["gpu_idle_frac"] = float((idle / step_durs).mean())
         f["compute_ms"] = float(comp.mean() / 1000)

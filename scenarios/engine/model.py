@@ -119,19 +119,20 @@ class Units:
     @staticmethod
     def build(rows: list[tuple]) -> Units:
         cols = list(zip(*rows, strict=True))
-        ints = [np.asarray(c, dtype=np.int64) for c in cols[:10]]
-        return Units(*ints, np.asarray(cols[10], float), np.asarray(cols[11], float))
+        arrs = [np.asarray(c, dtype=np.int64) for c in cols[:10]]
+        arrs += [np.asarray(cols[10], float), np.asarray(cols[11], float)]
+        return Units(**dict(zip(_UF, arrs, strict=True)))
 
     def __len__(self) -> int:
         return len(self.outer)
 
     def concat(self, other: Units) -> Units:
-        return Units(*[np.concatenate([getattr(self, f), getattr(other, f)]) for f in _UF])
+        return Units(**{f: np.concatenate([getattr(self, f), getattr(other, f)]) for f in _UF})
 
     def scaled_gpu(self, mask: np.ndarray, factor: float) -> Units:
         g = self.gpu_us.copy()
         g[mask] *= factor
-        return Units(*[getattr(self, f) for f in _UF[:-1]], g)
+        return Units(**{**{f: getattr(self, f) for f in _UF[:-1]}, "gpu_us": g})
 
 
 _UF = (
@@ -364,3 +365,207 @@ class Sim:
         dur_ns = np.maximum(np.asarray(dur_ns, np.int64), 1000)
         self.slice(tid, self.cpu, dur_ns, name, cat, depth, aid)
         self.cpu = self.cpu + dur_ns + self.rng.integers(1000, 3000, self.R)
+
+
+# ---- batched compute blocks ------------------------------------------------------------------
+@dataclass
+class Batch:
+    """Many instances of one compute-only `Units` template, drawn at once.
+
+    Arrays have shape `lead + (n,)` (per op) or `lead` (per instance); times are ns relative to
+    the instance's first CPU op (`start`, `ready`) or to its first kernel (`G`). Kernel k of an
+    instance whose ops start at CPU time t0 on a stream free from f0 starts at
+    `G[k] + max(f0, t0 + cumD[k])` (the block recurrence of `Sim.block`, unrolled), and the
+    stream is free again at `gtot + max(f0, t0 + cumD[-1])`.
+    """
+
+    u: Units
+    start: np.ndarray  # CPU start of each outer op
+    pre: np.ndarray
+    L: np.ndarray  # launch call duration
+    post: np.ndarray
+    g: np.ndarray  # kernel duration
+    G: np.ndarray  # kernel start offset when the stream never waits for the CPU
+    cumD: np.ndarray  # running max of (ready − G)
+    cpu_len: np.ndarray  # CPU time from the first op's start to the last op's end
+    gtot: np.ndarray  # GPU time from the first kernel's start to the stream being free
+
+    @property
+    def dmax(self) -> np.ndarray:
+        return self.cumD[..., -1]
+
+
+def draw_batch(sim: Sim, u: Units, lead: tuple, scale: np.ndarray | float = 1.0) -> Batch:
+    """Random draws and relative layout for `lead` instances of `u` (compute units only).
+
+    `scale` (broadcastable to `lead`) multiplies GPU durations, like `Sim.gpu_scale`."""
+    if (u.stream != COMPUTE).any():
+        raise ValueError("draw_batch takes compute-only templates")
+    rng = sim.rng
+    shape = (*lead, len(u))
+    cpu = u.cpu_us * rng.lognormal(0.0, 0.12, shape)
+    pre = (cpu * 600).astype(np.int64) + 1000
+    post = (cpu * 400).astype(np.int64) + 1000
+    L = sim.launch_lat(shape)
+    gap = rng.integers(1500, 5000, shape)
+    dur_o = pre + L + post
+    stp = dur_o + gap
+    start = np.cumsum(stp, axis=-1) - stp
+    ready = start + pre + (L * 6) // 10
+    sc = np.asarray(scale, float)[..., None]
+    g = u.gpu_us * sc * rng.lognormal(0.0, 0.03, shape)
+    g = np.maximum((g * 1000).astype(np.int64), 1500)
+    kg = rng.integers(900, 2600, shape)
+    sg = g + kg
+    G = np.cumsum(sg, axis=-1) - sg
+    cumD = np.maximum.accumulate(ready - G, axis=-1)
+    return Batch(
+        u,
+        start,
+        pre,
+        L,
+        post,
+        g,
+        G,
+        cumD,
+        start[..., -1] + dur_o[..., -1],
+        G[..., -1] + sg[..., -1],
+    )
+
+
+def emit_batch(
+    rec: Recorder,
+    b: Batch,
+    rank: np.ndarray,
+    t0: np.ndarray,
+    free0: np.ndarray,
+    corr0: np.ndarray,
+    depth: int,
+    sel: np.ndarray | None = None,
+) -> None:
+    """Record the CPU ops, launches and kernels of the instances (optionally only `sel`, a
+    boolean mask over the lead shape). Arguments have the lead shape; ops sit at `depth`, launch
+    correlations are `corr0 + 1 .. corr0 + n`."""
+    u = b.u
+    arrs = [b.start, b.pre, b.L, b.post, b.g, b.G, b.cumD]
+    lead = [rank, t0, free0, corr0]
+    if sel is not None:
+        arrs = [a[sel] for a in arrs]
+        lead = [np.broadcast_to(a, sel.shape)[sel] for a in lead]
+    start, pre, L, post, g, G, cumD = arrs
+    rank, t0, free0, corr0 = (np.asarray(a)[..., None] for a in lead)
+    n = len(u)
+    rk = np.broadcast_to(rank, start.shape)
+    st = t0 + start
+    ls = st + pre
+    corr = corr0 + np.arange(1, n + 1)
+    rec.add(rk, MAIN, st, pre + L + post, u.outer, u.ocat, depth, 0, u.oaid)
+    has_in = u.inner >= 0
+    if has_in.any():
+        i0 = st[..., has_in] + pre[..., has_in] // 2
+        i1 = ls[..., has_in] + L[..., has_in] + post[..., has_in] // 2
+        rec.add(rk[..., has_in], MAIN, i0, i1 - i0, u.inner[has_in], C_OP, depth + 1, 0,
+                u.iaid[has_in])  # fmt: skip
+    ldepth = np.where(has_in, depth + 2, depth + 1)
+    rec.add(rk, MAIN, ls, L, u.launch, C_RT, ldepth, corr, -1)
+    kst = G + np.maximum(free0, t0 + cumD)
+    rec.add(rk, COMPUTE, kst, g, u.kname, u.kcat, 0, corr, u.kaid)
+
+
+def emit_sync_items(
+    sim: Sim,
+    rank: np.ndarray,
+    s: np.ndarray,
+    ls: np.ndarray,
+    L: np.ndarray,
+    kst: np.ndarray,
+    kd: np.ndarray,
+    sync_s: np.ndarray,
+    sync_e: np.ndarray,
+    end: np.ndarray,
+    corr: np.ndarray,
+    depth: int,
+    op: str,
+    inner: str,
+    dims=None,
+) -> None:
+    """The events of many `Sim.sync_item` calls whose times were computed in bulk."""
+    it, rec = sim.it, sim.rec
+    amd = sim.hw.vendor == "amd"
+    rk = np.broadcast_to(rank, s.shape)
+    oaid = it.a({"Input Dims": dims or [[]], "Input type": ["c10::BFloat16"]}) if dims else -1
+    rec.add(rk, MAIN, s, end - s, it.n(op), C_OP, depth, 0, oaid)
+    rec.add(rk, MAIN, s + 1000, end - 2000 - s, it.n(inner), C_OP, depth + 1)
+    memcpy = it.n("hipMemcpyAsync" if amd else "cudaMemcpyAsync")
+    rec.add(rk, MAIN, ls, L, memcpy, C_RT, depth + 2, corr, -1)
+    dtoh = it.n("Memcpy DtoH (Device -> Pageable)")
+    aid = it.a({"bytes": 4, "memory bandwidth (GB/s)": 0.002})
+    rec.add(rk, COMPUTE, kst, kd, dtoh, C_MEMCPY, 0, corr, aid)
+    sync = it.n("hipStreamSynchronize" if amd else "cudaStreamSynchronize")
+    rec.add(rk, MAIN, sync_s, sync_e - sync_s, sync, C_RT, depth + 2)
+
+
+def sync_chain(
+    sim: Sim,
+    ua: Units,
+    um: Units,
+    n: int,
+    depth: int,
+    host_after_us: np.ndarray,
+    *,
+    op: str,
+    inner: str,
+    dims=None,
+) -> None:
+    """n × [block(ua), sync_item, block(um)] without the last block(um), on every rank at once:
+    the same timing rules as calling `Sim.block` / `Sim.sync_item` in a loop, but the per-layer
+    loop only advances two clocks per rank and every event is recorded in bulk afterwards."""
+    R, rng = sim.R, sim.rng
+    scale = sim.gpu_scale[:, None]
+    A = draw_batch(sim, ua, (R, n), scale)
+    B = draw_batch(sim, um, (R, n - 1), scale)
+    gap_a = rng.integers(2000, 6000, (R, n))
+    gap_b = rng.integers(2000, 6000, (R, n - 1))
+    pre = rng.integers(3000, 8000, (R, n))
+    Ls = sim.launch_lat((R, n))
+    kd = rng.integers(1500, 2600, (R, n))
+    lag = rng.integers(500, 1500, (R, n))
+    post = rng.integers(2000, 5000, (R, n))
+    gap_s = rng.integers(2000, 5000, (R, n))
+    host = (np.asarray(host_after_us, float) * 1000).astype(np.int64)
+    sync_ns = int(sim.hw.sync_us * 1000 * 0.6)
+    t0a, f0a = np.zeros((R, n), np.int64), np.zeros((R, n), np.int64)
+    t0b, f0b = np.zeros((R, n - 1), np.int64), np.zeros((R, n - 1), np.int64)
+    s0, kst, ss, se = (np.zeros((R, n), np.int64) for _ in range(4))
+    cpu, free = sim.cpu.copy(), sim.free_c.copy()
+    a_len, a_dmax, a_gtot = A.cpu_len + gap_a, A.dmax, A.gtot
+    b_len, b_dmax, b_gtot = B.cpu_len + gap_b, B.dmax, B.gtot
+    for li in range(n):
+        t0a[:, li], f0a[:, li] = cpu, free
+        free = a_gtot[:, li] + np.maximum(free, cpu + a_dmax[:, li])
+        cpu = cpu + a_len[:, li]
+        # the read-back: a tiny DtoH copy, then the host blocks until the stream drains
+        s0[:, li] = cpu
+        ls = cpu + pre[:, li]
+        k = np.maximum(ls + (Ls[:, li] * 6) // 10, free)
+        kst[:, li] = k
+        free = k + kd[:, li] + 1000
+        a = ls + Ls[:, li] + lag[:, li]
+        e = np.maximum(np.maximum(a, k + kd[:, li]) + sync_ns, a + 2000)
+        ss[:, li], se[:, li] = a, e
+        cpu = e + post[:, li] + host[li] + gap_s[:, li]
+        if li < n - 1:
+            t0b[:, li], f0b[:, li] = cpu, free
+            free = b_gtot[:, li] + np.maximum(free, cpu + b_dmax[:, li])
+            cpu = cpu + b_len[:, li]
+    na, nb = len(ua), len(um)
+    per = na + 1 + nb
+    base = sim.corr[:, None] + per * np.arange(n)[None, :]
+    rk = sim.ranks[:, None]
+    emit_batch(sim.rec, A, rk, t0a, f0a, base, depth)
+    emit_batch(sim.rec, B, rk, t0b, f0b, base[:, : n - 1] + na + 1, depth)
+    ls_all = s0 + pre
+    emit_sync_items(sim, rk, s0, ls_all, Ls, kst, kd, ss, se, se + post, base + na + 1, depth,
+                    op, inner, dims)  # fmt: skip
+    sim.corr = sim.corr + per * n - nb
+    sim.cpu, sim.free_c = cpu, free

@@ -10,7 +10,23 @@ import numpy as np
 from . import kernels as K
 from .hardware import Hardware
 from .kernels import UnitBuilder
-from .model import C_ANN, C_OP, C_RT, COMPUTE, MAIN, NCCL, WORKER0, WORKER1, Interner, Sim, Units
+from .model import (
+    C_ANN,
+    C_KERN,
+    C_OP,
+    C_RT,
+    COMPUTE,
+    MAIN,
+    NCCL,
+    WORKER0,
+    WORKER1,
+    Interner,
+    Sim,
+    Units,
+    draw_batch,
+    emit_batch,
+    sync_chain,
+)
 
 LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 
@@ -439,16 +455,10 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
         elif sync_every_layer:
             t_f = sim.cpu.copy()
             sim.cpu = sim.cpu + 1000
-            for li in range(L):
-                sim.block(U_attn, depth=2)
-                sim.sync_item(
-                    2,
-                    host_after_us=sync_host_ms * 1000 * rng.uniform(0.7, 1.3),
-                    op="aten::nonzero",
-                    inner="aten::count_nonzero",
-                    dims=[[t, 8]],
-                )
-                sim.block(U_mlp_last if li == L - 1 else U_mlp, depth=2)
+            host_us = sync_host_ms * 1000 * rng.uniform(0.7, 1.3, L)
+            sync_chain(sim, U_attn, U_mlp, L, 2, host_us, op="aten::nonzero",
+                       inner="aten::count_nonzero", dims=[[t, 8]])  # fmt: skip
+            sim.block(U_mlp_last, depth=2)
             sim.slice(MAIN, t_f, sim.cpu - t_f, "DistributedDataParallel.forward", C_ANN, 1)
             sim.cpu = sim.cpu + 2000
         else:
@@ -647,49 +657,53 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
         }
     )
     p["p2p_us"] = p2p_us
-    # 1F1B order per stage
-    orders = []
+    p2p_ns = int(p2p_us * 1000)
+    S, J = p["steps"], 2 * M
+    # 1F1B order per stage: op j of stage s runs forward or backward of microbatch mb[s, j]
+    orders: list[list[tuple[bool, int]]] = []
     for s in range(P):
         warm = min(P - s - 1, M)
-        seq = [("F", i) for i in range(warm)]
+        seq = [(True, i) for i in range(warm)]
         f, bk = warm, 0
         while bk < M:
             if f < M:
-                seq.append(("F", f))
+                seq.append((True, f))
                 f += 1
-            seq.append(("B", bk))
+            seq.append((False, bk))
             bk += 1
         orders.append(seq)
-    launch = it.n(K.rt(hw, "LaunchKernel"))
-    sr_name = it.n(K.nccl_name("send", "BFloat16"))
-    ann_send, ann_recv = it.n("nccl:send"), it.n("nccl:recv")
-    rcp = it.n("record_param_comms")
-    from .model import C_KERN
+    is_f = np.array([[fw for fw, _ in o] for o in orders])  # (P, J)
+    mb = np.array([[i for _, i in o] for o in orders])
+    st_ = np.arange(P)[:, None]
+    has_recv = (is_f & (st_ > 0)) | (~is_f & (st_ < P - 1))
+    has_send = (is_f & (st_ < P - 1)) | (~is_f & (st_ > 0))
+    j_of = np.zeros((2, P, M), np.int64)  # [forward?, stage, microbatch] -> op index
+    j_of[is_f.astype(int), np.broadcast_to(st_, (P, J)), mb] = np.arange(J)[None, :]
+    jF, jB = j_of[1], j_of[0]
 
-    single = [Sim(1, hw, rng, it, rec=sim.rec) for _ in range(P)]
-    for s, one in enumerate(single):
-        one.ranks = np.array([s])
-        one.gpu_scale = np.ones(1)
-        one.cpu = sim.cpu[s : s + 1].copy()
-        one.free_c, one.free_n = one.cpu.copy(), one.cpu.copy()
-        one.corr = np.zeros(1, np.int64)
+    # every random draw of the run up front: blocks per (step, stage, microbatch), p2p per op
+    FB = draw_batch(sim, UF, (S, P, M))
+    BB = draw_batch(sim, UB, (S, P, M))
 
-    def p2p(one: Sim, kind: str, start_ns: int, end_ns: int, depth: int) -> None:
-        # CPU: annotation + record_param_comms + launch; GPU: the SendRecv kernel on the NCCL stream
-        c0 = int(one.cpu[0])
-        L = int(one.launch_lat(1)[0])
-        corr = int(one.next_corr(1)[0, 0])
-        aid = send_aid if kind == "send" else recv_aid
-        dur = 8000 + L + 6000
-        rk = int(one.ranks[0])
-        one.rec.add(rk, MAIN, c0, dur, ann_send if kind == "send" else ann_recv, C_ANN, depth)
-        one.rec.add(rk, MAIN, c0 + 2000, dur - 4000, rcp, C_OP, depth + 1, 0, aid)
-        one.rec.add(rk, MAIN, c0 + 6000, L, launch, C_RT, depth + 2, corr)
-        ks = max(start_ns, c0 + 6000 + L // 2, int(one.free_n[0]))
-        ke = max(end_ns, ks + 1500)
-        one.rec.add(rk, NCCL, ks, ke - ks, sr_name, C_KERN, 0, corr, aid)
-        one.free_n[:] = ke + 1500
-        one.cpu[:] = c0 + dur + 2000
+    def per_op(a_f: np.ndarray, a_b: np.ndarray) -> np.ndarray:  # (S, P, M) x2 -> (S, P, J)
+        return np.where(is_f, a_f[:, st_, mb], a_b[:, st_, mb])
+
+    blk_len = per_op(FB.cpu_len, BB.cpu_len)
+    dmax, gtot = per_op(FB.dmax, BB.dmax), per_op(FB.gtot, BB.gtot)
+    L_r, L_s = sim.launch_lat((S, P, J)), sim.launch_lat((S, P, J))
+    r_len = np.where(has_recv, 16_000 + L_r, 0)  # annotation 8 + L + 6 µs, then 2 µs
+    b_len = 2000 + blk_len + rng.integers(2000, 6000, (S, P, J))
+    s_len = np.where(has_send, 16_000 + L_s, 0)
+    op_len = r_len + b_len + s_len
+    op_off = np.cumsum(op_len, axis=-1) - op_len  # CPU never waits inside the schedule
+    n_corr = has_recv + np.where(is_f, len(UF), len(UB)) + has_send
+    corr_off = np.cumsum(n_corr, axis=-1) - n_corr
+    hr, hs = has_recv.tolist(), has_send.tolist()
+    c0_all = np.zeros((S, P, J), np.int64)
+    corr_all = np.zeros((S, P, J), np.int64)
+    f0_all = np.zeros((S, P, J), np.int64)
+    rk_all = np.zeros((S, P, J, 2), np.int64)  # recv kernel start/end
+    sk_all = np.zeros((S, P, J, 2), np.int64)  # send kernel start/end
 
     adam = UnitBuilder(it, hw)
     adam.k(
@@ -700,72 +714,104 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
         22,
     )
     U_adam = Units.build(adam.rows)
-    for step in range(p["steps"]):
-        t_step = [int(o.cpu[0]) for o in single]
-        f_done = np.zeros((P, M), np.int64)  # arrival time of activations at stage s (after send)
-        b_done = np.zeros((P, M), np.int64)
-        pos = [0] * P
-        remaining = sum(len(o) for o in orders)
-        for one in single:
-            # step bookkeeping: data copy-in at the first stage only is folded into compute
-            one.cpu[:] = one.cpu + 5000
+    step_names = [it.n(f"ProfilerStep#{k}") for k in range(S)]
+    for step in range(S):
+        t_step = sim.cpu.copy()
+        c0 = (t_step + 5000)[:, None] + op_off[step]  # CPU start of every op
+        blk_t0 = c0 + r_len[step] + 1000
+        c0_all[step] = c0
+        corr_all[step] = sim.corr[:, None] + corr_off
+        sim.corr = sim.corr + n_corr.sum(axis=1)
+        # the GPU side: one pass over the schedule in dependency order, scalars only
+        dm = (blk_t0 + dmax[step]).tolist()
+        gt = gtot[step].tolist()
+        rr = (c0 + 6000 + L_r[step] // 2).tolist()
+        sr = (blk_t0 - 1000 + b_len[step] + 6000 + L_s[step] // 2).tolist()
+        free_c, free_n = sim.free_c.tolist(), sim.free_n.tolist()
+        F0 = [[0] * J for _ in range(P)]
+        RK = [[(0, 0)] * J for _ in range(P)]
+        SK = [[(0, 0)] * J for _ in range(P)]
+        f_done = [[-1] * M for _ in range(P)]  # activations of microbatch i arrived (after send)
+        b_done = [[-1] * M for _ in range(P)]
+        pos, remaining = [0] * P, P * J
         while remaining:
             progressed = False
             for s in range(P):
-                while pos[s] < len(orders[s]):
-                    kind, i = orders[s][pos[s]]
-                    if kind == "F":
-                        dep = 0 if s == 0 else int(f_done[s - 1, i])
-                        if s > 0 and dep == 0:
-                            break
+                seq = orders[s]
+                while pos[s] < J:
+                    j = pos[s]
+                    fwd, i = seq[j]
+                    if fwd:
+                        dep = 0 if s == 0 else f_done[s - 1][i]
                     else:
-                        dep = int(f_done[s, i]) if s == P - 1 else int(b_done[s + 1, i])
-                        if dep == 0:
-                            break
-                    one = single[s]
-                    if (s > 0 and kind == "F") or (s < P - 1 and kind == "B"):
-                        # receive: the CPU posts the receive, the kernel waits for the data
-                        p2p(one, "recv", int(one.free_c[0]), dep, 1)
-                    one.block(
-                        UF if kind == "F" else UB,
-                        depth=1,
-                        ann=f"## forward mb{i} ##" if kind == "F" else f"## backward mb{i} ##",
-                        gpu_not_before=np.array([dep]),
-                    )
-                    end = int(one.free_c[0])
-                    if kind == "F":
-                        if s < P - 1:
-                            p2p(one, "send", end, end + int(p2p_us * 1000), 1)
-                            f_done[s, i] = int(one.free_n[0])
-                        else:
-                            f_done[s, i] = end
-                    else:
-                        if s > 0:
-                            p2p(one, "send", end, end + int(p2p_us * 1000), 1)
-                            b_done[s, i] = int(one.free_n[0])
-                        else:
-                            b_done[s, i] = end
+                        dep = f_done[s][i] if s == P - 1 else b_done[s + 1][i]
+                    if dep < 0:
+                        break
+                    fc = free_c[s]
+                    if hr[s][j]:  # the receive kernel spins until the data arrives
+                        ks = max(fc, rr[s][j], free_n[s])
+                        ke = max(dep, ks + 1500)
+                        RK[s][j] = (ks, ke)
+                        free_n[s] = ke + 1500
+                    f0 = max(fc, dep)
+                    F0[s][j] = f0
+                    end = gt[s][j] + max(f0, dm[s][j])
+                    free_c[s] = end
+                    done = end
+                    if hs[s][j]:
+                        ks = max(end, sr[s][j], free_n[s])
+                        ke = max(end + p2p_ns, ks + 1500)
+                        SK[s][j] = (ks, ke)
+                        free_n[s] = done = ke + 1500
+                    (f_done if fwd else b_done)[s][i] = done
                     pos[s] += 1
                     remaining -= 1
                     progressed = True
             if not progressed:  # pragma: no cover - schedule is deadlock-free by construction
                 raise RuntimeError("pipeline schedule stalled")
+        f0_all[step] = F0
+        rk_all[step] = RK
+        sk_all[step] = SK
+        sim.cpu = c0[:, -1] + op_len[step][:, -1]
+        sim.free_c = np.array(free_c, np.int64)
+        sim.free_n = np.array(free_n, np.int64)
         # optimizer + the step's read-back, then a barrier-like alignment of step starts
-        for one in single:
-            one.block(U_adam, depth=1, ann="Optimizer.step#AdamW.step")
-            one.sync_item(1)
-        t_end = max(int(o.cpu[0]) for o in single) + int(rng.integers(10_000, 30_000))
-        for s, one in enumerate(single):
-            one.rec.add(
-                one.ranks,
-                MAIN,
-                t_step[s],
-                t_end - 5000 - t_step[s],
-                it.n(f"ProfilerStep#{step}"),
-                C_ANN,
-                0,
-            )
-            one.cpu[:] = t_end
+        sim.block(U_adam, depth=1, ann="Optimizer.step#AdamW.step")
+        sim.sync_item(1)
+        t_end = int(sim.cpu.max()) + int(rng.integers(10_000, 30_000))
+        sim.rec.add(sim.ranks, MAIN, t_step, t_end - 5000 - t_step, step_names[step], C_ANN, 0)
+        sim.cpu = np.full(P, t_end, np.int64)
+
+    # ---- every event of the schedule, in bulk
+    rec = sim.rec
+    rk3 = np.broadcast_to(st_[None], (S, P, J))
+    blk_t0 = c0_all + r_len + 1000
+    blk_corr = corr_all + has_recv
+    for batch, jm in ((FB, jF), (BB, jB)):
+        gather = (slice(None), st_, jm)  # (S, P, M) view of per-op arrays
+        emit_batch(rec, batch, st_[None], blk_t0[gather], f0_all[gather], blk_corr[gather], 2)
+    ann_f = np.array([it.n(f"## forward mb{i} ##") for i in range(M)])
+    ann_b = np.array([it.n(f"## backward mb{i} ##") for i in range(M)])
+    rec.add(
+        rk3, MAIN, blk_t0 - 1000, blk_len + 2000, np.where(is_f, ann_f[mb], ann_b[mb]), C_ANN, 1
+    )
+    launch = it.n(K.rt(hw, "LaunchKernel"))
+    sr_name = it.n(K.nccl_name("send", "BFloat16"))
+    rcp = it.n("record_param_comms")
+    hr3 = np.broadcast_to(has_recv, (S, P, J))
+    hs3 = np.broadcast_to(has_send, (S, P, J))
+    send_c0 = blk_t0 - 1000 + b_len
+    for m3, cc, L, kk, corr, ann, aid in (
+        (hr3, c0_all, L_r, rk_all, corr_all + 1, "nccl:recv", recv_aid),
+        (hs3, send_c0, L_s, sk_all, blk_corr + np.where(is_f, len(UF), len(UB)) + 1,
+         "nccl:send", send_aid),
+    ):  # fmt: skip
+        r, c, lat, k, co = rk3[m3], cc[m3], L[m3], kk[m3], corr[m3]
+        dur = 14_000 + lat
+        rec.add(r, MAIN, c, dur, it.n(ann), C_ANN, 1)
+        rec.add(r, MAIN, c + 2000, dur - 4000, rcp, C_OP, 2, 0, aid)
+        rec.add(r, MAIN, c + 6000, lat, launch, C_RT, 3, co)
+        rec.add(r, NCCL, k[:, 0], k[:, 1] - k[:, 0], sr_name, C_KERN, 0, co, aid)
     return sim
 
 
