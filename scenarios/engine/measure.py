@@ -209,7 +209,13 @@ class Measured:
         c = self.c
         m = self.mask(tid=NCCL, cat=C_KERN) & (c["aid"] >= 0)
         if not m.any():
-            f.update(coll_bytes_per_step=0.0, busbw_gbps=0.0, busbw_rank_gbps=[], coll_count=0)
+            f.update(
+                coll_bytes_per_step=0.0,
+                busbw_gbps=0.0,
+                busbw_rank_gbps=[],
+                coll_count=0,
+                nccl_allreduce_frac=0.0,
+            )
             return
         aids = c["aid"][m]
         nel = np.array([self.args[a].get("In msg nelems", 0) for a in aids], float)
@@ -222,6 +228,9 @@ class Measured:
         busbw = nbytes * factor / np.maximum(dur_s, 1e-12) / 1e9
         ranks = c["rank"][m]
         f["coll_count"] = int(m.sum())
+        # share of NCCL kernel time in all-reduces (vs point-to-point send/recv of a pipeline)
+        d_all = self.dur[m]
+        f["nccl_allreduce_frac"] = float(d_all[is_ar].sum() / max(d_all.sum(), 1e-9))
         per_rank_bytes = [nbytes[ranks == r].sum() for r in self.ranks]
         f["coll_bytes_per_step"] = float(np.mean(per_rank_bytes) / max(self.n_steps, 1))
         f["coll_bytes_each"] = float(np.median(nbytes))

@@ -590,6 +590,19 @@ def _gemv(hw: Hardware) -> str:
 # pipeline-parallel training (1F1B), ranks = stages
 # ------------------------------------------------------------------------------------------------
 def pp_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
+    if slug == "healthy":
+        # a believable healthy pipeline: m ≫ p, bubble (p−1)/(m+p−1) = 3/31..3/35 ≈ 9–10 %;
+        # one layer per stage and 6 steps keep it under ~70k events
+        return {
+            "world": 4,
+            "stages": 4,
+            "micro": int(rng.choice([28, 32])),
+            "hidden": int(rng.choice([4096, 5120, 6144])),
+            "mb_tokens": int(rng.choice([2048, 4096])),
+            "layers_per_stage": 1,
+            "steps": 6,
+            "mfu_eff": float(rng.uniform(0.55, 0.7)),
+        }
     stages = int(rng.choice([4, 6, 8]))
     return {
         "world": stages,
