@@ -38,9 +38,17 @@
   }
 
   document.addEventListener("DOMContentLoaded", () => init(document));
-  document.addEventListener("htmx:afterSettle", () => {
+  // After an htmx swap of the drill area, put the keyboard (and a screen reader) where the user now is:
+  // the verdict after a commit, the first bad field after a failed one, the question on a fresh drill.
+  document.addEventListener("htmx:afterSettle", (evt) => {
     init(document);
+    const area = document.getElementById("drill-area");
+    if (!area || !(evt.target === area || evt.target.contains(area) || area.contains(evt.target))) return;
     const reveal = document.getElementById("reveal");
+    const bad = area.querySelector(".has-error select, .has-error input");
+    const title = document.getElementById("drill-title");
     if (reveal) { reveal.scrollIntoView({ block: "start" }); reveal.focus({ preventScroll: true }); }
+    else if (bad) { bad.focus(); }
+    else if (title) { title.focus({ preventScroll: true }); window.scrollTo(0, 0); }
   });
 })();
