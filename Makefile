@@ -28,9 +28,10 @@ run: install  ## embedded mode: SQLite, in-process tasks, demo accounts, http://
 	$(PY) manage.py create_demo_accounts
 	$(PY) manage.py runserver 127.0.0.1:$(PORT)
 
-test: install  ## lint, then the whole suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)
+test: install  ## lint, types, then the whole suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	env $(TEST_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: install
