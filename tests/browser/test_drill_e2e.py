@@ -84,6 +84,16 @@ def test_sign_up_drill_diagnose_reveal_download(page, live_server, tmp_path):
     page.wait_for_selector("#timeline canvas")
     page.wait_for_timeout(300)
     assert canvas_ink(page) > 0.05, "the timeline canvas is blank"
+    span = (
+        "() => { const v = document.querySelector('#timeline').viewer.getView();"
+        " return v.t1 - v.t0 }"
+    )
+    before = page.evaluate(span)
+    page.focus("#timeline canvas.tt-canvas")
+    page.keyboard.press("w")
+    page.keyboard.press("w")
+    assert page.evaluate(span) < 0.8 * before, "W did not zoom the drill's timeline"
+    page.keyboard.press("d")
     clock = page.locator("#clock .clock-value")
     first = clock.inner_text()
     page.wait_for_timeout(1300)
