@@ -302,14 +302,15 @@ class Measured:
             ks, ke = ks[o2], np.maximum.accumulate(ke[o2])
             se = np.sort(self.end[sync & (c["rank"] == r)])
             st_s, st_e = self.steps[r]
-            for x in se:
-                k = np.searchsorted(st_s, x) - 1
-                later = se[(se > x) & (se <= st_e[max(k, 0)])]
-                if not len(later):
-                    continue  # the step's final read-back
-                i = np.searchsorted(ks, x)
-                if 0 < i < len(ks):
-                    gaps.append(ks[i] - ke[i - 1])
+            if not len(se) or not len(ks):
+                continue
+            k = np.maximum(np.searchsorted(st_s, se) - 1, 0)
+            j = np.searchsorted(se, se, "right")  # first sync ending after this one
+            later = (j < len(se)) & (se[np.minimum(j, len(se) - 1)] <= st_e[k])
+            i = np.searchsorted(ks, se)
+            ok = later & (i > 0) & (i < len(ks))  # not the step's final read-back
+            i = i[ok]
+            gaps.extend((ks[i] - ke[i - 1]).tolist())
         f["sync_refill_ms_per_step"] = float(np.sum(gaps) / S / nR / 1000) if gaps else 0.0
         f["inner_syncs_per_step"] = float(len(gaps) / S / nR)
         alloc = self.mask(names=lambda n: n in ("cudaMalloc", "cudaFree", "hipMalloc", "hipFree"))
@@ -389,30 +390,33 @@ class Measured:
             # the launch inside each op gives the correlation of its kernel
             la = self.mask(names=lambda n: n.endswith("LaunchKernel"))
             lts, lr, lc = self.ts[la], c["rank"][la], c["corr"][la]
-            kc = dict(
-                zip(
-                    zip(c["rank"][k].tolist(), c["corr"][k].tolist(), strict=True),
-                    self.dur[k].tolist(),
-                    strict=True,
-                )
-            )
+            # kernel duration by (rank, correlation)
+            kkey = (c["rank"][k].astype(np.int64) << 40) | c["corr"][k]
+            ko = np.argsort(kkey, kind="stable")
+            kkey_s, kdur_s = kkey[ko], self.dur[k][ko]
+            nel_of = {
+                int(a): float(np.prod(self.args[a]["Input Dims"][0])) for a in np.unique(oaid)
+            }
+            nel = np.array([nel_of[int(a)] for a in oaid]) if len(oaid) else np.zeros(0)
             for r in self.ranks:
                 mr = lr == r
                 lt_r, lc_r = lts[mr], lc[mr]
                 o2 = np.argsort(lt_r)
                 lt_r, lc_r = lt_r[o2], lc_r[o2]
-                for s0, e0, a in zip(
-                    os_[orank == r], oe[orank == r], oaid[orank == r], strict=True
-                ):
-                    i = np.searchsorted(lt_r, s0)
-                    if i < len(lt_r) and lt_r[i] < e0:
-                        kd = kc.get((r, int(lc_r[i])))
-                        if kd:
-                            dims = self.args[a]["Input Dims"][0]
-                            nel = float(np.prod(dims))
-                            fam_ms += kd / 1000
-                            fam_time += kd
-                            fam_bytes += nel * 2 * 2
+                sel = orank == r
+                if not len(lt_r) or not sel.any():
+                    continue
+                i = np.searchsorted(lt_r, os_[sel])
+                i2 = np.minimum(i, len(lt_r) - 1)
+                ok = (i < len(lt_r)) & (lt_r[i2] < oe[sel])
+                key = (np.int64(r) << 40) | lc_r[i2]
+                pk = np.minimum(np.searchsorted(kkey_s, key), max(len(kkey_s) - 1, 0))
+                ok &= kkey_s[pk] == key
+                kd = np.where(ok, kdur_s[pk], 0.0)
+                ok &= kd != 0
+                fam_ms += float(kd[ok].sum()) / 1000
+                fam_time += float(kd[ok].sum())
+                fam_bytes += float((nel[sel][ok] * 4).sum())
         f["score_chain_ms_per_step"] = fam_ms / S / nR
         f["score_chain_share"] = float(fam_time / total) if total else 0.0
         f["score_chain_tbps"] = float(fam_bytes / (fam_time / 1e6) / 1e12) if fam_time else 0.0

@@ -6,6 +6,7 @@ nesting computed here survives export exactly.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,8 +66,10 @@ class Interner:
 
 
 class Recorder:
+    """Columnar events appended in batches; columns are materialised once in `finish`."""
+
     def __init__(self) -> None:
-        self.parts: dict[str, list[np.ndarray]] = {c: [] for c in COLS}
+        self.parts: list[tuple[int, list]] = []  # (n, one value or flat array per column)
         self.rows: list[tuple] = []  # scalar events, converted in one go at the end
 
     def add(self, rank, tid, ts, dur, name, cat, depth, corr=0, aid=-1) -> None:
@@ -76,27 +79,47 @@ class Recorder:
             self.rows.append(tuple(int(np.asarray(v).reshape(-1)[0]) for v in vals))
             return
         shape = shapes[0] if all(x == shapes[0] for x in shapes) else np.broadcast_shapes(*shapes)
-        n = int(np.prod(shape))
-        for c, v in zip(COLS, vals, strict=True):
+        n = math.prod(shape)
+        if n == 0:
+            return
+        out: list = []
+        for v in vals:
             if isinstance(v, np.ndarray) and v.ndim:
                 if v.shape != shape:
                     v = np.broadcast_to(v, shape)
-                self.parts[c].append(v.ravel().astype(DTYPES[c], copy=False))
+                out.append(v.reshape(-1))
             else:
-                self.parts[c].append(np.full(n, v, DTYPES[c]))
+                out.append(v)
+        self.parts.append((n, out))
 
     def finish(self) -> dict[str, np.ndarray]:
+        N = sum(n for n, _ in self.parts) + len(self.rows)
+        cols = {c: np.empty(N, DTYPES[c]) for c in COLS}
+        arrs = [cols[c] for c in COLS]
+        o = 0
+        for n, vals in self.parts:
+            for a, v in zip(arrs, vals, strict=True):
+                a[o : o + n] = v
+            o += n
         if self.rows:
-            arr = np.array(self.rows, dtype=np.int64)
-            for k, c in enumerate(COLS):
-                self.parts[c].append(arr[:, k].astype(DTYPES[c]))
-            self.rows = []
-        cols = {
-            c: np.concatenate(self.parts[c]) if self.parts[c] else np.zeros(0, DTYPES[c])
-            for c in COLS
-        }
-        order = np.lexsort((cols["depth"], -cols["dur"], cols["ts"], cols["tid"], cols["rank"]))
-        return {c: np.ascontiguousarray(v[order]) for c, v in cols.items()}
+            rows = np.array(self.rows, dtype=np.int64)
+            for k, a in enumerate(arrs):
+                a[o:] = rows[:, k]
+        self.parts, self.rows = [], []
+        # order: rank, tid, ts, then longer (outer) slices first, then depth
+        key = (cols["rank"].astype(np.int64) << 59) | (cols["tid"].astype(np.int64) << 56)
+        key |= cols["ts"] - (cols["ts"].min() if N else 0)  # loader fetches may start < 0
+        order = np.argsort(key)
+        ks = key[order]
+        eq = ks[1:] == ks[:-1]
+        if eq.any():  # same start on one row: longer first, then depth, then insertion order
+            run = np.r_[False, eq] | np.r_[eq, False]
+            sel = np.flatnonzero(run)
+            grp = np.cumsum(np.r_[True, ~eq])[sel]
+            oi = order[sel]
+            tie = -cols["dur"][oi] * 256 + cols["depth"][oi]
+            order[sel] = oi[np.lexsort((oi, tie, grp))]
+        return {c: v[order] for c, v in cols.items()}
 
 
 @dataclass
