@@ -87,6 +87,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
     checks["broker"] = broker_status
     healthy = healthy and broker_ok
     empty = sorted(slug for slug, n in stock.items() if n == 0)
-    checks["pool"] = {"stock": stock, "empty": empty}
+    # Per-scenario stock is a side channel: a learner who reads it before and after starting a
+    # drill sees which scenario's count dropped, i.e. the answer. Only staff see the breakdown.
+    checks["pool"] = {"unclaimed": sum(stock.values()), "scenarios_empty": len(empty)}
+    if request.user.is_staff:
+        checks["pool"].update({"stock": stock, "empty": empty})
     status = 200 if healthy else 503
     return JsonResponse({"status": "ok" if healthy else "degraded", **checks}, status=status)

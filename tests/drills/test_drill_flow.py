@@ -229,9 +229,23 @@ def test_htmx_start_returns_the_drill_partial(learner_client, no_refill):
     assert 'id="drill-area"' in html and "<html" not in html
 
 
-def test_healthz_reports_database_broker_and_pool_stock(client):
+def test_healthz_reports_database_broker_and_pool_stock(client, make_user):
     response = client.get("/healthz")
     data = response.json()
     assert data["database"] == "ok"
+    # Anonymous callers (and learners) get totals only: the per-scenario stock would tell a
+    # learner which scenario their drill drew. Staff see the breakdown.
+    assert "stock" not in data["pool"] and data["pool"]["unclaimed"] >= 0
+    client.force_login(make_user("operator", is_staff=True))
+    data = client.get("/healthz").json()
     assert set(data["pool"]["stock"]) == set(engine.SCENARIOS)
     assert response.status_code == (200 if data["status"] == "ok" else 503)
+
+
+def test_healthz_answers_503_when_the_broker_is_down(client, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    response = client.get("/healthz")
+    assert response.status_code == 503
+    data = response.json()
+    assert data["status"] == "degraded" and data["broker"].startswith("unreachable")
+    assert data["database"] == "ok"
