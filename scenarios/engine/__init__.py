@@ -27,7 +27,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "4"
+GENERATOR_VERSION = "5"
 
 __all__ = [
     "FIXES",

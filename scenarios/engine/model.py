@@ -69,7 +69,7 @@ class Recorder:
     """Columnar events appended in batches; columns are materialised once in `finish`."""
 
     def __init__(self) -> None:
-        self.parts: list[tuple[int, list]] = []  # (n, one value or flat array per column)
+        self.parts: list[tuple[int, tuple, tuple]] = []  # (n, shape, value per column)
         self.rows: list[tuple] = []  # scalar events, converted in one go at the end
 
     def add(self, rank, tid, ts, dur, name, cat, depth, corr=0, aid=-1) -> None:
@@ -80,26 +80,18 @@ class Recorder:
             return
         shape = shapes[0] if all(x == shapes[0] for x in shapes) else np.broadcast_shapes(*shapes)
         n = math.prod(shape)
-        if n == 0:
-            return
-        out: list = []
-        for v in vals:
-            if isinstance(v, np.ndarray) and v.ndim:
-                if v.shape != shape:
-                    v = np.broadcast_to(v, shape)
-                out.append(v.reshape(-1))
-            else:
-                out.append(v)
-        self.parts.append((n, out))
+        if n:
+            # kept by reference and broadcast in finish(): callers never mutate them afterwards
+            self.parts.append((n, shape, vals))
 
     def finish(self) -> dict[str, np.ndarray]:
-        N = sum(n for n, _ in self.parts) + len(self.rows)
+        N = sum(p[0] for p in self.parts) + len(self.rows)
         cols = {c: np.empty(N, DTYPES[c]) for c in COLS}
         arrs = [cols[c] for c in COLS]
         o = 0
-        for n, vals in self.parts:
+        for n, shape, vals in self.parts:
             for a, v in zip(arrs, vals, strict=True):
-                a[o : o + n] = v
+                a[o : o + n].reshape(shape)[...] = v
             o += n
         if self.rows:
             rows = np.array(self.rows, dtype=np.int64)
