@@ -435,3 +435,53 @@ def test_fast_json_exports_equal_dict_exports(slug):
     assert sorted(hb) == sorted(hd)
     for r in hd:
         assert orjson.loads(hb[r]) == hd[r]
+
+
+# ---- the batched 1F1B schedule respects its data dependencies -----------------------------------
+def _pp_blocks(tr):
+    """(stage, 'forward'|'backward', mb) -> (first kernel start, last kernel end, send kernel end)
+    read back from the columns: annotation → launches inside it → kernels by correlation."""
+    c, names = tr.cols, tr.names
+    out = {}
+    for r in range(tr.world):
+        m = c["rank"] == r
+        ts, dur, nm, corr, tid = (c[k][m] for k in ("ts", "dur", "name", "corr", "tid"))
+        gpu = {int(k): (int(t), int(t + d)) for t, d, k, td in zip(ts, dur, corr, tid, strict=True)
+               if td != 0 and k}  # fmt: skip
+        cpu = np.flatnonzero(tid == 0)
+        cur = None
+        for i in cpu:
+            n = names[nm[i]]
+            hit = re.match(r"## (forward|backward) mb(\d+) ##", n)
+            if hit:
+                cur = (r, hit.group(1), int(hit.group(2)))
+                out[cur] = [None, None, None]
+                end_ann = ts[i] + dur[i]
+            elif cur and corr[i] and ts[i] < end_ann:
+                s, e = gpu[int(corr[i])]
+                o = out[cur]
+                o[0] = s if o[0] is None else min(o[0], s)
+                o[1] = e if o[1] is None else max(o[1], e)
+            elif cur and n == "nccl:send":
+                # the send's launch is the next correlated CPU event
+                j = i + np.argmax(corr[i:] > 0)
+                out[cur][2] = gpu[int(corr[j])][1]
+                cur = None
+    return out
+
+
+@pytest.mark.parametrize("case", [("pipeline-bubbles", 1), ("pipeline-bubbles", 3), ("healthy", 7)])
+def test_pipeline_schedule_dependencies(case):
+    tr = gen(*case)
+    assert "pipeline-parallel" in tr.prompt["workload"]
+    P = tr.world
+    m = int(re.search(r"(\d+) microbatches", tr.prompt["workload"]).group(1))
+    blk = _pp_blocks(tr)
+    assert len(blk) == 2 * P * m  # every block of the last step (names repeat per step)
+    for (s, kind, i), (start, end, _) in blk.items():
+        assert start is not None and end > start
+        if kind == "forward" and s > 0:
+            assert start >= blk[(s - 1, "forward", i)][2], (s, kind, i)
+        if kind == "backward":
+            dep = blk[(s, "forward", i)][1] if s == P - 1 else blk[(s + 1, "backward", i)][2]
+            assert start >= dep, (s, kind, i)
