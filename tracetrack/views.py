@@ -67,6 +67,20 @@ def _broker_ok() -> tuple[bool, str]:
     return True, "ok"
 
 
+def _stock_view(request: HttpRequest, stock: dict[str, int]) -> dict[str, object]:
+    """Per-scenario stock: exact for staff, capped for everyone else.
+
+    Exact counts are a side channel: a learner reading them before and after starting a drill
+    would see which scenario's count dropped, i.e. the answer. Above the low-water mark a claim
+    changes nothing in the capped view; at or below it the pool is refilling and operators need
+    the low counts exactly.
+    """
+    if request.user.is_staff:
+        return {"stock": stock}
+    cap = pool.low_water() + 1
+    return {"stock": {slug: min(n, cap) for slug, n in stock.items()}, "stock_capped_at": cap}
+
+
 @login_not_required
 @require_GET
 @never_cache
@@ -87,10 +101,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
     checks["broker"] = broker_status
     healthy = healthy and broker_ok
     empty = sorted(slug for slug, n in stock.items() if n == 0)
-    # Per-scenario stock is a side channel: a learner who reads it before and after starting a
-    # drill sees which scenario's count dropped, i.e. the answer. Only staff see the breakdown.
-    checks["pool"] = {"unclaimed": sum(stock.values()), "scenarios_empty": len(empty)}
-    if request.user.is_staff:
-        checks["pool"].update({"stock": stock, "empty": empty})
+    checks["pool"] = {"unclaimed": sum(stock.values()), "empty": empty}
+    checks["pool"].update(_stock_view(request, stock))
     status = 200 if healthy else 503
     return JsonResponse({"status": "ok" if healthy else "degraded", **checks}, status=status)

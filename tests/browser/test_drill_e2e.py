@@ -141,14 +141,14 @@ def test_perfetto_only_mode_shows_no_timeline_and_no_framing(page, live_server):
 
 
 def test_an_incomplete_diagnosis_shows_its_errors_in_place(page, live_server):
-    """htmx 2 drops 4xx responses by default; the 400 with the re-rendered form must be swapped in."""
+    """htmx 2 drops 4xx responses by default; the 400 with the re-rendered form is swapped in."""
     sign_up(page, live_server, username="hopper")
     attempt = start_drill(page, live_server)
     assert page.title().startswith("Drill")
     page.click("#diagnosis-form button[type=submit]")
     page.wait_for_selector("#form-errors")
     assert page.url.endswith(f"/drill/attempts/{attempt.pk}/")
-    assert page.is_visible("header.topbar"), "the error partial replaced the page, not the drill area"
+    assert page.is_visible("header.topbar"), "the error partial replaced the whole page"
     assert page.evaluate("document.activeElement.id") == "id_scenario"
     assert page.locator(".has-error").count() == 4
     attempt.refresh_from_db()

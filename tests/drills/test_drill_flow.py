@@ -229,17 +229,19 @@ def test_htmx_start_returns_the_drill_partial(learner_client, no_refill):
     assert 'id="drill-area"' in html and "<html" not in html
 
 
-def test_healthz_reports_database_broker_and_pool_stock(client, make_user):
+def test_healthz_reports_database_broker_and_pool_stock(client, make_user, no_refill):
+    from scenarios import pool
+
+    pool.refill("healthy", target=4)  # low water is 1 in tests: the public view caps at 2
     response = client.get("/healthz")
     data = response.json()
-    assert data["database"] == "ok"
-    # Anonymous callers (and learners) get totals only: the per-scenario stock would tell a
-    # learner which scenario their drill drew. Staff see the breakdown.
-    assert "stock" not in data["pool"] and data["pool"]["unclaimed"] >= 0
-    client.force_login(make_user("operator", is_staff=True))
-    data = client.get("/healthz").json()
-    assert set(data["pool"]["stock"]) == set(engine.SCENARIOS)
     assert response.status_code == (200 if data["status"] == "ok" else 503)
+    assert data["database"] == "ok"
+    assert set(data["pool"]["stock"]) == set(engine.SCENARIOS)
+    assert data["pool"]["stock"]["healthy"] == data["pool"]["stock_capped_at"] == 2
+    assert data["pool"]["unclaimed"] == 4 and "healthy" not in data["pool"]["empty"]
+    client.force_login(make_user("operator", is_staff=True))
+    assert client.get("/healthz").json()["pool"]["stock"]["healthy"] == 4
 
 
 def test_healthz_answers_503_when_the_broker_is_down(client, settings):
