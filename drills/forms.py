@@ -15,7 +15,7 @@ class DiagnosisForm(forms.Form):
         label="Expected step time after the fix (ms)",
         min_value=0.001,
         max_value=10_000_000,
-        help_text="For a healthy trace, the current step time.",
+        help_text="If nothing needs fixing, enter the current step time.",
         widget=forms.NumberInput(attrs={"step": "any", "inputmode": "decimal"}),
     )
 

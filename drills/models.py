@@ -70,6 +70,21 @@ class Attempt(models.Model):
     def is_submitted(self) -> bool:
         return self.submitted_at is not None
 
+    @property
+    def scenario_title(self) -> str:
+        """The true scenario's title: only for graded attempts (it is the answer)."""
+        from scenarios.engine import SCENARIOS
+
+        known = SCENARIOS.get(self.scenario)
+        return known.title if known else self.scenario
+
+    @property
+    def answer_title(self) -> str:
+        from scenarios.engine import SCENARIOS
+
+        known = SCENARIOS.get(self.answer_scenario)
+        return known.title if known else self.answer_scenario
+
 
 class Card(models.Model):
     """The FSRS memory state of one learner for one scenario (or mental-math family)."""
