@@ -105,14 +105,28 @@ def _card(user, item: str, kind: str, now: datetime) -> Card:
     return card
 
 
-def review_card(user, item: str, rating, now: datetime, kind: str = Card.Kind.SCENARIO) -> Card:
-    card = _card(user, item, kind, now)
-    card.state = scheduling.review(
-        card.state, rating, now, desired_retention=settings.TRACETRACK["DESIRED_RETENTION"]
-    )
+def apply_review(card, rating, now: datetime, *, desired_retention: float | None = None) -> None:
+    """Review ``card`` at ``now`` in memory (a ``Card``, or anything with its four fields).
+
+    Shared by the live write path (``review_card``) and ``rebuild_cards``'s replay.
+    """
+    if desired_retention is None:
+        desired_retention = settings.TRACETRACK["DESIRED_RETENTION"]
+    card.state = scheduling.review(card.state, rating, now, desired_retention=desired_retention)
     card.due = scheduling.due(card.state)
     card.reviews += 1
     card.last_review = now
+
+
+def apply_pull(card, now: datetime) -> None:
+    """Pull ``card`` due at ``now`` in memory (the twin pull); its memory state is untouched."""
+    card.state = scheduling.pull_due_now(card.state, now)
+    card.due = scheduling.due(card.state)
+
+
+def review_card(user, item: str, rating, now: datetime, kind: str = Card.Kind.SCENARIO) -> Card:
+    card = _card(user, item, kind, now)
+    apply_review(card, rating, now)
     card.save()
     return card
 
@@ -122,6 +136,5 @@ def pull_twin(user, result: GradeResult, now: datetime) -> None:
     if not result.twin_confusion:
         return
     card = _card(user, result.answered_scenario, Card.Kind.SCENARIO, now)
-    card.state = scheduling.pull_due_now(card.state, now)
-    card.due = scheduling.due(card.state)
+    apply_pull(card, now)
     card.save()

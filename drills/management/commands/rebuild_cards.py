@@ -5,7 +5,8 @@ Every graded attempt keeps its raw answer and grade fields, so when the rating m
 from history. The replay does what ``drills.services.submit_diagnosis`` did at the time, in
 submission order: for each attempt that counts for the schedule, review the true scenario's card
 at ``submitted_at``; when the answer was the true scenario's lookalike twin, pull the twin's card
-due at that moment. Running it twice changes nothing (idempotent).
+due at that moment (both through ``services.apply_review`` / ``apply_pull``, as the live path
+does). Running it twice changes nothing (idempotent).
 
 Cards with no counted attempt behind them are left alone (the command never deletes a card).
 
@@ -23,7 +24,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from drills import scheduling
+from drills import scheduling, services
 from drills.models import Attempt, Card
 
 
@@ -84,18 +85,14 @@ def replay(rows, desired_retention: float) -> dict[str, Replayed]:
         when: datetime = row["submitted_at"]
         slug = row["scenario"]
         card = cards.get(slug) or Replayed(state=scheduling.new_card_state(when), due=when)
-        card.state = scheduling.review(
-            card.state, scheduling.rating_for(grade), when, desired_retention=desired_retention
+        services.apply_review(
+            card, scheduling.rating_for(grade), when, desired_retention=desired_retention
         )
-        card.due = scheduling.due(card.state)
-        card.reviews += 1
-        card.last_review = when
         cards[slug] = card
         target = scheduling.twin_pull_target(slug, row["answer_scenario"] or None)
         if target is not None:
             pulled = cards.get(target) or Replayed(state=scheduling.new_card_state(when), due=when)
-            pulled.state = scheduling.pull_due_now(pulled.state, when)
-            pulled.due = scheduling.due(pulled.state)
+            services.apply_pull(pulled, when)
             cards[target] = pulled
     return cards
 
