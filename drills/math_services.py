@@ -18,21 +18,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import fsrs
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from drills import mentalmath, scheduling
 from drills.models import Card, MathAttempt, MathSprint
-from drills.services import load_cards, review_card
+from drills.services import load_cards, review_card, time_limit_s
 
 SPRINT_S = 120
 RECENT_N = 5
 _seeds = random.SystemRandom()
-
-
-def time_limit_s() -> int:
-    return settings.TRACETRACK["DRILL_TIME_LIMIT_S"]
 
 
 # --------------------------------------------------------------------------- rating adapter
