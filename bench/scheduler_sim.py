@@ -240,17 +240,6 @@ LEARNERS = {"exp": ExpLearner, "actr": ActrLearner}
 # --------------------------------------------------------------------------- policies
 
 
-@dataclass(frozen=True)
-class SimGrade:
-    scenario_correct: bool
-    measurement_correct: bool
-    fix_correct: bool
-    win_correct: bool
-    elapsed_s: float
-    over_time: bool
-    practice: bool = False
-
-
 class Ours:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -265,8 +254,13 @@ class Ours:
 
     def update(self, i: int, day: int, now: datetime, o: Outcome) -> None:
         slug = SLUGS[i]
-        grade = SimGrade(
-            o.correct, o.measurement_ok, o.fix_ok, True, o.elapsed_s, o.elapsed_s > 120.0
+        grade = sch.Grade(
+            o.correct,
+            o.measurement_ok,
+            o.fix_ok,
+            True,
+            o.elapsed_s,
+            o.elapsed_s > sch.AGAIN_AFTER_S,
         )
         self.recent.append(slug)
         if not sch.counts_for_schedule(grade):
@@ -280,9 +274,9 @@ class Ours:
 
 def _quality(o: Outcome) -> int:
     """Same evidence as our rating map, on SM-2's 0-5 scale (no 5: no 'easy')."""
-    if not o.correct or o.elapsed_s > 120.0:
+    if not o.correct or o.elapsed_s > sch.AGAIN_AFTER_S:
         return 1
-    if o.elapsed_s > 90.0 or not (o.measurement_ok and o.fix_ok):
+    if o.elapsed_s > sch.HARD_AFTER_S or not (o.measurement_ok and o.fix_ok):
         return 3
     return 4
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -47,6 +48,7 @@ __all__ = [
     "DEFAULT_DESIRED_RETENTION",
     "HARD_AFTER_S",
     "TWINS",
+    "Grade",
     "GradeLike",
     "counts_for_schedule",
     "due",
@@ -97,6 +99,20 @@ class GradeLike(Protocol):
     def over_time(self) -> bool: ...
     @property
     def practice(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Grade:
+    """A plain ``GradeLike`` record (``rebuild_cards`` builds one from an Attempt's stored fields,
+    ``bench/scheduler_sim.py`` from a simulated answer)."""
+
+    scenario_correct: bool
+    measurement_correct: bool
+    fix_correct: bool
+    win_correct: bool
+    elapsed_s: float
+    over_time: bool
+    practice: bool = False
 
 
 # --------------------------------------------------------------------------- rating

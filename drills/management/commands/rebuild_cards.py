@@ -28,29 +28,17 @@ from drills import scheduling, services
 from drills.models import Attempt, Card
 
 
-@dataclass(frozen=True, slots=True)
-class StoredGrade:
-    """A ``scheduling.GradeLike`` built from an Attempt's stored fields."""
-
-    scenario_correct: bool
-    measurement_correct: bool
-    fix_correct: bool
-    win_correct: bool
-    elapsed_s: float
-    over_time: bool
-    practice: bool
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> StoredGrade:
-        return cls(
-            scenario_correct=bool(row["scenario_correct"]),
-            measurement_correct=bool(row["measurement_correct"]),
-            fix_correct=bool(row["fix_correct"]),
-            win_correct=bool(row["win_correct"]),
-            elapsed_s=float(row["elapsed_s"] or 0.0),
-            over_time=bool(row["over_time"]),
-            practice=row["mode"] == Attempt.Mode.PRACTICE,
-        )
+def stored_grade(row: dict[str, Any]) -> scheduling.Grade:
+    """The grade an Attempt's stored fields record."""
+    return scheduling.Grade(
+        scenario_correct=bool(row["scenario_correct"]),
+        measurement_correct=bool(row["measurement_correct"]),
+        fix_correct=bool(row["fix_correct"]),
+        win_correct=bool(row["win_correct"]),
+        elapsed_s=float(row["elapsed_s"] or 0.0),
+        over_time=bool(row["over_time"]),
+        practice=row["mode"] == Attempt.Mode.PRACTICE,
+    )
 
 
 @dataclass
@@ -79,7 +67,7 @@ def replay(rows, desired_retention: float) -> dict[str, Replayed]:
     """Cards (by scenario slug) from a learner's graded attempts in submission order."""
     cards: dict[str, Replayed] = {}
     for row in rows:
-        grade = StoredGrade.from_row(row)
+        grade = stored_grade(row)
         if not scheduling.counts_for_schedule(grade):
             continue
         when: datetime = row["submitted_at"]
