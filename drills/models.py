@@ -73,17 +73,19 @@ class Attempt(models.Model):
     @property
     def scenario_title(self) -> str:
         """The true scenario's title: only for graded attempts (it is the answer)."""
-        from scenarios.engine import SCENARIOS
-
-        known = SCENARIOS.get(self.scenario)
-        return known.title if known else self.scenario
+        return _scenario_title(self.scenario)
 
     @property
     def answer_title(self) -> str:
-        from scenarios.engine import SCENARIOS
+        return _scenario_title(self.answer_scenario)
 
-        known = SCENARIOS.get(self.answer_scenario)
-        return known.title if known else self.answer_scenario
+
+def _scenario_title(slug: str) -> str:
+    """A scenario's title, or the slug itself when the engine no longer knows it."""
+    from scenarios.engine import SCENARIOS
+
+    known = SCENARIOS.get(slug)
+    return known.title if known else slug
 
 
 class Card(models.Model):
