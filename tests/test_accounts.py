@@ -52,3 +52,17 @@ def test_login_form_rejects_a_wrong_password_without_saying_which_part(client, m
     response = client.post("/accounts/login/", {"username": "ada", "password": "nope"})
     assert response.status_code == 200
     assert b"correct username and password" in response.content
+
+
+def test_sign_up_takes_an_optional_email_for_reminders(client, django_user_model):
+    pw = "long-enough-pass-91"
+    data = {"username": "lin", "password1": pw, "password2": pw}
+    assert client.post("/accounts/signup/", data).status_code == 302
+    assert django_user_model.objects.get(username="lin").email == ""
+    client.post("/accounts/logout/")
+    with_mail = {**data, "username": "kay", "email": "kay@example.com"}
+    assert client.post("/accounts/signup/", with_mail).status_code == 302
+    assert django_user_model.objects.get(username="kay").email == "kay@example.com"
+    client.post("/accounts/logout/")
+    bad = client.post("/accounts/signup/", {**data, "username": "zed", "email": "not-an-address"})
+    assert bad.status_code == 400 and not django_user_model.objects.filter(username="zed").exists()
