@@ -46,23 +46,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from drills import scheduling as sch
+from scenarios.engine import SCENARIOS
 
-SLUGS = [
-    "exposed-allreduce",
-    "input-starvation",
-    "launch-bound",
-    "straggler",
-    "memory-bound-kernel",
-    "sync-stalls",
-    "pipeline-bubbles",
-    "allocator-stalls",
-    "bandwidth-bound-collective",
-    "recompilation",
-    "healthy",
-]
+SLUGS = list(SCENARIOS)  # DESIGN.md order; it also fixes the per-learner random streams
 N = len(SLUGS)
 IDX = {s: i for i, s in enumerate(SLUGS)}
-WEIGHTS = {s: (2 if s == "healthy" else 1) for s in SLUGS}
+WEIGHTS = {slug: SCENARIOS[slug].weight for slug in SLUGS}
 TWIN_IDX = [IDX[sch.TWINS[s]] if s in sch.TWINS else -1 for s in SLUGS]
 PAIR_OF = {}
 for _k, _s in enumerate(sorted({tuple(sorted((a, b))) for a, b in sch.TWINS.items()})):
