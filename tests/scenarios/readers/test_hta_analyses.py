@@ -29,6 +29,19 @@ pytest.importorskip("hta.trace_analysis")
 from tests.scenarios.readers import hta_reader  # noqa: E402
 
 SEED = int(os.environ.get("TRACETRACK_READER_SEED", "1"))  # override to sweep by hand
+
+
+def _healthy_ddp_seed(start: int) -> int:
+    """The first healthy seed from ``start`` that draws the data-parallel workload. Healthy also
+    draws decode (one GPU, no communication) and deep-pipeline traces (receive kernels wait through
+    the small bubble, so HTA's overlap is low); the baselines below are about DDP."""
+    seed = start
+    while "DDP" not in engine.generate("healthy", seed).prompt["workload"]:
+        seed += 1
+    return seed
+
+
+HEALTHY_DDP = _healthy_ddp_seed(SEED)
 CUDA_HW = "h100"  # HTA 0.5.0's launch stats only pair cudaLaunchKernel* (finding F3)
 GEMM_RE = re.compile(r"gemm|gemv|Cijk_|wvSplitK|flash|fmha", re.I)
 FRAC_ABS, FRAC_REL, OVERLAP_PTS = 0.04, 0.10, 8.0
@@ -86,18 +99,24 @@ def test_hta_reads_every_rank_and_agrees_with_the_key(hta, slug):
     assert s.ranks == list(range(h.trace.world)), f"HTA rank detection: {s.ranks}"
     assert len(s.steps) >= 3, f"{slug}: HTA found profiler steps {s.steps}"
     assert set(s.temporal) == set(s.ranks)
+    # HTA drops the last profiler step. When that step is a 20x-longer compile step, whole-trace
+    # shares over the kept steps differ from the key's; the per-step pattern is checked in
+    # test_recompilation_idles_only_on_compile_steps instead.
+    last_is_compile = (f.get("n_steps", 0) - 1) in f.get("compile_steps", ())
     # idle per rank: HTA's parsed kernels inside each ProfilerStep vs the engine's facts
     for rank, want in zip(s.ranks, f["idle_frac_per_rank"], strict=True):
         got = mean_step_idle(s, rank)
-        assert close(got, want), f"{slug} rank {rank}: HTA step idle {got:.3f} vs key {want:.3f}"
+        assert last_is_compile or close(got, want), (
+            f"{slug} rank {rank}: HTA step idle {got:.3f} vs key {want:.3f}"
+        )
     # comm/compute overlap per rank, where there is communication
-    if f.get("coll_count"):
+    if f.get("coll_count") and not last_is_compile:
         for rank, want in zip(s.ranks, f["overlap_pct_per_rank"], strict=True):
             got = s.overlap[rank]
             assert abs(got - want) <= OVERLAP_PTS, (
                 f"{slug} rank {rank}: HTA overlap {got:.1f} % vs key {want:.1f} %"
             )
-    else:
+    elif not f.get("coll_count"):
         assert all(math.isnan(v) for v in s.overlap.values())
 
 
@@ -105,7 +124,7 @@ def test_hta_reads_every_rank_and_agrees_with_the_key(hta, slug):
 
 
 def test_exposed_allreduce_has_no_overlap_and_healthy_has_plenty(hta):
-    exposed, healthy = hta("exposed-allreduce").s, hta("healthy").s
+    exposed, healthy = hta("exposed-allreduce").s, hta("healthy", HEALTHY_DDP).s
     assert max(exposed.overlap.values()) < 30.0, exposed.overlap
     assert min(healthy.overlap.values()) > 60.0, healthy.overlap
     assert max(t["idle_time_pctg"] for t in healthy.temporal.values()) < 10.0
@@ -114,7 +133,7 @@ def test_exposed_allreduce_has_no_overlap_and_healthy_has_plenty(hta):
 def test_input_starvation_idles_every_step_waiting_on_the_host(hta):
     h = hta("input-starvation")
     s = h.s
-    healthy = hta("healthy").s
+    healthy = hta("healthy", HEALTHY_DDP).s
     steady_healthy = max(max(v[1:]) for v in healthy.step_idle.values())
     for rank in s.ranks:
         assert min(s.step_idle[rank]) > max(0.15, 3 * steady_healthy), (
@@ -203,7 +222,7 @@ def test_launch_bound_kernels_are_shorter_than_their_launches(hta):
 
 
 def test_memory_bound_kernel_family_dominates(hta):
-    h, healthy = hta("memory-bound-kernel"), hta("healthy")
+    h, healthy = hta("memory-bound-kernel"), hta("healthy", HEALTHY_DDP)
     got, base = non_gemm_share(h.s), non_gemm_share(healthy.s)
     assert got > 0.25, got
     assert got > 2 * base, (got, base)
@@ -239,7 +258,7 @@ def test_pipeline_bubble_matches_the_formula(hta):
 @pytest.mark.parametrize("slug", ["sync-stalls", "allocator-stalls"])
 def test_host_stalls_show_as_host_wait_idle(hta, slug):
     s = hta(slug).s
-    healthy = hta("healthy").s
+    healthy = hta("healthy", HEALTHY_DDP).s
     for rank in s.ranks:
         cats = s.idle[(rank, 7)]
         assert max(cats, key=cats.get) == "host_wait", f"rank {rank}: {cats}"
