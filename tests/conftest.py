@@ -33,6 +33,17 @@ def needs_redis():
     pytest.skip("needs Redis: set REDIS_URL")
 
 
+def right_answer(attempt) -> dict[str, str]:
+    """The diagnosis form's fields filled from the attempt's answer key."""
+    key = attempt.trace.key
+    return {
+        "scenario": key["scenario"],
+        "measurement": key["measurement"],
+        "fix": key["fix"],
+        "expected_step_ms": f"{key['expected_step_ms']:.3f}",
+    }
+
+
 @pytest.fixture(autouse=True)
 def _fast_tests(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -36,7 +36,7 @@ from drills import services
 from drills.models import Attempt, Card, MathAttempt, MathSprint
 from scenarios import engine, perfetto_ui
 from scenarios.models import Trace
-from tests.conftest import PASSWORD, needs_postgres
+from tests.conftest import PASSWORD, needs_postgres, right_answer
 from tracetrack.roles import make_instructor
 
 pytestmark = pytest.mark.django_db
@@ -52,16 +52,6 @@ def uuid_in(location: str, prefix: str) -> str:
     found = re.search(rf"{re.escape(prefix)}([0-9a-f-]{{36}})/", location)
     assert found, location
     return found.group(1)
-
-
-def right_answer(attempt: Attempt) -> dict[str, str]:
-    key = attempt.trace.key
-    return {
-        "scenario": key["scenario"],
-        "measurement": key["measurement"],
-        "fix": key["fix"],
-        "expected_step_ms": f"{key['expected_step_ms']:.3f}",
-    }
 
 
 def dt(value) -> str:

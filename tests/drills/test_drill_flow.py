@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from drills.models import Attempt, Card
 from scenarios import engine
+from tests.conftest import right_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -22,16 +23,6 @@ def start(client, mode="timed") -> Attempt:
     assert response.status_code == 302
     attempt_id = re.search(r"/drill/attempts/([0-9a-f-]{36})/", response["Location"]).group(1)
     return Attempt.objects.select_related("trace").get(pk=attempt_id)
-
-
-def right_answer(attempt: Attempt) -> dict:
-    key = attempt.trace.key
-    return {
-        "scenario": key["scenario"],
-        "measurement": key["measurement"],
-        "fix": key["fix"],
-        "expected_step_ms": f"{key['expected_step_ms']:.3f}",
-    }
 
 
 def strip_form_choices(html: str) -> str:
