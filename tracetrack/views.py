@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from content.services import home_assignments
 from drills import services
 from drills.dashboard import due_overview, streak
 from drills.models import Attempt, LearnerProfile
@@ -46,12 +47,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "streak_opt_in": opted_in,
         "streak": streak(Attempt.objects.filter(user=request.user), now) if opted_in else None,
     }
-    try:
-        from content.services import home_assignments
-
-        context["assignments"] = home_assignments(request.user)
-    except ImportError:
-        context["assignments"] = []
+    context["assignments"] = home_assignments(request.user)
     return TemplateResponse(request, "home.html", context)
 
 
