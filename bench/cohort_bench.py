@@ -85,13 +85,13 @@ def build(n_learners: int, n_attempts: int):
     from django.contrib.auth.hashers import make_password
     from django.utils import timezone
 
-    from content.cohorts import progress
-    from content.cohorts.models import Assignment, Cohort, Extension, Membership
+    from accounts.roles import make_instructor
+    from cohorts import progress
+    from cohorts.models import Assignment, Cohort, Extension, Membership
     from content.models import ReadMark, WalkthroughSet
     from drills import scheduling
     from drills.models import Attempt, Card
     from scenarios.models import Trace
-    from tracetrack.roles import make_instructor
 
     rng = random.Random(7)
     now = timezone.now()

@@ -13,6 +13,6 @@ def home_assignments(user) -> list[dict[str, Any]]:
     unfinished ones first, soonest due first."""
     if not getattr(user, "is_authenticated", False):
         return []
-    from content.cohorts.progress import learner_assignments
+    from cohorts.progress import learner_assignments
 
     return learner_assignments(user, timezone.now())

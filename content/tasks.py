@@ -15,6 +15,6 @@ REMIND_WITHIN = timedelta(hours=24)
 @shared_task(name="content.tasks.send_due_reminders", acks_late=True)
 def send_due_reminders() -> int:
     """Email, once, each learner who has not finished an assignment due within the next 24 h."""
-    from content.cohorts.reminders import send_due_reminders as run
+    from cohorts.reminders import send_due_reminders as run
 
     return run()

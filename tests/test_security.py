@@ -29,15 +29,15 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from content.cohorts.models import Assignment, Cohort, Extension, Membership
+from accounts.roles import make_instructor
+from cohorts.models import Assignment, Cohort, Extension, Membership
 from content.models import WalkthroughSet
 from content.pages import DOWNLOADS, library
-from drills import services
 from drills.models import Attempt, Card, MathAttempt, MathSprint
+from drills.trainer import services
 from scenarios import engine, perfetto_ui
 from scenarios.models import Trace
 from tests.conftest import PASSWORD, needs_postgres, right_answer
-from tracetrack.roles import make_instructor
 
 pytestmark = pytest.mark.django_db
 
@@ -244,18 +244,14 @@ def _ext(w: World) -> dict[str, Any]:
 
 # Per-object URLs: every one must answer 404 to anyone but its owner (or the cohort's teachers).
 PER_OBJECT: dict[str, Case] = {
-    "drills:attempt": Case(lambda w: [w.open.pk], ("GET",)),
-    "drills:submit": Case(
+    "trainer:attempt": Case(lambda w: [w.open.pk], ("GET",)),
+    "trainer:submit": Case(
         lambda w: [w.open.pk], ("POST",), lambda w: right_answer(w.open), htmx=True
     ),
-    "drills:math_attempt": Case(lambda w: [w.math.pk], ("GET",)),
-    "drills:math_answer": Case(
-        lambda w: [w.math.pk], ("POST",), lambda w: {"answer": "1"}, htmx=True
-    ),
-    "drills:math_sprint": Case(lambda w: [w.sprint.pk], ("GET",)),
-    "drills:math_sprint_answer": Case(
-        lambda w: [w.sprint.pk], ("POST",), _sprint_answer, htmx=True
-    ),
+    "math:attempt": Case(lambda w: [w.math.pk], ("GET",)),
+    "math:answer": Case(lambda w: [w.math.pk], ("POST",), lambda w: {"answer": "1"}, htmx=True),
+    "math:sprint": Case(lambda w: [w.sprint.pk], ("GET",)),
+    "math:sprint_answer": Case(lambda w: [w.sprint.pk], ("POST",), _sprint_answer, htmx=True),
     "scenarios:timeline": Case(lambda w: [w.open.trace_id], ("GET",)),
     "scenarios:perfetto": Case(lambda w: [w.open.trace_id], ("GET",)),
     "cohorts:detail": Case(lambda w: [w.cohort.pk], ("GET",), cohort=True),
@@ -284,7 +280,7 @@ PER_OBJECT: dict[str, Case] = {
 
 # The submitted attempt (the reveal) is checked as well as the open one.
 EXTRA_OBJECT_CASES = {
-    "drills:attempt (submitted)": ("drills:attempt", Case(lambda w: [w.submitted.pk], ("GET",))),
+    "trainer:attempt (submitted)": ("trainer:attempt", Case(lambda w: [w.submitted.pk], ("GET",))),
     "scenarios:perfetto (submitted)": (
         "scenarios:perfetto",
         Case(lambda w: [w.submitted.trace_id], ("GET",)),
@@ -307,14 +303,14 @@ NOT_PER_OBJECT: dict[str, tuple[Callable[[], list[Any]], tuple[str, ...]]] = {
     "logout": (list, ("POST",)),
     "password_change": (list, ("GET", "POST")),
     "password_change_done": (list, ("GET",)),
-    "drills:trainer": (list, ("GET",)),
-    "drills:next": (list, ("POST",)),
-    "drills:math": (list, ("GET",)),
-    "drills:math_next": (list, ("POST",)),
-    "drills:math_sprint_start": (list, ("POST",)),
-    "drills:dashboard": (list, ("GET",)),
-    "drills:stats_json": (list, ("GET",)),
-    "drills:streak_opt_in": (list, ("POST",)),
+    "trainer:home": (list, ("GET",)),
+    "trainer:next": (list, ("POST",)),
+    "math:home": (list, ("GET",)),
+    "math:next": (list, ("POST",)),
+    "math:sprint_start": (list, ("POST",)),
+    "stats:dashboard": (list, ("GET",)),
+    "stats:json": (list, ("GET",)),
+    "stats:streak_opt_in": (list, ("POST",)),
     "scenarios:perfetto_ui": (list, ("GET",)),
     "scenarios:perfetto_ui_file": (lambda: ["index.html"], ("GET",)),
     "content:index": (list, ("GET",)),
@@ -709,7 +705,7 @@ def test_elapsed_time_is_the_servers_and_ignores_what_the_client_sends(world):
 
 def test_a_diagnosis_after_two_minutes_is_over_time_and_one_inside_is_not(world, make_user):
     a = world.clients["ada"]
-    _ago(world.open, 125)  # 2:00 plus the 2 s network grace (drills.grading.GRACE_S), and then some
+    _ago(world.open, 125)  # 2:00 + the 2 s grace (drills.trainer.grading.GRACE_S) + some
     a.post(f"/drill/attempts/{world.open.pk}/diagnosis/", right_answer(world.open))
     world.open.refresh_from_db()
     assert world.open.over_time is True and world.open.rating == 1  # Again

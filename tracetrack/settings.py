@@ -54,10 +54,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "tracetrack",
+    "accounts",
     "scenarios",
     "drills",
     "content",
-    "content.cohorts",
+    "cohorts",
 ]
 
 MIDDLEWARE = [
@@ -221,7 +222,7 @@ TRACETRACK = {
     "DRILL_TIME_LIMIT_S": env_int("DRILL_TIME_LIMIT_S", 120, lo=30, hi=3600),
     "POOL_TARGET": env_int("POOL_TARGET", 20, lo=1, hi=10_000),
     "POOL_LOW_WATER": env_int("POOL_LOW_WATER", 5, lo=0, hi=10_000),
-    # Sign-in brake (tracetrack/login_throttle.py): failures per (username, address) per window.
+    # Sign-in brake (accounts/login_throttle.py): failures per (username, address) per window.
     "LOGIN_FAILURE_LIMIT": env_int("LOGIN_FAILURE_LIMIT", 10, lo=0, hi=10_000),
     "LOGIN_LOCKOUT_S": env_int("LOGIN_LOCKOUT_S", 900, lo=1, hi=86_400),
 }

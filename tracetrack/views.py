@@ -3,38 +3,21 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from content.services import home_assignments
-from drills import services
-from drills.dashboard import due_overview, streak
 from drills.models import Attempt, LearnerProfile
+from drills.stats.dashboard import due_overview, streak
+from drills.trainer import services
 from scenarios import pool
-from tracetrack.forms import SignupForm
 
 log = logging.getLogger(__name__)
-
-
-@login_not_required
-@never_cache
-def signup(request: HttpRequest) -> HttpResponse:
-    if request.user.is_authenticated:
-        return redirect("home")
-    form = SignupForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        return redirect("home")
-    status = 400 if request.method == "POST" else 200
-    return TemplateResponse(request, "registration/signup.html", {"form": form}, status=status)
 
 
 @require_GET

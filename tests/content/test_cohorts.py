@@ -18,8 +18,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from content.cohorts import progress
-from content.cohorts.models import (
+from accounts.roles import make_instructor
+from cohorts import progress
+from cohorts.models import (
     JOIN_ALPHABET,
     Assignment,
     Cohort,
@@ -33,7 +34,6 @@ from content.tasks import send_due_reminders
 from drills import scheduling
 from drills.models import Attempt, Card
 from scenarios.models import Trace
-from tracetrack.roles import make_instructor
 
 pytestmark = pytest.mark.django_db
 

@@ -13,9 +13,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from drills import dashboard, scheduling, services
-from drills.grading import Diagnosis
+from drills import scheduling
 from drills.models import Attempt, Card, LearnerProfile, MathAttempt
+from drills.stats import dashboard
+from drills.trainer import services
+from drills.trainer.grading import Diagnosis
 from scenarios import engine
 from scenarios.models import Trace
 

@@ -16,10 +16,11 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from drills import math_services, services
 from drills.math_stats import family_stats
 from drills.mentalmath import FAMILIES
+from drills.mentalmath import services as math_services
 from drills.models import Attempt, Card, MathAttempt, MathSprint
+from drills.trainer import services
 
 pytestmark = pytest.mark.django_db
 

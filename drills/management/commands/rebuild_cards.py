@@ -2,7 +2,7 @@
 
 Every graded attempt keeps its raw answer and grade fields, so when the rating map
 (``drills.scheduling.rating_for``) or the desired retention changes, the cards can be replayed
-from history. The replay does what ``drills.services.submit_diagnosis`` did at the time, in
+from history. The replay does what ``drills.trainer.services.submit_diagnosis`` did at the time, in
 submission order: for each attempt that counts for the schedule, review the true scenario's card
 at ``submitted_at``; when the answer was the true scenario's lookalike twin, pull the twin's card
 due at that moment (both through ``services.apply_review`` / ``apply_pull``, as the live path
@@ -24,8 +24,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from drills import scheduling, services
+from drills import scheduling
 from drills.models import Attempt, Card
+from drills.trainer import services
 
 
 def stored_grade(row: dict[str, Any]) -> scheduling.Grade:

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from tracetrack.roles import make_instructor
+from accounts.roles import make_instructor
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from drills.math_services import resolve_family
+from drills.mentalmath.services import resolve_family
 
 
 class MathStartForm(forms.Form):

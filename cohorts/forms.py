@@ -4,8 +4,8 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
+from accounts.roles import is_instructor
 from content.models import WalkthroughSet
-from tracetrack.roles import is_instructor
 
 from .models import JOIN_ALPHABET, Assignment, Cohort, Extension, normalise_code
 

@@ -19,8 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.roles import is_instructor
 from drills.models import Attempt
-from tracetrack.roles import is_instructor
 
 from . import progress, render
 from .forms import AssignmentForm, CohortForm, CoInstructorForm, ExtensionForm, JoinForm
@@ -58,7 +58,7 @@ def cohort_list(request: HttpRequest) -> HttpResponse:
         "join_form": JoinForm(),
         "create_form": CohortForm() if teaching else None,
     }
-    return TemplateResponse(request, "content/cohorts/list.html", context)
+    return TemplateResponse(request, "cohorts/list.html", context)
 
 
 @require_http_methods(["GET", "POST"])
@@ -75,7 +75,7 @@ def cohort_new(request: HttpRequest) -> HttpResponse:
         messages.success(request, f"Cohort created. Learners join with code {cohort.join_code}.")
         return redirect("cohorts:detail", cohort_id=cohort.pk)
     status = 400 if request.method == "POST" else 200
-    return TemplateResponse(request, "content/cohorts/new.html", {"form": form}, status=status)
+    return TemplateResponse(request, "cohorts/new.html", {"form": form}, status=status)
 
 
 def _join(request: HttpRequest, cohort: Cohort) -> HttpResponse:
@@ -99,7 +99,7 @@ def join(request: HttpRequest) -> HttpResponse:
         assert form.cohort is not None
         return _join(request, form.cohort)
     status = 400 if request.method == "POST" else 200
-    return TemplateResponse(request, "content/cohorts/join.html", {"form": form}, status=status)
+    return TemplateResponse(request, "cohorts/join.html", {"form": form}, status=status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -112,12 +112,12 @@ def join_link(request: HttpRequest, code: str) -> HttpResponse:
     if cohort is None:
         form = JoinForm({"code": code}, user=request.user)
         form.is_valid()  # fills in the clear error message
-        return TemplateResponse(request, "content/cohorts/join.html", {"form": form}, status=404)
+        return TemplateResponse(request, "cohorts/join.html", {"form": form}, status=404)
     if request.method == "POST":
         return _join(request, cohort)
     already = cohort.memberships.filter(user=request.user).exists()
     return TemplateResponse(
-        request, "content/cohorts/join_confirm.html", {"cohort": cohort, "already": already}
+        request, "cohorts/join_confirm.html", {"cohort": cohort, "already": already}
     )
 
 
@@ -138,7 +138,7 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
         ),
         "co_form": CoInstructorForm(cohort=cohort),
     }
-    return TemplateResponse(request, "content/cohorts/detail.html", context)
+    return TemplateResponse(request, "cohorts/detail.html", context)
 
 
 @require_http_methods(["GET"])
@@ -213,7 +213,7 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
         ],
         "titles": {s.slug: s.title for s in scen},
     }
-    return TemplateResponse(request, "content/cohorts/learner.html", context)
+    return TemplateResponse(request, "cohorts/learner.html", context)
 
 
 # --------------------------------------------------------------------------- assign, extend
@@ -235,7 +235,7 @@ def _assign_page(request, cohort, form, ext_forms=None, status=200) -> HttpRespo
     ]
     return TemplateResponse(
         request,
-        "content/cohorts/assign.html",
+        "cohorts/assign.html",
         {"cohort": cohort, "form": form, "items": items},
         status=status,
     )

@@ -83,7 +83,7 @@ CardState = dict[str, Any]
 
 
 class GradeLike(Protocol):
-    """What ``rating_for`` reads from a grade (``drills.grading.GradeResult`` fits)."""
+    """What ``rating_for`` reads from a grade (``drills.trainer.grading.GradeResult`` fits)."""
 
     @property
     def scenario_correct(self) -> bool: ...

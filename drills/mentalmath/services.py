@@ -1,8 +1,8 @@
 """The mental-math trainer's write paths: start a problem or a sprint, commit an answer once.
 
-Mirrors ``drills.services`` (the trace drills): the server's clock is the only clock, an answer is
-graded once under ``select_for_update``, and the learner's family card (``Card`` of kind "math")
-is updated with the same FSRS machinery. The rating adapter (``math_rating``) maps a graded
+Mirrors ``drills.trainer.services`` (the trace drills): the server's clock is the only clock, an
+answer is graded once under ``select_for_update``, and the learner's family card (``Card`` of kind
+"math") is updated with the same FSRS machinery. The rating adapter (``math_rating``) maps a graded
 answer onto ``scheduling.rating_for``: wrong or past 2:00 → Again, right but slower than 90 s →
 Hard, otherwise Good.
 
@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from drills import mentalmath, scheduling
 from drills.models import Card, MathAttempt, MathSprint
-from drills.services import load_cards, review_card, time_limit_s
+from drills.trainer.services import load_cards, review_card, time_limit_s
 
 SPRINT_S = 120
 RECENT_N = 5

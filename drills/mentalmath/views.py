@@ -1,6 +1,6 @@
 """The mental-math trainer's pages: /math/ (home), single 2:00 drills, and 120-second sprints.
 
-Thin function views over ``drills.math_services`` (the rules) and ``drills.math_stats``.
+Thin function views over ``drills.mentalmath.services`` (the rules) and ``drills.math_stats``.
 Other learners' attempts and sprints answer 404. The server's clock is the only clock.
 """
 
@@ -17,10 +17,10 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from drills import math_services as svc
-from drills.math_forms import MathAnswerForm, MathStartForm, SprintAnswerForm
 from drills.math_stats import family_stats
 from drills.mentalmath import FAMILIES
+from drills.mentalmath import services as svc
+from drills.mentalmath.forms import MathAnswerForm, MathStartForm, SprintAnswerForm
 from drills.mentalmath.problem import fmt, tolerance_text
 from drills.models import Card, MathAttempt, MathSprint
 
@@ -103,13 +103,13 @@ def next_problem(request: HttpRequest) -> HttpResponse:
     form = MathStartForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Unknown mental-math family.")
-        return redirect("drills:math")
+        return redirect("math:home")
     attempt = svc.start_single(request.user, form.cleaned_data["family"])
     return redirect(attempt_url(attempt))
 
 
 def attempt_url(attempt: MathAttempt) -> str:
-    return reverse("drills:math_attempt", args=[attempt.pk])
+    return reverse("math:attempt", args=[attempt.pk])
 
 
 def _attempt_for(request: HttpRequest, attempt_id) -> MathAttempt:
@@ -178,7 +178,7 @@ def _attempt_page(
 def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
     attempt = _attempt_for(request, attempt_id)
     if attempt.sprint_id is not None and attempt.submitted_at is None:
-        return redirect("drills:math_sprint", sprint_id=attempt.sprint_id)
+        return redirect("math:sprint", sprint_id=attempt.sprint_id)
     return _attempt_page(request, attempt, MathAnswerForm())
 
 
@@ -214,7 +214,7 @@ def _sprint_for(request: HttpRequest, sprint_id) -> MathSprint:
 @require_POST
 def start_sprint(request: HttpRequest) -> HttpResponse:
     sprint = svc.start_sprint(request.user)
-    return redirect("drills:math_sprint", sprint_id=sprint.pk)
+    return redirect("math:sprint", sprint_id=sprint.pk)
 
 
 def _feedback(attempt: MathAttempt | None) -> dict[str, Any] | None:
@@ -320,5 +320,5 @@ def _after_sprint_answer(
 ) -> HttpResponse:
     if request.htmx:
         return _sprint_page(request, sprint, last=attempt, partial=True)
-    url = reverse("drills:math_sprint", args=[sprint.pk])
+    url = reverse("math:sprint", args=[sprint.pk])
     return redirect(f"{url}?last={attempt.pk}")

@@ -8,9 +8,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from drills import reveal, services
-from drills.forms import DiagnosisForm, StartForm
 from drills.models import Attempt
+from drills.trainer import reveal, services
+from drills.trainer.forms import DiagnosisForm, StartForm
 from scenarios import perfetto_ui
 
 
@@ -40,7 +40,7 @@ def next_drill(request: HttpRequest) -> HttpResponse:
     form = StartForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Unknown drill mode.")
-        return redirect("drills:trainer")
+        return redirect("trainer:home")
     attempt = services.open_attempt(request.user)
     if attempt is None or attempt.mode != form.cleaned_data["mode"]:
         attempt = services.start_drill(request.user, form.cleaned_data["mode"])
@@ -52,7 +52,7 @@ def next_drill(request: HttpRequest) -> HttpResponse:
 
 
 def attempt_url(attempt: Attempt) -> str:
-    return reverse("drills:attempt", args=[attempt.pk])
+    return reverse("trainer:attempt", args=[attempt.pk])
 
 
 @require_GET

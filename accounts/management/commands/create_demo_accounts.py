@@ -5,7 +5,7 @@ import secrets
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from tracetrack.roles import make_instructor
+from accounts.roles import make_instructor
 
 
 class Command(BaseCommand):

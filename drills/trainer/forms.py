@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django import forms
 
-from drills.grading import Diagnosis
 from drills.models import Attempt
+from drills.trainer.grading import Diagnosis
 from scenarios import engine
 
 

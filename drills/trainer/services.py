@@ -10,8 +10,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from drills import scheduling
-from drills.grading import Diagnosis, GradeResult, grade
 from drills.models import Attempt, Card
+from drills.trainer.grading import Diagnosis, GradeResult, grade
 from scenarios import engine, pool
 
 

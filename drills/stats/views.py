@@ -1,8 +1,8 @@
 """The learner's accuracy dashboard, its JSON twin, and the streak opt-in.
 
-The numbers come from ``drills.dashboard.learner_stats`` (SQL aggregates); this module only lays
-them out: formatted table cells and the geometry of the server-rendered SVG charts (no JS; every
-value is printed, nothing needs hovering).
+The numbers come from ``drills.stats.dashboard.learner_stats`` (SQL aggregates); this module only
+lays them out: formatted table cells and the geometry of the server-rendered SVG charts (no JS;
+every value is printed, nothing needs hovering).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from drills.dashboard import learner_stats
 from drills.models import LearnerProfile
+from drills.stats.dashboard import learner_stats
 
 # --------------------------------------------------------------------------- formatting
 

@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_not_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.views.decorators.cache import never_cache
+
+from accounts.forms import SignupForm
+
+
+@login_not_required
+@never_cache
+def signup(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("home")
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        return redirect("home")
+    status = 400 if request.method == "POST" else 200
+    return TemplateResponse(request, "registration/signup.html", {"form": form}, status=status)
