@@ -124,6 +124,12 @@ class Library:
     def walkthroughs(self) -> list[Page]:
         return [p for p in self.ordered if p.is_walkthrough]
 
+    def first_steps(self) -> list[Page]:
+        """What a newcomer reads before the first drill: the vocabulary's first page, then the
+        first guided walkthrough."""
+        vocabulary = [p for p in self.ordered if p.section == "vocabulary"]
+        return vocabulary[:1] + self.walkthroughs()[:1]
+
 
 # ---- Markdown -----------------------------------------------------------------------------
 

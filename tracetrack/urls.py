@@ -6,6 +6,7 @@ from tracetrack import views
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("accounts/", include("accounts.urls")),
     path("admin/", admin.site.urls),
     path("", include("drills.urls")),

@@ -6,11 +6,14 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect
 from django.template.response import TemplateResponse
+from django.templatetags.static import static
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from content.pages import library
 from content.services import home_assignments
 from drills.models import Attempt, LearnerProfile
 from drills.stats.dashboard import due_overview, streak
@@ -20,8 +23,11 @@ from scenarios import pool
 log = logging.getLogger(__name__)
 
 
+@login_not_required
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_authenticated:
+        return TemplateResponse(request, "landing.html")
     now = timezone.now()
     opted_in = LearnerProfile.objects.filter(user=request.user, streak_opt_in=True).exists()
     context = {
@@ -31,6 +37,8 @@ def home(request: HttpRequest) -> HttpResponse:
         "streak": streak(Attempt.objects.filter(user=request.user), now) if opted_in else None,
     }
     context["assignments"] = home_assignments(request.user)
+    if not Attempt.objects.filter(user=request.user).exists():
+        context["first_steps"] = library().first_steps()
     return TemplateResponse(request, "home.html", context)
 
 
@@ -84,3 +92,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
     checks["pool"].update(_stock_view(request, stock))
     status = 200 if healthy else 503
     return JsonResponse({"status": "ok" if healthy else "degraded", **checks}, status=status)
+
+
+@login_not_required
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico before they read the page's icon link."""
+    return redirect(static("img/favicon.svg"), permanent=True)

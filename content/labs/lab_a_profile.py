@@ -1,10 +1,11 @@
 """Lab A: capture a real torch.profiler trace on a laptop CPU and open it in Perfetto.
 
-Usage (from the repository root):
+Usage (anywhere; the script stands alone):
 
-    pip install -e '.[profile]'          # the optional extra that brings in torch
-    python content/labs/lab_a_profile.py --out traces/lab_a.json
-    python content/labs/lab_a_profile.py --slow-data-ms 40 --out traces/lab_a_starved.json
+    python3 -m venv lab-a && . lab-a/bin/activate
+    pip install torch --index-url https://download.pytorch.org/whl/cpu    # PyTorch's CPU build
+    python lab_a_profile.py --out traces/lab_a.json
+    python lab_a_profile.py --slow-data-ms 40 --out traces/lab_a_starved.json
 
 Then open the JSON file in Perfetto: the app serves a copy at /perfetto/, or use
 https://ui.perfetto.dev ("Open trace file", or drag the file in).
@@ -24,6 +25,8 @@ import argparse
 import sys
 import time
 from pathlib import Path
+
+CPU_TORCH_INSTALL = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
 
 
 class SyntheticDataset:
@@ -92,9 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print(
             "Lab A needs PyTorch, which is not installed in this environment.\n"
-            "Install the optional extra from the repository root:\n"
-            "    pip install -e '.[profile]'\n"
-            "(or: pip install torch), then run this script again.",
+            "Install its CPU build, then run this script again:\n"
+            f"    {CPU_TORCH_INSTALL}",
             file=sys.stderr,
         )
         return 2

@@ -105,6 +105,16 @@ def _factor(collective: str, n: int) -> tuple[float, str]:
     return (n - 1) / n, f"(n−1)/n = {n - 1}/{n} = {fmt((n - 1) / n, 4)}"
 
 
+def _api(hw: Hardware, call: str) -> str:
+    """The runtime call as this hardware's traces name it: cudaLaunchKernel or hipLaunchKernel."""
+    return ("hip" if hw.vendor == "amd" else "cuda") + call
+
+
+def _ccl(hw: Hardware) -> str:
+    """The collective library this hardware runs: NCCL on NVIDIA, RCCL on AMD."""
+    return "RCCL" if hw.vendor == "amd" else "NCCL"
+
+
 def _sci(x: float) -> str:
     """Powers-of-ten notation for the huge numbers: 6.3e24."""
     exp = math.floor(math.log10(abs(x)))
@@ -162,8 +172,8 @@ def _solve_allreduce(framing: str, g: Given, hw: Hardware) -> _Solution:
     if framing == "grads-bytes":
         prompt = (
             f"DDP on {where}: after backward, one flat all-reduce of {show(size)} GB of "
-            f"gradients. nccl-tests measured a ring bus bandwidth of {show(bw)} GB/s on this "
-            "fabric. How long does the all-reduce take?"
+            f"gradients. {_ccl(hw).lower()}-tests measured a ring bus bandwidth of {show(bw)} "
+            "GB/s on this fabric. How long does the all-reduce take?"
         )
     elif framing == "grads-params":
         p, dtype = _num(g, "params_b"), _str(g, "dtype")
@@ -248,8 +258,8 @@ def _solve_busbw(framing: str, g: Given, hw: Hardware) -> _Solution:
         seconds = _num(g, "dur_ms") * 1e-3
         what = "the array" if coll == "all-reduce" else "the full (gathered) array"
         prompt = (
-            f"On {n} × {hw.name}, an NCCL {coll} of {show(_num(g, 'size_mb'))} MB ({what}) takes "
-            f"{show(_num(g, 'dur_ms'))} ms."
+            f"On {n} × {hw.name}, an {_ccl(hw)} {coll} of {show(_num(g, 'size_mb'))} MB "
+            f"({what}) takes {show(_num(g, 'dur_ms'))} ms."
         )
     algbw = nbytes / seconds / 1e9
     busbw = algbw * factor
@@ -521,8 +531,8 @@ def _solve_launch(framing: str, g: Given, hw: Hardware) -> _Solution:
     cpu_step = f"CPU: {kernels:,} × {show(launch_us)} µs = {fmt(cpu_ms)} ms of launches"
     setting = (
         f"An eager inference step on {hw.name} launches {kernels:,} kernels; each "
-        f"cudaLaunchKernel costs {show(launch_us)} µs of CPU time and the kernels add up to "
-        f"{show(gpu_ms)} ms of GPU time."
+        f"{_api(hw, 'LaunchKernel')} costs {show(launch_us)} µs of CPU time and the kernels "
+        f"add up to {show(gpu_ms)} ms of GPU time."
     )
     if framing == "cpu-time":
         prompt = f"{setting} How much CPU time per step goes into launching?"
@@ -553,7 +563,7 @@ def _solve_launch(framing: str, g: Given, hw: Hardware) -> _Solution:
     share = cpu_ms / wall * 100
     prompt = (
         f"{setting} The step's wall time is {show(wall)} ms. What share of the wall time is "
-        "cudaLaunchKernel (nsys flags more than 10 %)?"
+        f"{_api(hw, 'LaunchKernel')} (nsys flags more than 10 %)?"
     )
     steps = [cpu_step, f"{fmt(cpu_ms)} ÷ {show(wall)} ms ≈ {fmt(share)} %"]
     return _Solution(prompt, share, "%", steps)
@@ -773,8 +783,8 @@ def _solve_mfu(framing: str, g: Given, hw: Hardware) -> _Solution:
 
 _STALLS = [
     ("`.item()` host syncs", [1.0, 2.0, 3.0]),
-    ("cudaMalloc retries (allocator flush-and-retry)", [8.0, 12.0, 15.0]),
-    ("cudaStreamSynchronize calls", [1.5, 2.5, 4.0]),
+    ("{api}Malloc retries (allocator flush-and-retry)", [8.0, 12.0, 15.0]),
+    ("{api}StreamSynchronize calls", [1.5, 2.5, 4.0]),
 ]
 
 
@@ -797,7 +807,7 @@ def _sample_amdahl(rng: random.Random, hw: Hardware, framing: str) -> Given:
 
 def _solve_amdahl(framing: str, g: Given, hw: Hardware) -> _Solution:
     if framing == "remove":
-        name = _STALLS[_int(g, "stall")][0]
+        name = _STALLS[_int(g, "stall")][0].format(api=_api(hw, ""))
         count, cost, step = _int(g, "count"), _num(g, "cost_ms"), _num(g, "step_ms")
         removed = count * cost
         new = step - removed
