@@ -139,7 +139,7 @@ def build(n_learners: int, n_attempts: int):
     for u in learners:
         for _ in range(n_attempts):
             true = rng.choice(slugs)
-            twin = scheduling.TWINS.get(true)
+            twin = scheduling.twin_of(true)
             answer = true if rng.random() < 0.7 else (twin or rng.choice(slugs))
             sub = now - timedelta(minutes=rng.randint(1, 60 * 24 * 60))
             trace_id = uuid.uuid4()

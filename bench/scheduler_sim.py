@@ -46,15 +46,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from drills import scheduling as sch
-from scenarios.engine import SCENARIOS
+from scenarios.engine import SCENARIOS, lookalike_pairs
 
 SLUGS = list(SCENARIOS)  # DESIGN.md order; it also fixes the per-learner random streams
 N = len(SLUGS)
 IDX = {s: i for i, s in enumerate(SLUGS)}
 WEIGHTS = {slug: SCENARIOS[slug].weight for slug in SLUGS}
-TWIN_IDX = [IDX[sch.TWINS[s]] if s in sch.TWINS else -1 for s in SLUGS]
+TWIN_IDX = [IDX[t] if (t := sch.twin_of(s)) else -1 for s in SLUGS]
 PAIR_OF = {}
-for _k, _s in enumerate(sorted({tuple(sorted((a, b))) for a, b in sch.TWINS.items()})):
+for _k, _s in enumerate(sorted(tuple(sorted(p)) for p in lookalike_pairs())):
     PAIR_OF[IDX[_s[0]]] = _k
     PAIR_OF[IDX[_s[1]]] = _k
 

@@ -1,8 +1,8 @@
 """Timeline viewer benchmark (not a test): render cost at 20k and 200k slices in Chromium.
 
 Generates synthetic timelines in the contract format (tests/browser/timeline_fixture.py), serves
-them and static/ on 127.0.0.1, opens static/timeline-demo.html in headless Chromium (Playwright)
-and prints, measured in the page with performance.now():
+them and the repository on 127.0.0.1, opens tests/browser/timeline-demo.html in headless Chromium
+(Playwright) and prints, measured in the page with performance.now():
 
 * first render: TraceTimeline.mount() → first frame drawn (synchronous prepare + draw), and
   mount → the next animation frame;
@@ -58,7 +58,9 @@ def press_frames(page, key_seq: list[str]) -> tuple[list[float], list[float]]:
 
 
 def measure(browser, base: str, name: str, runs: int, raster: bool) -> dict:
-    url = f"{base}/static/timeline-demo.html?src=/__data/{name}" + ("&raster=1" if raster else "")
+    url = f"{base}/tests/browser/timeline-demo.html?src=/__data/{name}" + (
+        "&raster=1" if raster else ""
+    )
     first, next_frame, parse = [], [], []
     page = None
     for _ in range(runs):

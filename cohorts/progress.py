@@ -21,23 +21,9 @@ from django.db.models import Count, Q
 from content.models import ReadMark
 from drills import scheduling
 from drills.models import Attempt, Card
+from scenarios import engine
 
 from .models import Assignment, Extension, Membership
-
-# The scenario contract (DESIGN.md); used when the engine's catalogue is not importable.
-_FALLBACK_SCENARIOS: list[tuple[str, str, str | None]] = [
-    ("exposed-allreduce", "Unoverlapped all-reduce", None),
-    ("input-starvation", "Input / dataloader starvation", None),
-    ("launch-bound", "Launch-bound inference", None),
-    ("straggler", "Straggler rank", None),
-    ("memory-bound-kernel", "Memory-bound dominant kernel", None),
-    ("sync-stalls", "Host–device sync stalls", None),
-    ("pipeline-bubbles", "Pipeline-parallel bubbles", None),
-    ("allocator-stalls", "Caching-allocator stalls", None),
-    ("bandwidth-bound-collective", "Genuinely bandwidth-bound collective", "straggler"),
-    ("recompilation", "Recompilation gaps", "input-starvation"),
-    ("healthy", "Healthy trace", None),
-]
 
 DONE, LATE, MISSING, OPEN = "done", "late", "missing", "open"
 STATUS_LABELS = {DONE: "done", LATE: "late", MISSING: "missing", OPEN: "open"}
@@ -51,23 +37,13 @@ class ScenarioInfo:
 
 
 def scenarios() -> list[ScenarioInfo]:
-    """The scenario catalogue in contract order (engine's when available)."""
+    """The scenario catalogue in the engine's order."""
     return list(_scenarios())
 
 
 @functools.cache
 def _scenarios() -> tuple[ScenarioInfo, ...]:
-    rows: list[tuple[str, str, str | None]]
-    try:
-        from scenarios import engine
-
-        rows = [
-            (slug, getattr(s, "title", slug), getattr(s, "twin", None))
-            for slug, s in engine.SCENARIOS.items()
-        ]
-    except (ImportError, AttributeError):
-        rows = _FALLBACK_SCENARIOS
-    return tuple(ScenarioInfo(slug, title, _short(slug)) for slug, title, _twin in rows)
+    return tuple(ScenarioInfo(slug, s.title, _short(slug)) for slug, s in engine.SCENARIOS.items())
 
 
 def _short(slug: str) -> str:
@@ -76,20 +52,8 @@ def _short(slug: str) -> str:
 
 
 def lookalike_pairs() -> list[tuple[str, str]]:
-    """Each deliberate lookalike pair once, as (scenario, its twin) in catalogue order."""
-    return list(_lookalike_pairs())
-
-
-@functools.cache
-def _lookalike_pairs() -> tuple[tuple[str, str], ...]:
-    pairs: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for info in reversed(scenarios()):
-        twin = scheduling.TWINS.get(info.slug)
-        if twin and info.slug not in seen:
-            pairs.append((info.slug, twin))
-            seen.update((info.slug, twin))
-    return tuple(pairs)
+    """Each deliberate lookalike pair once, as (scenario, its twin), from the engine's catalogue."""
+    return engine.lookalike_pairs()
 
 
 # --------------------------------------------------------------------------- walkthroughs

@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from scenarios.engine.catalog import title_of
 from scenarios.models import Trace
 
 
@@ -73,19 +74,11 @@ class Attempt(models.Model):
     @property
     def scenario_title(self) -> str:
         """The true scenario's title: only for graded attempts (it is the answer)."""
-        return _scenario_title(self.scenario)
+        return title_of(self.scenario)
 
     @property
     def answer_title(self) -> str:
-        return _scenario_title(self.answer_scenario)
-
-
-def _scenario_title(slug: str) -> str:
-    """A scenario's title, or the slug itself when the engine no longer knows it."""
-    from scenarios.engine import SCENARIOS
-
-    known = SCENARIOS.get(slug)
-    return known.title if known else slug
+        return title_of(self.answer_scenario)
 
 
 class Card(models.Model):

@@ -23,7 +23,8 @@ from django.utils import timezone
 
 from drills import mentalmath, scheduling
 from drills.models import Card, MathAttempt, MathSprint
-from drills.trainer.services import load_cards, review_card, time_limit_s
+from drills.scheduling import cards
+from drills.trainer.services import time_limit_s
 
 SPRINT_S = 120
 RECENT_N = 5
@@ -33,31 +34,24 @@ _seeds = random.SystemRandom()
 # --------------------------------------------------------------------------- rating adapter
 
 
-@dataclass(frozen=True, slots=True)
-class MathGrade:
-    """A graded math answer in the shape ``scheduling.rating_for`` reads (``GradeLike``).
-
-    The answer is the whole recall, so "scenario" stands for the answer and the measurement/fix
-    halves are always right.
-    """
-
-    correct: bool
-    elapsed_s: float
-    over_time: bool
-    practice: bool = False
-
-    @property
-    def scenario_correct(self) -> bool:
-        return self.correct
-
-    measurement_correct = True
-    fix_correct = True
-    win_correct = True
+def math_grade(correct: bool, elapsed_s: float, over_time: bool, *, counted: bool = True):
+    """A graded math answer as the scheduler's ``Grade`` record: the answer is the whole recall,
+    so it stands in the scenario's place and the measurement/fix halves count as right. An answer
+    that does not count (after a sprint's bell) is marked like a practice attempt."""
+    return scheduling.Grade(
+        scenario_correct=bool(correct),
+        measurement_correct=True,
+        fix_correct=True,
+        win_correct=True,
+        elapsed_s=float(elapsed_s),
+        over_time=bool(over_time),
+        practice=not counted,
+    )
 
 
 def math_rating(correct: bool, elapsed_s: float, over_time: bool) -> fsrs.Rating:
     """Wrong or past 2:00 → Again; right but > 90 s → Hard; otherwise Good."""
-    return scheduling.rating_for(MathGrade(bool(correct), float(elapsed_s), bool(over_time)))
+    return scheduling.rating_for(math_grade(correct, elapsed_s, over_time))
 
 
 # --------------------------------------------------------------------------- picking
@@ -98,8 +92,8 @@ def next_family(user, now: datetime | None = None) -> str:
     """FSRS over the family cards, like the trace trainer: due first (weakest first), then the
     unseen families, then the weakest; the families just served are avoided among equals."""
     now = now or timezone.now()
-    cards = load_cards(user, Card.Kind.MATH)
-    states = {key: (cards[key].state if key in cards else None) for key in family_keys()}
+    held = cards.load_cards(user, Card.Kind.MATH)
+    states = {key: (held[key].state if key in held else None) for key in family_keys()}
     newest_first = MathAttempt.objects.filter(user=user).order_by("-served_at")
     recent = list(newest_first.values_list("family", flat=True)[:RECENT_N])[::-1]
     return scheduling.pick_next(states, now, rng=random.Random(), recent=recent)
@@ -187,7 +181,8 @@ def submit_answer(attempt: MathAttempt, text: str) -> Submitted:
         else:
             over = elapsed > time_limit_s()
             counted = True
-        rating = math_rating(graded.correct, elapsed, over)
+        grade = math_grade(graded.correct, elapsed, over, counted=counted)
+        rating = scheduling.rating_for(grade)
         locked.submitted_at = now
         locked.answer_text = text.strip()[:100]
         locked.value = graded.value
@@ -198,8 +193,7 @@ def submit_answer(attempt: MathAttempt, text: str) -> Submitted:
         locked.rating = int(rating)
         locked.counted = counted
         locked.save()
-        if counted:
-            review_card(locked.user, locked.family, rating, now, kind=Card.Kind.MATH)
+        cards.apply_live(locked.user, grade, item=locked.family, when=now, kind=Card.Kind.MATH)
         if sprint is not None:
             _rescore(sprint)
     return Submitted(locked, True, graded)

@@ -43,11 +43,12 @@ from typing import Any, Protocol
 
 import fsrs
 
+from scenarios.engine.catalog import lookalike_of
+
 __all__ = [
     "AGAIN_AFTER_S",
     "DEFAULT_DESIRED_RETENTION",
     "HARD_AFTER_S",
-    "TWINS",
     "Grade",
     "GradeLike",
     "counts_for_schedule",
@@ -68,14 +69,6 @@ __all__ = [
 DEFAULT_DESIRED_RETENTION = 0.95
 HARD_AFTER_S = 90.0
 AGAIN_AFTER_S = 120.0
-
-# The two deliberate lookalike pairs (DESIGN.md scenario table), both directions.
-TWINS: dict[str, str] = {
-    "bandwidth-bound-collective": "straggler",
-    "straggler": "bandwidth-bound-collective",
-    "recompilation": "input-starvation",
-    "input-starvation": "recompilation",
-}
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # a new card is due "since forever"
 
@@ -137,13 +130,13 @@ def counts_for_schedule(grade: GradeLike) -> bool:
 
 
 def twin_of(slug: str) -> str | None:
-    """The lookalike twin of a scenario, or None."""
-    return TWINS.get(slug)
+    """The lookalike twin of a scenario (the engine's catalogue decides), or None."""
+    return lookalike_of(slug)
 
 
 def twin_pull_target(true_slug: str, answered_slug: str | None) -> str | None:
     """The card to pull due now after an attempt: the answered scenario when it is the twin."""
-    if answered_slug is not None and TWINS.get(true_slug) == answered_slug:
+    if answered_slug is not None and lookalike_of(true_slug) == answered_slug:
         return answered_slug
     return None
 

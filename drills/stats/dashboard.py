@@ -78,19 +78,9 @@ def _scenario_slugs() -> list[str]:
     return list(engine.SCENARIOS)
 
 
-def _title(slug: str) -> str:
-    scenario = engine.SCENARIOS.get(slug)
-    return scenario.title if scenario is not None else (slug or "(blank)")
-
-
 def _lookalike_pairs() -> list[tuple[str, str]]:
-    """Directed (true, answered) lookalike pairs, both directions, in a stable order."""
-    pairs = []
-    for slug in _scenario_slugs():
-        twin = scheduling.twin_of(slug)
-        if twin is not None:
-            pairs.append((slug, twin))
-    return pairs
+    """Directed (true, answered) lookalike pairs, both directions, in catalogue order."""
+    return [(slug, twin) for slug in _scenario_slugs() if (twin := engine.lookalike_of(slug))]
 
 
 def _utc_day(when: datetime) -> date:
@@ -253,8 +243,8 @@ def per_scenario_stats(
         n = r.get("attempts", 0)
         row: dict[str, Any] = {
             "slug": slug,
-            "title": _title(slug),
-            "twin": scheduling.twin_of(slug),
+            "title": engine.title_of(slug),
+            "twin": engine.lookalike_of(slug),
             "attempts": n,
             "correct": r.get("correct", 0),
             "accuracy": _ratio(r.get("correct"), n),
@@ -304,7 +294,7 @@ def confusion_matrix(attempts_qs: QuerySet[Attempt]) -> dict[str, Any]:
     row_totals = [sum(r) for r in matrix]
     return {
         "labels": labels,
-        "titles": [_title(s) for s in labels],
+        "titles": [engine.title_of(s) for s in labels],
         "matrix": matrix,
         "row_totals": row_totals,
         "col_totals": [sum(col) for col in zip(*matrix, strict=True)] if matrix else [],
@@ -357,8 +347,8 @@ def lookalike_rates(
             {
                 "true": true,
                 "answered": twin,
-                "true_title": _title(true),
-                "answered_title": _title(twin),
+                "true_title": engine.title_of(true),
+                "answered_title": engine.title_of(twin),
                 "attempts": total,
                 "confused": conf,
                 "rate": _ratio(conf, total),

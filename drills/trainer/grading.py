@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from scenarios.engine.catalog import lookalike_of
+
 WIN_TOLERANCE = 0.20  # the expected step time must land within ±20 % of the key's
 GRACE_S = 2.0  # network allowance on top of the time limit, never shown to the learner
 
@@ -85,5 +87,5 @@ def grade(
         elapsed_s=elapsed_s,
         over_time=False if practice else is_over_time(elapsed_s, limit_s),
         practice=practice,
-        twin_confusion=diagnosis.scenario != true and key.get("twin") == diagnosis.scenario,
+        twin_confusion=diagnosis.scenario != true and lookalike_of(true) == diagnosis.scenario,
     )

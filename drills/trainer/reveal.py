@@ -14,13 +14,11 @@ def _label(catalogue: dict[str, str], key: str) -> str:
 
 def build(attempt: Attempt) -> dict[str, Any]:
     key = attempt.trace.key
-    scenario = engine.SCENARIOS.get(key["scenario"])
-    answered = engine.SCENARIOS.get(attempt.answer_scenario)
     return {
         "scenario": key["scenario"],
-        "title": scenario.title if scenario else key["scenario"],
-        "answered_title": answered.title if answered else attempt.answer_scenario,
-        "twin": key.get("twin"),
+        "title": engine.title_of(key["scenario"]),
+        "answered_title": engine.title_of(attempt.answer_scenario),
+        "twin": engine.lookalike_of(key["scenario"]),
         "signature": key["signature"],
         "measurement_label": key.get("measurement_label")
         or _label(engine.MEASUREMENTS, key["measurement"]),

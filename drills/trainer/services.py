@@ -10,8 +10,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from drills import scheduling
-from drills.models import Attempt, Card
-from drills.trainer.grading import Diagnosis, GradeResult, grade
+from drills.models import Attempt
+from drills.scheduling import cards
+from drills.trainer.grading import Diagnosis, grade
 from scenarios import engine, pool
 
 
@@ -23,14 +24,10 @@ def scenario_weights() -> dict[str, int]:
     return {slug: s.weight for slug, s in engine.SCENARIOS.items()}
 
 
-def load_cards(user, kind: str = Card.Kind.SCENARIO) -> dict[str, Card]:
-    return {c.item: c for c in Card.objects.filter(user=user, kind=kind)}
-
-
 def next_scenario(user, now: datetime | None = None) -> str:
     now = now or timezone.now()
-    cards = load_cards(user)
-    states = {slug: (cards[slug].state if slug in cards else None) for slug in engine.SCENARIOS}
+    held = cards.load_cards(user)
+    states = {slug: (held[slug].state if slug in held else None) for slug in engine.SCENARIOS}
     newest_first = Attempt.objects.filter(user=user).order_by("-served_at")
     recent = list(newest_first.values_list("scenario", flat=True)[:5])[::-1]  # oldest first
     return scheduling.pick_next(
@@ -91,50 +88,7 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
         locked.rating = int(rating)
         locked.counted = scheduling.counts_for_schedule(result)
         locked.save()
-        if locked.counted:
-            review_card(locked.user, locked.scenario, rating, now)
-            pull_twin(locked.user, result, now)
+        cards.apply_live(
+            locked.user, result, item=locked.scenario, when=now, answered=diagnosis.scenario
+        )
     return locked, True
-
-
-def _card(user, item: str, kind: str, now: datetime) -> Card:
-    card = Card.objects.select_for_update().filter(user=user, kind=kind, item=item).first()
-    if card is None:
-        state = scheduling.new_card_state(now)
-        card = Card(user=user, kind=kind, item=item, state=state, due=now)
-    return card
-
-
-def apply_review(card, rating, now: datetime, *, desired_retention: float | None = None) -> None:
-    """Review ``card`` at ``now`` in memory (a ``Card``, or anything with its four fields).
-
-    Shared by the live write path (``review_card``) and ``rebuild_cards``'s replay.
-    """
-    if desired_retention is None:
-        desired_retention = settings.TRACETRACK["DESIRED_RETENTION"]
-    card.state = scheduling.review(card.state, rating, now, desired_retention=desired_retention)
-    card.due = scheduling.due(card.state)
-    card.reviews += 1
-    card.last_review = now
-
-
-def apply_pull(card, now: datetime) -> None:
-    """Pull ``card`` due at ``now`` in memory (the twin pull); its memory state is untouched."""
-    card.state = scheduling.pull_due_now(card.state, now)
-    card.due = scheduling.due(card.state)
-
-
-def review_card(user, item: str, rating, now: datetime, kind: str = Card.Kind.SCENARIO) -> Card:
-    card = _card(user, item, kind, now)
-    apply_review(card, rating, now)
-    card.save()
-    return card
-
-
-def pull_twin(user, result: GradeResult, now: datetime) -> None:
-    """Picking the lookalike twin pulls the twin's card due now, so the pair is drilled together."""
-    if not result.twin_confusion:
-        return
-    card = _card(user, result.answered_scenario, Card.Kind.SCENARIO, now)
-    apply_pull(card, now)
-    card.save()

@@ -11,7 +11,18 @@ import numpy as np
 import orjson
 
 from . import workloads as W
-from .catalog import ANSWERS, FIXES, MEASUREMENTS, SCENARIOS, SYMPTOMS, THEORIES, Scenario
+from .catalog import (
+    ANSWERS,
+    FIXES,
+    MEASUREMENTS,
+    SCENARIOS,
+    SYMPTOMS,
+    THEORIES,
+    Scenario,
+    lookalike_of,
+    lookalike_pairs,
+    title_of,
+)
 from .export import (
     dumps,
     export_to_path,
@@ -46,7 +57,10 @@ __all__ = [
     "hta_bytes",
     "key_json",
     "loads",
+    "lookalike_of",
+    "lookalike_pairs",
     "perfetto_bytes",
+    "title_of",
     "to_hta",
     "to_perfetto",
     "to_timeline",

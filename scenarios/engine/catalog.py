@@ -96,14 +96,32 @@ _S = [
         "GPU busy, communication hidden, no stalls: nothing to fix.",
     ),
 ]
-SCENARIOS: dict[str, Scenario] = {s[0]: Scenario(*s) for s in _S}
-# the twin relation is symmetric for grading purposes
-TWIN_OF = {
-    "bandwidth-bound-collective": "straggler",
-    "straggler": "bandwidth-bound-collective",
-    "recompilation": "input-starvation",
-    "input-starvation": "recompilation",
+# Each lookalike pair is declared once above (the third field) and holds both ways: a straggler
+# trace looks like a bandwidth-bound collective exactly as much as the reverse.
+_LOOKALIKE: dict[str, str] = {}
+for _slug, _title, _twin, _weight, _summary in _S:
+    if _twin is not None:
+        _LOOKALIKE[_slug], _LOOKALIKE[_twin] = _twin, _slug
+SCENARIOS: dict[str, Scenario] = {
+    s[0]: Scenario(s[0], s[1], _LOOKALIKE.get(s[0]), s[3], s[4]) for s in _S
 }
+
+
+def lookalike_of(slug: str | None) -> str | None:
+    """The scenario built to look like ``slug`` (the relation is symmetric), or None."""
+    return _LOOKALIKE.get(slug) if slug else None
+
+
+def lookalike_pairs() -> list[tuple[str, str]]:
+    """Each lookalike pair once, as declared (scenario, its twin), in catalogue order."""
+    return [(s[0], s[2]) for s in _S if s[2] is not None]
+
+
+def title_of(slug: str | None) -> str:
+    """The scenario's title; an unknown slug (or a blank answer) is shown as it is."""
+    scenario = SCENARIOS.get(slug) if slug else None
+    return scenario.title if scenario is not None else (slug or "(blank)")
+
 
 MEASUREMENTS: dict[str, str] = {
     "comm_overlap": "Comm/compute overlap per rank (share of NCCL time that runs under compute)",

@@ -1,7 +1,7 @@
 """The timeline viewer (static/js/timeline.js) in headless Chromium, on a synthetic trace.
 
 Plain pytest (no Django): a local static server on 127.0.0.1 serves the repository and the
-generated timeline; static/timeline-demo.html mounts the viewer as `window.viewer`.
+generated timeline; tests/browser/timeline-demo.html mounts the viewer as `window.viewer`.
 Screenshots go to /tmp/viewer-shots/.
 """
 
@@ -47,7 +47,7 @@ def page(browser, server):
     pg = ctx.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(f"{server}/static/timeline-demo.html?src=/__data/trace.json")
+    pg.goto(f"{server}/tests/browser/timeline-demo.html?src=/__data/trace.json")
     pg.wait_for_function("window.__ttDemo && window.__ttDemo.ready", timeout=20_000)
     pg.evaluate(
         "window.__events = {select: [], range: []};"
@@ -368,7 +368,7 @@ def test_keyboard_reachable_with_visible_focus(page):
 def test_hidpi_and_zoomed_shot(browser, server):
     ctx = browser.new_context(viewport={"width": 1440, "height": 900}, device_scale_factor=2)
     pg = ctx.new_page()
-    pg.goto(f"{server}/static/timeline-demo.html?src=/__data/trace.json")
+    pg.goto(f"{server}/tests/browser/timeline-demo.html?src=/__data/trace.json")
     pg.wait_for_function("window.__ttDemo && window.__ttDemo.ready", timeout=20_000)
     assert pg.evaluate("document.querySelector('.tt-base').width") >= 2 * 1300
     k = KERNELS0[40]

@@ -1,0 +1,173 @@
+"""The one card-update path: a graded attempt applied to a learner's cards.
+
+``apply_attempt`` is what the live write paths (a submitted diagnosis, a math answer) and the
+replay in ``rebuild_cards`` all call, so a rebuild can only reproduce the live cards: review the
+attempt's card at the moment it was graded and, when the answer was the true scenario's lookalike,
+pull that twin's card due at the same moment. It works on ``Card`` rows in memory; the caller
+loads them (locked, on the live path) and saves the ones it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, MutableMapping
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from drills import scheduling
+from drills.models import Attempt, Card
+
+
+def load_cards(user, kind: str = Card.Kind.SCENARIO) -> dict[str, Card]:
+    return {c.item: c for c in Card.objects.filter(user=user, kind=kind)}
+
+
+def _card(cards: MutableMapping[str, Card], user, kind: str, item: str, when: datetime) -> Card:
+    card = cards.get(item)
+    if card is None:
+        state = scheduling.new_card_state(when)
+        card = cards[item] = Card(user=user, kind=kind, item=item, state=state, due=when)
+    return card
+
+
+def apply_attempt(
+    cards: MutableMapping[str, Card],
+    grade: scheduling.GradeLike,
+    *,
+    user,
+    item: str,
+    when: datetime,
+    answered: str | None = None,
+    kind: str = Card.Kind.SCENARIO,
+    desired_retention: float | None = None,
+) -> list[Card]:
+    """Apply one graded attempt on ``item`` at ``when`` to ``cards`` (by item; missing cards are
+    created unsaved). Returns the cards it changed, the reviewed one first; none for an attempt
+    that does not count (practice, a sprint answer after the bell)."""
+    if not scheduling.counts_for_schedule(grade):
+        return []
+    if desired_retention is None:
+        desired_retention = settings.TRACETRACK["DESIRED_RETENTION"]
+    card = _card(cards, user, kind, item, when)
+    rating = scheduling.rating_for(grade)
+    card.state = scheduling.review(card.state, rating, when, desired_retention=desired_retention)
+    card.due = scheduling.due(card.state)
+    card.reviews += 1
+    card.last_review = when
+    changed = [card]
+    target = scheduling.twin_pull_target(item, answered) if kind == Card.Kind.SCENARIO else None
+    if target is not None:
+        pulled = _card(cards, user, kind, target, when)
+        pulled.state = scheduling.pull_due_now(pulled.state, when)
+        pulled.due = scheduling.due(pulled.state)
+        changed.append(pulled)
+    return changed
+
+
+def apply_live(
+    user,
+    grade: scheduling.GradeLike,
+    *,
+    item: str,
+    when: datetime,
+    answered: str | None = None,
+    kind: str = Card.Kind.SCENARIO,
+) -> list[Card]:
+    """The live path: lock the cards the attempt can touch, apply it, save what changed.
+
+    Call inside the transaction that stores the graded attempt."""
+    items = {item, answered or item}
+    locked = Card.objects.select_for_update().filter(user=user, kind=kind, item__in=items)
+    cards = {c.item: c for c in locked}
+    changed = apply_attempt(
+        cards, grade, user=user, item=item, when=when, answered=answered, kind=kind
+    )
+    for card in changed:
+        card.save()
+    return changed
+
+
+# --------------------------------------------------------------------------- replay
+
+REPLAY_FIELDS = (
+    "scenario",
+    "answer_scenario",
+    "mode",
+    "submitted_at",
+    "elapsed_s",
+    "scenario_correct",
+    "measurement_correct",
+    "fix_correct",
+    "win_correct",
+    "over_time",
+)
+
+
+def stored_grade(row: dict[str, Any]) -> scheduling.Grade:
+    """The grade an Attempt's stored fields record."""
+    return scheduling.Grade(
+        scenario_correct=bool(row["scenario_correct"]),
+        measurement_correct=bool(row["measurement_correct"]),
+        fix_correct=bool(row["fix_correct"]),
+        win_correct=bool(row["win_correct"]),
+        elapsed_s=float(row["elapsed_s"] or 0.0),
+        over_time=bool(row["over_time"]),
+        practice=row["mode"] == Attempt.Mode.PRACTICE,
+    )
+
+
+def replay(user, rows: Iterable[dict[str, Any]], desired_retention: float) -> dict[str, Card]:
+    """Scenario cards (unsaved, by slug) from a learner's graded attempts in submission order."""
+    cards: dict[str, Card] = {}
+    for row in rows:
+        apply_attempt(
+            cards,
+            stored_grade(row),
+            user=user,
+            item=row["scenario"],
+            when=row["submitted_at"],
+            answered=row["answer_scenario"] or None,
+            desired_retention=desired_retention,
+        )
+    return cards
+
+
+def _fields(card: Card) -> tuple[Any, ...]:
+    return (card.state, card.due, card.reviews, card.last_review)
+
+
+def rebuild_user(user, *, dry_run: bool = False) -> tuple[int, int]:
+    """Rebuild one learner's scenario cards from raw attempts. Returns (cards, cards changed).
+
+    Cards with no counted attempt behind them are left alone (nothing is deleted); running it
+    twice changes nothing."""
+    retention = settings.TRACETRACK["DESIRED_RETENTION"]
+    with transaction.atomic():
+        existing = {
+            c.item: c
+            for c in Card.objects.select_for_update().filter(user=user, kind=Card.Kind.SCENARIO)
+        }
+        rows = (
+            Attempt.objects.filter(user=user)
+            .graded()
+            .order_by("submitted_at", "served_at", "pk")
+            .values(*REPLAY_FIELDS)
+            .iterator(chunk_size=2000)
+        )
+        cards = replay(user, rows, retention)
+        changed = 0
+        for slug, rebuilt in cards.items():
+            card = existing.get(slug)
+            if card is not None and _fields(card) == _fields(rebuilt):
+                continue
+            changed += 1
+            if dry_run:
+                continue
+            if card is None:
+                rebuilt.save()
+            else:
+                card.state, card.due, card.reviews, card.last_review = _fields(rebuilt)
+                card.save()
+    return len(cards), changed

@@ -1,0 +1,110 @@
+"""One card-update path: what the live review path writes, replaying the raw attempts rebuilds.
+
+Histories are generated (seeded): right answers, lookalike confusions in all four directions,
+other wrong answers, slow and over-time answers, practice and Perfetto-only attempts. Each is
+submitted through the live path (``submit_diagnosis``) on traces the engine really generated; then
+the cards are thrown away and rebuilt from the attempts."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from drills.models import Attempt, Card
+from drills.scheduling.cards import rebuild_user
+from drills.trainer import services
+from drills.trainer.grading import Diagnosis
+from scenarios import engine
+from tests.factories import AttemptFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+TWIN_DIRECTIONS = [
+    (true, twin) for a, b in engine.lookalike_pairs() for true, twin in ((a, b), (b, a))
+]
+START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+
+
+def submit(user, true, answer, served: datetime, elapsed: float, monkeypatch, *, right=True, **kw):
+    """Serve a real trace of ``true`` at ``served`` and answer ``answer`` ``elapsed`` s later."""
+    attempt = AttemptFactory(user=user, scenario=true, served_at=served, **kw)
+    key = attempt.trace.key
+    monkeypatch.setattr(timezone, "now", lambda: served + timedelta(seconds=elapsed))
+    diagnosis = Diagnosis(
+        scenario=answer,
+        measurement=key["measurement"] if right else "not-a-measurement",
+        fix=key["fix"],
+        expected_step_ms=float(key["expected_step_ms"]),
+    )
+    services.submit_diagnosis(attempt, diagnosis)
+    monkeypatch.undo()
+    return served + timedelta(seconds=elapsed)
+
+
+def cards_of(user) -> dict[str, tuple]:
+    return {
+        c.item: (c.state, c.due, c.reviews, c.last_review)
+        for c in Card.objects.filter(user=user, kind=Card.Kind.SCENARIO)
+    }
+
+
+@pytest.mark.parametrize(("true", "twin"), TWIN_DIRECTIONS)
+def test_naming_the_lookalike_pulls_its_card_due_now_in_either_direction(true, twin, monkeypatch):
+    user = UserFactory()
+    answered_at = submit(user, true, twin, START, 45, monkeypatch)
+    pulled = Card.objects.get(user=user, kind=Card.Kind.SCENARIO, item=twin)
+    assert pulled.due == answered_at
+    assert pulled.reviews == 0  # pulled, not reviewed: its memory state is untouched
+    assert Card.objects.get(user=user, item=true).reviews == 1
+
+    before = cards_of(user)
+    Card.objects.filter(user=user).delete()
+    rebuild_user(user)
+    assert cards_of(user) == before
+
+
+def history(rng: random.Random, n: int) -> list[tuple[str, str, float, str, bool]]:
+    """(true, answered, elapsed_s, mode, measurement right) rows; every twin direction once."""
+    slugs = list(engine.SCENARIOS)
+    rows = [(true, twin, 50.0, "timed", True) for true, twin in TWIN_DIRECTIONS]
+    for _ in range(n):
+        true = rng.choice(slugs)
+        roll = rng.random()
+        if roll < 0.55:
+            answer = true
+        elif roll < 0.8 and engine.lookalike_of(true):
+            answer = engine.lookalike_of(true) or true
+        else:
+            answer = rng.choice(slugs)
+        elapsed = rng.choice([20.0, 60.0, 95.0, 121.0, 130.0])
+        mode = rng.choices(["timed", "practice", "perfetto"], weights=[6, 1, 1])[0]
+        rows.append((true, answer, elapsed, mode, rng.random() < 0.8))
+    rng.shuffle(rows)
+    return rows
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_replaying_raw_attempts_reproduces_the_live_cards(seed, monkeypatch):
+    rng = random.Random(seed)
+    ada, bob = UserFactory(), UserFactory()
+    when = START
+    for true, answer, elapsed, mode, right in history(rng, 16):
+        when += timedelta(hours=rng.choice([1, 5, 20, 30, 70]))
+        submit(ada, true, answer, when, elapsed, monkeypatch, mode=mode, right=right)
+    submit(bob, "straggler", "bandwidth-bound-collective", START, 30, monkeypatch)
+    live_ada, live_bob = cards_of(ada), cards_of(bob)
+    assert Attempt.objects.filter(user=ada).graded().count() == 16 + len(TWIN_DIRECTIONS)
+    for _true, twin in TWIN_DIRECTIONS:
+        assert twin in live_ada
+
+    Card.objects.filter(user=ada).delete()
+    Card.objects.filter(user=bob, item="straggler").update(reviews=99)
+    call_command("rebuild_cards")
+    assert cards_of(ada) == live_ada
+    assert cards_of(bob) == live_bob
+    call_command("rebuild_cards")  # idempotent
+    assert cards_of(ada) == live_ada
