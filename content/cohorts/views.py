@@ -19,6 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from drills.dashboard import sentence_accuracy_over_time
+from drills.dashboard_views import sentence_table
 from drills.models import Attempt
 from tracetrack.roles import is_instructor
 
@@ -137,6 +139,13 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
             reverse("cohorts:join_link", kwargs={"code": cohort.join_code})
         ),
         "co_form": CoInstructorForm(cohort=cohort),
+        "sentence_table": sentence_table(
+            sentence_accuracy_over_time(
+                Attempt.objects.filter(
+                    user_id__in=Membership.objects.filter(cohort=cohort).values("user_id")
+                )
+            )
+        ),
     }
     return TemplateResponse(request, "content/cohorts/detail.html", context)
 
@@ -212,6 +221,9 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
             :20
         ],
         "titles": {s.slug: s.title for s in scen},
+        "sentence_table": sentence_table(
+            sentence_accuracy_over_time(Attempt.objects.filter(user=learner), now=now)
+        ),
     }
     return TemplateResponse(request, "content/cohorts/learner.html", context)
 

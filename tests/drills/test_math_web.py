@@ -20,6 +20,7 @@ from drills import math_services, services
 from drills.math_stats import family_stats
 from drills.mentalmath import FAMILIES
 from drills.models import Attempt, Card, MathAttempt, MathSprint
+from tests.conftest import right_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -446,12 +447,7 @@ def test_trace_reveal_offers_practise_this_calculation(learner_client, learner, 
     assert key["mentalmath_family"]
     learner_client.post(
         f"/drill/attempts/{attempt.pk}/diagnosis/",
-        {
-            "scenario": key["scenario"],
-            "measurement": key["measurement"],
-            "fix": key["fix"],
-            "expected_step_ms": f"{key['expected_step_ms']:.3f}",
-        },
+        right_answer(attempt),
     )
     assert Attempt.objects.get(pk=attempt.pk).submitted_at is not None
     html = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
