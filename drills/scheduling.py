@@ -132,7 +132,7 @@ class Grade:
 
 def numbers_right(grade: GradeLike) -> bool:
     """Whether every graded sentence besides the signature is right, under the attempt's scheme."""
-    parts = [grade.measurement_correct, grade.fix_correct]
+    parts: list[bool | None] = [grade.measurement_correct, grade.fix_correct]
     if getattr(grade, "five_sentence", False):
         parts += [
             getattr(grade, f, None)
