@@ -171,10 +171,12 @@ class _Echo:
 def attempts_csv(request: HttpRequest, cohort_id: int) -> StreamingHttpResponse:
     cohort = _taught(request, cohort_id)
     fields = [
-        "user__username", "id", "scenario", "answer_scenario", "scenario_correct",
-        "answer_measurement", "measurement_correct", "answer_fix", "fix_correct",
-        "answer_expected_ms", "win_correct", "mode", "served_at", "submitted_at",
-        "elapsed_s", "over_time", "rating",
+        "user__username", "id", "scenario", "answer_step_ms", "step_correct",
+        "answer_gap_ms", "gap_correct", "answer_scenario", "scenario_correct",
+        "answer_measurement", "measurement_correct", "answer_measurement_value",
+        "value_correct", "answer_fix", "fix_correct", "answer_expected_ms",
+        "expected_correct", "win_correct", "answer_arithmetic", "five_sentence", "mode",
+        "served_at", "submitted_at", "elapsed_s", "over_time", "rating",
     ]  # fmt: skip
     rows = (
         Attempt.objects.filter(
