@@ -149,6 +149,16 @@ def test_sign_up_drill_diagnose_reveal_download(page, live_server, tmp_path):
     assert view["t1"] - view["t0"] < whole
     assert view["t0"] <= gap["start_us"] and gap["end_us"] <= view["t1"]
     screenshot(page, "reveal.png")
+    # on a phone the five rows stack inside their card instead of widening it (the page's own
+    # width at 390 px is the viewer's concern)
+    page.set_viewport_size({"width": 390, "height": 800})
+    widths = page.evaluate(
+        """() => { const t = document.querySelector('#sentences');
+        return [t.scrollWidth, t.parentElement.clientWidth,
+                getComputedStyle(t.querySelector('thead')).display]; }"""
+    )
+    assert widths[2] == "none" and widths[0] <= widths[1], widths
+    screenshot(page, "reveal-390.png")
     attempt.refresh_from_db()
     assert attempt.rating == 3  # Good
     assert not page.errors, page.errors
