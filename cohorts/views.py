@@ -21,6 +21,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.roles import is_instructor
 from drills.models import Attempt
+from drills.stats.dashboard import sentence_accuracy_over_time
+from drills.stats.views import sentence_table
 
 from . import progress, render
 from .forms import AssignmentForm, CohortForm, CoInstructorForm, ExtensionForm, JoinForm
@@ -137,6 +139,13 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
             reverse("cohorts:join_link", kwargs={"code": cohort.join_code})
         ),
         "co_form": CoInstructorForm(cohort=cohort),
+        "sentence_table": sentence_table(
+            sentence_accuracy_over_time(
+                Attempt.objects.filter(
+                    user_id__in=Membership.objects.filter(cohort=cohort).values("user_id")
+                )
+            )
+        ),
     }
     return TemplateResponse(request, "cohorts/detail.html", context)
 
@@ -162,10 +171,12 @@ class _Echo:
 def attempts_csv(request: HttpRequest, cohort_id: int) -> StreamingHttpResponse:
     cohort = _taught(request, cohort_id)
     fields = [
-        "user__username", "id", "scenario", "answer_scenario", "scenario_correct",
-        "answer_measurement", "measurement_correct", "answer_fix", "fix_correct",
-        "answer_expected_ms", "win_correct", "mode", "served_at", "submitted_at",
-        "elapsed_s", "over_time", "rating",
+        "user__username", "id", "scenario", "answer_step_ms", "step_correct",
+        "answer_gap_ms", "gap_correct", "answer_scenario", "scenario_correct",
+        "answer_measurement", "measurement_correct", "answer_measurement_value",
+        "value_correct", "answer_fix", "fix_correct", "answer_expected_ms",
+        "expected_correct", "win_correct", "answer_arithmetic", "five_sentence", "mode",
+        "served_at", "submitted_at", "elapsed_s", "over_time", "rating",
     ]  # fmt: skip
     rows = (
         Attempt.objects.filter(
@@ -212,6 +223,9 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
             :20
         ],
         "titles": {s.slug: s.title for s in scen},
+        "sentence_table": sentence_table(
+            sentence_accuracy_over_time(Attempt.objects.filter(user=learner), now=now)
+        ),
     }
     return TemplateResponse(request, "cohorts/learner.html", context)
 

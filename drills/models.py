@@ -39,12 +39,26 @@ class Attempt(models.Model):
     answer_measurement = models.CharField(max_length=60, blank=True)
     answer_fix = models.CharField(max_length=60, blank=True)
     answer_expected_ms = models.FloatField(null=True, blank=True)
+    answer_step_ms = models.FloatField(null=True, blank=True)
+    answer_gap_ms = models.FloatField(null=True, blank=True)
+    answer_measurement_value = models.FloatField(null=True, blank=True)
+    answer_arithmetic = models.TextField(blank=True)
     elapsed_s = models.FloatField(null=True, blank=True)
     scenario_correct = models.BooleanField(null=True)
     measurement_correct = models.BooleanField(null=True)
     fix_correct = models.BooleanField(null=True)
     win_correct = models.BooleanField(null=True)
     win_error = models.FloatField(null=True, blank=True)
+    # The five sentences (null: not graded — an older three-part attempt, or a trace without
+    # the value). ``expected_correct`` is the expected step time within ±10 %.
+    step_correct = models.BooleanField(null=True)
+    gap_correct = models.BooleanField(null=True)
+    value_correct = models.BooleanField(null=True)
+    expected_correct = models.BooleanField(null=True)
+    five_sentence = models.BooleanField(
+        default=True,
+        help_text="Graded as the five-sentence diagnosis (older attempts: three-part answer).",
+    )
     over_time = models.BooleanField(null=True)
     rating = models.PositiveSmallIntegerField(null=True, blank=True)
     counted = models.BooleanField(default=False, help_text="Updated the scheduling card.")

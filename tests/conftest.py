@@ -34,13 +34,19 @@ def needs_redis():
 
 
 def right_answer(attempt) -> dict[str, str]:
-    """The diagnosis form's fields filled from the attempt's answer key."""
+    """The diagnosis form's five sentences filled from the attempt's answer key."""
     key = attempt.trace.key
+    g = key["grading"]
+    measurement = g["measurements_accepted"][0]
     return {
+        "step_ms": f"{g['step_ms']:.3f}",
+        "gap_ms": f"{g['gap_ms']:.3f}",
         "scenario": key["scenario"],
-        "measurement": key["measurement"],
-        "fix": key["fix"],
-        "expected_step_ms": f"{key['expected_step_ms']:.3f}",
+        "measurement": measurement,
+        "measurement_value": f"{g['measurements'][measurement]['value']:.4f}",
+        "fix": g["fixes_accepted"][0],
+        "expected_step_ms": f"{g['expected_step_ms']:.3f}",
+        "arithmetic": "",
     }
 
 

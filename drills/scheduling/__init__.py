@@ -4,7 +4,8 @@ One FSRS card per learner x scenario. The card is kept as a JSON-able dict (the 
 ``fsrs.Card.to_dict()``), so the web app can store it in a JSONField and tests can build
 cards without a database.
 
-Rating map (DESIGN.md "Diagnosis and grading"), evaluated top to bottom:
+Rating map (DESIGN.md "Diagnosis and grading"), evaluated top to bottom; the rule itself is
+``scenarios.engine.diagnosis.rating`` (one rule for the live path, rebuilds and benchmarks):
 
 ============================================================  =======
 condition                                                     rating
@@ -12,19 +13,22 @@ condition                                                     rating
 scenario wrong                                                Again
 past 2:00 (``over_time`` or ``elapsed_s > 120``)              Again
 ``elapsed_s > 90`` (right but slow)                           Hard
-measurement wrong or fix wrong (either one, or both)          Hard
+a number or choice off (see below)                            Hard
 otherwise                                                     Good
 ============================================================  =======
 
 Decisions:
 
-* "measurement/fix half wrong" means the measurement-and-fix half of the answer is not fully
-  right: one of them wrong *or both*. The card tracks recognising the scenario; when the scenario
-  is named correctly in time the recall succeeded, so it is a pass (Hard), never a lapse. A lapse
-  (Again) costs a lot in FSRS (difficulty jumps, stability collapses), so it is kept for a wrong
-  scenario or a blown clock.
-* ``win_correct`` (the expected-win arithmetic) does not affect the rating: it is arithmetic,
-  drilled by the mental-math families, not recall of the scenario.
+* Five-sentence attempts (``five_sentence``): "a number or choice off" is any of step time, gap,
+  measurement, its value, fix, or expected step time graded wrong. A sentence the trace could not
+  grade (``None``) does not count against the learner.
+* Older three-part attempts keep the rule they were graded under: only the measurement or the fix
+  wrong makes them Hard; ``win_correct`` (±20 % then) never affected the rating. A rebuild
+  replays each attempt under its own scheme, so old grades do not change.
+* The card tracks recognising the scenario; when the scenario is named correctly in time the
+  recall succeeded, so a wrong number is a pass (Hard), never a lapse. A lapse (Again) costs a lot
+  in FSRS (difficulty jumps, stability collapses), so it is kept for a wrong scenario or a blown
+  clock.
 * Easy is never given (speed alone is not evidence of long-term stability).
 * Exactly 90 s is still Good; exactly 120 s is still in time (Hard), unless ``over_time`` is set.
 * Practice attempts are graded and shown but never update the card: see ``counts_for_schedule``.
@@ -43,6 +47,7 @@ from typing import Any, Protocol
 
 import fsrs
 
+from scenarios.engine import diagnosis
 from scenarios.engine.catalog import lookalike_of
 
 __all__ = [
@@ -56,6 +61,7 @@ __all__ = [
     "due_summary",
     "is_due",
     "new_card_state",
+    "numbers_right",
     "pick_next",
     "pull_due_now",
     "rating_for",
@@ -67,8 +73,8 @@ __all__ = [
 ]
 
 DEFAULT_DESIRED_RETENTION = 0.95
-HARD_AFTER_S = 90.0
-AGAIN_AFTER_S = 120.0
+HARD_AFTER_S = diagnosis.HARD_AFTER_S
+AGAIN_AFTER_S = diagnosis.LIMIT_S
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # a new card is due "since forever"
 
@@ -106,22 +112,37 @@ class Grade:
     elapsed_s: float
     over_time: bool
     practice: bool = False
+    five_sentence: bool = False
+    step_correct: bool | None = None
+    gap_correct: bool | None = None
+    value_correct: bool | None = None
+    expected_correct: bool | None = None
 
 
 # --------------------------------------------------------------------------- rating
 
 
+def numbers_right(grade: GradeLike) -> bool:
+    """Whether every graded sentence besides the signature is right, under the attempt's scheme."""
+    parts: list[bool | None] = [grade.measurement_correct, grade.fix_correct]
+    if getattr(grade, "five_sentence", False):
+        parts += [
+            getattr(grade, f, None)
+            for f in ("step_correct", "gap_correct", "value_correct", "expected_correct")
+        ]
+    return all(p is not False for p in parts)
+
+
 def rating_for(grade: GradeLike) -> fsrs.Rating:
     """FSRS rating for one graded attempt (see the module docstring for the table)."""
-    if not grade.scenario_correct:
-        return fsrs.Rating.Again
-    if grade.over_time or grade.elapsed_s > AGAIN_AFTER_S:
-        return fsrs.Rating.Again
-    if grade.elapsed_s > HARD_AFTER_S:
-        return fsrs.Rating.Hard
-    if not (grade.measurement_correct and grade.fix_correct):
-        return fsrs.Rating.Hard
-    return fsrs.Rating.Good
+    return fsrs.Rating(
+        diagnosis.rating(
+            bool(grade.scenario_correct),
+            numbers_right(grade),
+            float(grade.elapsed_s),
+            bool(grade.over_time),
+        )
+    )
 
 
 def counts_for_schedule(grade: GradeLike) -> bool:

@@ -102,6 +102,11 @@ REPLAY_FIELDS = (
     "fix_correct",
     "win_correct",
     "over_time",
+    "five_sentence",
+    "step_correct",
+    "gap_correct",
+    "value_correct",
+    "expected_correct",
 )
 
 
@@ -115,6 +120,11 @@ def stored_grade(row: dict[str, Any]) -> scheduling.Grade:
         elapsed_s=float(row["elapsed_s"] or 0.0),
         over_time=bool(row["over_time"]),
         practice=row["mode"] == Attempt.Mode.PRACTICE,
+        five_sentence=bool(row["five_sentence"]),
+        step_correct=row["step_correct"],
+        gap_correct=row["gap_correct"],
+        value_correct=row["value_correct"],
+        expected_correct=row["expected_correct"],
     )
 
 

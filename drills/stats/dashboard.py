@@ -51,6 +51,18 @@ from drills.models import Attempt, Card, MathAttempt
 from scenarios import engine
 
 LAST_N = 10
+# The five sentences of the diagnosis as stored on Attempt: (key, field, column title). A
+# sentence an attempt was not graded on (an older three-part attempt) is NULL and left out of
+# that sentence's count.
+SENTENCES: tuple[tuple[str, str, str], ...] = (
+    ("step", "step_correct", "Step time"),
+    ("gap", "gap_correct", "Gap"),
+    ("signature", "scenario_correct", "Signature"),
+    ("measurement", "measurement_correct", "Measurement"),
+    ("value", "value_correct", "Measurement value"),
+    ("fix", "fix_correct", "Fix"),
+    ("expected", "expected_correct", "Expected win"),
+)
 TREND_WEEKS = 12
 ACTIVITY_WEEKS = 26
 
@@ -225,6 +237,7 @@ def per_scenario_stats(
             measurement=Count("pk", filter=Q(measurement_correct=True)),
             fix=Count("pk", filter=Q(fix_correct=True)),
             win=Count("pk", filter=Q(win_correct=True)),
+            **_sentence_counts(("step", "gap", "value", "expected")),
         )
     }
     last = last_n_accuracy(attempts_qs)
@@ -258,6 +271,10 @@ def per_scenario_stats(
             "measurement_accuracy": _ratio(r.get("measurement"), n),
             "fix_accuracy": _ratio(r.get("fix"), n),
             "win_accuracy": _ratio(r.get("win"), n),
+            **{
+                f"{k}_accuracy": _ratio(r.get(f"{k}_right"), r.get(f"{k}_graded"))
+                for k in ("step", "gap", "value", "expected")
+            },
         }
         if states is not None:
             state = states.get(slug)
@@ -407,6 +424,59 @@ def accuracy_over_time(
     return out
 
 
+def _sentence_counts(keys=None) -> dict[str, Count]:
+    """Count(...) annotations: per sentence, attempts graded on it and attempts right on it."""
+    out: dict[str, Count] = {}
+    for key, fld, _title in SENTENCES:
+        if keys is not None and key not in keys:
+            continue
+        out[f"{key}_graded"] = Count("pk", filter=Q(**{f"{fld}__isnull": False}))
+        out[f"{key}_right"] = Count("pk", filter=Q(**{fld: True}))
+    return out
+
+
+def sentence_accuracy_over_time(
+    attempts_qs: QuerySet[Attempt], *, weeks: int = TREND_WEEKS, now: datetime | None = None
+) -> dict[str, Any]:
+    """Accuracy of each of the five sentences per week (the ``weeks`` most recent, empty weeks
+    included) and over the whole window. One GROUP BY week query.
+
+    Each sentence's accuracy is over the attempts graded on it, so older three-part attempts
+    count for the signature, measurement and fix but not for the numbers they never gave."""
+    end = _week_start(now or datetime.now(UTC))
+    start = end - timedelta(weeks=weeks - 1)
+    rows = (
+        _graded(attempts_qs)
+        .filter(submitted_at__gte=datetime.combine(start, datetime.min.time(), tzinfo=UTC))
+        .order_by()
+        .annotate(week=UTCWeek("submitted_at"))
+        .values("week")
+        .annotate(n=Count("pk"), **_sentence_counts())
+    )
+    found = {_week_start(r["week"]): r for r in rows}
+    keys = [k for k, _f, _t in SENTENCES]
+    out_weeks = []
+    totals = {k: [0, 0] for k in keys}
+    for i in range(weeks):
+        w = start + timedelta(weeks=i)
+        r = found.get(w, {})
+        cells = {}
+        for k in keys:
+            graded, right = r.get(f"{k}_graded", 0), r.get(f"{k}_right", 0)
+            totals[k][0] += graded
+            totals[k][1] += right
+            cells[k] = {"graded": graded, "right": right, "accuracy": _ratio(right, graded)}
+        out_weeks.append({"week": w, "attempts": r.get("n", 0), "sentences": cells})
+    return {
+        "sentences": [{"key": k, "title": t} for k, _f, t in SENTENCES],
+        "weeks": out_weeks,
+        "totals": {
+            k: {"graded": g, "right": rt, "accuracy": _ratio(rt, g)}
+            for k, (g, rt) in totals.items()
+        },
+    }
+
+
 def daily_activity(
     attempts_qs: QuerySet[Attempt], *, weeks: int = ACTIVITY_WEEKS, now: datetime | None = None
 ) -> dict[str, Any]:
@@ -533,6 +603,7 @@ def learner_stats(user, now: datetime) -> dict[str, Any]:
         "confusion": confusion,
         "lookalikes": lookalike_rates(attempts, now=now),
         "accuracy_over_time": accuracy_over_time(attempts, now=now),
+        "sentence_accuracy": sentence_accuracy_over_time(attempts, now=now),
         "daily_activity": daily_activity(attempts, now=now),
         "math": math_stats(user, now),
     }

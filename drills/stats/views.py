@@ -243,11 +243,42 @@ def _table(scenarios: list[dict[str, Any]], now: datetime) -> list[dict[str, Any
             "under_txt": pct(row["under_limit_share"]),
             "measurement_txt": pct(row["measurement_accuracy"]),
             "fix_txt": pct(row["fix_accuracy"]),
-            "win_txt": pct(row["win_accuracy"]),
+            "win_txt": pct(row["expected_accuracy"]),
+            "step_txt": pct(row["step_accuracy"]),
+            "gap_txt": pct(row["gap_accuracy"]),
+            "value_txt": pct(row["value_accuracy"]),
             "retrievability_txt": pct(row.get("retrievability")),
         }
         for row in scenarios
     ]
+
+
+def sentence_table(sentence_accuracy: dict[str, Any]) -> dict[str, Any]:
+    """Per-sentence accuracy as a table: the weeks with attempts (newest first) and a total row.
+    Shared by the dashboard and the cohort pages (``drills/_sentence_accuracy.html``)."""
+    keys = [s["key"] for s in sentence_accuracy["sentences"]]
+
+    def cells(per: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            {
+                "key": k,
+                "txt": pct(per[k]["accuracy"]),
+                "right": per[k]["right"],
+                "graded": per[k]["graded"],
+            }
+            for k in keys
+        ]
+
+    weeks = [
+        {"week": w["week"], "attempts": w["attempts"], "cells": cells(w["sentences"])}
+        for w in reversed(sentence_accuracy["weeks"])
+        if w["attempts"]
+    ]
+    return {
+        "titles": [s["title"] for s in sentence_accuracy["sentences"]],
+        "weeks": weeks,
+        "total": cells(sentence_accuracy["totals"]),
+    }
 
 
 @require_GET
@@ -273,6 +304,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             for p in stats["lookalikes"]
         ],
         "accuracy_chart": accuracy_chart(stats["accuracy_over_time"]),
+        "sentence_table": sentence_table(stats["sentence_accuracy"]),
         "activity_chart": activity_chart(stats["daily_activity"]),
     }
     return TemplateResponse(request, "drills/dashboard.html", context)

@@ -5,18 +5,81 @@ from django import forms
 from drills.models import Attempt
 from drills.trainer.grading import Diagnosis
 from scenarios import engine
+from scenarios.engine import diagnosis as D
+
+
+def _number(label: str, help_text: str, *, positive: bool, unit: str = "ms") -> forms.FloatField:
+    """A finite number field with messages that say what to type ("NaN", "inf", "1e400", text
+    and negative times are refused beside the field)."""
+    what = f"the {label.lower()} as a number{' in ' + unit if unit else ''}, e.g. 42.5"
+    return forms.FloatField(
+        label=label,
+        min_value=0.001 if positive else 0,
+        max_value=10_000_000,
+        help_text=help_text,
+        error_messages={
+            "required": f"Enter {what}.",
+            "invalid": f"Enter {what} — digits only, no text, NaN or infinity.",
+            "min_value": "Must be more than 0." if positive else "Cannot be negative.",
+            "max_value": "That is far too large for this trace.",
+        },
+        widget=forms.NumberInput(attrs={"step": "any", "inputmode": "decimal"}),
+    )
+
+
+def measurement_choices() -> list[tuple[str, str]]:
+    return [(m.key, f"{m.label} [{m.unit}]") for m in D.MEASUREMENTS.values()]
 
 
 class DiagnosisForm(forms.Form):
-    scenario = forms.ChoiceField(label="Diagnosis", choices=())
-    measurement = forms.ChoiceField(label="The one measurement that confirms it", choices=())
-    fix = forms.ChoiceField(label="The fix", choices=())
-    expected_step_ms = forms.FloatField(
-        label="Expected step time after the fix (ms)",
-        min_value=0.001,
-        max_value=10_000_000,
-        help_text="If nothing needs fixing, enter the current step time.",
-        widget=forms.NumberInput(attrs={"step": "any", "inputmode": "decimal"}),
+    """The five sentences, in the order they are said (field names are a contract)."""
+
+    step_ms = _number(
+        "1 · Step time (ms)",
+        f"The current step time, averaged over the steps shown. Graded ±"
+        f"{D.STEP_TOLERANCE * 100:.0f} %.",
+        positive=True,
+    )
+    gap_ms = _number(
+        "2 · Gap (ms per step)",
+        "How long the GPU compute stream sits idle per step (any rank). Graded ±"
+        f"{D.GAP_TOLERANCE * 100:.0f} % or ±{D.GAP_FLOOR_OF_STEP * 100:.0f} % of the step time.",
+        positive=False,
+    )
+    scenario = forms.ChoiceField(
+        label="3 · Signature",
+        choices=(),
+        error_messages={"required": "Choose the signature you see."},
+    )
+    measurement = forms.ChoiceField(
+        label="4 · The one measurement that confirms it",
+        choices=(),
+        error_messages={"required": "Choose the measurement that confirms it."},
+    )
+    measurement_value = _number(
+        "Its value on this trace",
+        "In the unit the measurement names. Graded ±15 % or the measurement's own band "
+        "(±3–5 points for shares, ±1 for counts, ±2 % of the step for times).",
+        positive=False,
+        unit="",
+    )
+    fix = forms.ChoiceField(
+        label="5 · The fix",
+        choices=(),
+        error_messages={"required": "Choose the fix."},
+    )
+    expected_step_ms = _number(
+        "Expected step time after the fix (ms)",
+        "If nothing needs fixing, the current step time. Graded ±"
+        f"{D.EXPECTED_TOLERANCE * 100:.0f} %.",
+        positive=True,
+    )
+    arithmetic = forms.CharField(
+        label="Arithmetic (optional)",
+        required=False,
+        max_length=1000,
+        help_text="One line, e.g. 120 − 4 × 9 = 84 ms.",
+        widget=forms.TextInput(attrs={"autocomplete": "off"}),
     )
 
     def __init__(self, *args, **kwargs):
@@ -25,8 +88,8 @@ class DiagnosisForm(forms.Form):
         self.fields["scenario"].choices = blank + [
             (slug, s.title) for slug, s in engine.SCENARIOS.items()
         ]
-        self.fields["measurement"].choices = blank + list(engine.MEASUREMENTS.items())
-        self.fields["fix"].choices = blank + list(engine.FIXES.items())
+        self.fields["measurement"].choices = blank + measurement_choices()
+        self.fields["fix"].choices = blank + list(D.FIX_CATALOGUE.items())
 
     def diagnosis(self) -> Diagnosis:
         data = self.cleaned_data
@@ -35,6 +98,10 @@ class DiagnosisForm(forms.Form):
             measurement=data["measurement"],
             fix=data["fix"],
             expected_step_ms=float(data["expected_step_ms"]),
+            step_ms=float(data["step_ms"]),
+            gap_ms=float(data["gap_ms"]),
+            measurement_value=float(data["measurement_value"]),
+            arithmetic=(data.get("arithmetic") or "").strip(),
         )
 
 

@@ -1,45 +1,203 @@
-"""What the reveal shows: the key's three sections beside what the learner committed."""
+"""What the reveal shows: the five sentences as rows — what the learner said, this trace's value,
+right or wrong with the tolerance, and the evidence to zoom to — plus the key's explanation."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from drills.models import Attempt
 from scenarios import engine
+from scenarios.engine import diagnosis as D
 
 
 def _label(catalogue: dict[str, str], key: str) -> str:
     return catalogue.get(key, key or "—")
 
 
+def _measurement_label(key: str) -> str:
+    m = D.MEASUREMENTS.get(key)
+    if m is not None:
+        return m.label
+    return engine.MEASUREMENTS.get(key, key or "—")  # an older attempt's catalogue
+
+
+def _fix_label(key: str) -> str:
+    return D.FIX_CATALOGUE.get(key, key or "—")
+
+
+def _num(x: Any, unit: str = "") -> str:
+    if x is None:
+        return "—"
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "—"
+    if v != v:  # NaN
+        return "—"
+    digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
+    text = f"{v:,.{digits}f}".replace(",", " ")
+    return f"{text} {unit}" if unit else text
+
+
+def _row(
+    n: str,
+    title: str,
+    said: str,
+    truth: str,
+    correct: bool | None,
+    tolerance: str,
+    evidence: list[dict],
+    note: str = "",
+) -> dict[str, Any]:
+    return {
+        "n": n,
+        "title": title,
+        "said": said,
+        "truth": truth,
+        "correct": correct,
+        "tolerance": tolerance,
+        "evidence": evidence,
+        "evidence_json": json.dumps(evidence),
+        "note": note,
+    }
+
+
+def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
+    g: dict[str, Any] = key.get("grading") or {}
+    ev: dict[str, list[dict]] = g.get("evidence") or {}
+    sig_ev = key.get("evidence") or []
+    step = g.get("step_ms", key.get("step_ms"))
+    rows = [
+        _row(
+            "1",
+            "Step time",
+            _num(attempt.answer_step_ms, "ms"),
+            _num(step, "ms"),
+            attempt.step_correct,
+            f"±{D.STEP_TOLERANCE * 100:.0f} %",
+            ev.get("step", []),
+        )
+    ]
+    gap_truth = _num(g.get("gap_ms"), "ms")
+    lo, hi = (g.get("gap_range_ms") or [None, None])[:2]
+    if lo is not None and hi is not None and _num(lo) != _num(hi):
+        gap_truth += f" (ranks {_num(lo)}–{_num(hi)} ms)"
+    rows.append(
+        _row(
+            "2",
+            "Gap: GPU compute idle per step",
+            _num(attempt.answer_gap_ms, "ms"),
+            gap_truth,
+            attempt.gap_correct,
+            f"±{D.GAP_TOLERANCE * 100:.0f} % or ±{D.GAP_FLOOR_OF_STEP * 100:.0f} % of the step, "
+            "any rank",
+            ev.get("gap", []),
+        )
+    )
+    rows.append(
+        _row(
+            "3",
+            "Signature",
+            engine.title_of(attempt.answer_scenario),
+            engine.title_of(key["scenario"]),
+            attempt.scenario_correct,
+            "exact",
+            sig_ev,
+            key.get("signature", ""),
+        )
+    )
+    accepted = g.get("measurements_accepted") or [key.get("measurement", "")]
+    named = attempt.answer_measurement
+    m_def = D.MEASUREMENTS.get(named)
+    values = g.get("measurements") or {}
+    unit = m_def.unit if m_def else ""
+    if named in values:
+        truth_val = _num(values[named]["value"], unit)
+        lo, hi = values[named].get("lo"), values[named].get("hi")
+        if lo is not None and hi is not None and _num(lo) != _num(hi):
+            truth_val += f" (ranks {_num(lo)}–{_num(hi)})"
+    else:
+        truth_val = key.get("measurement_value", "—")
+    confirm = " or ".join(_measurement_label(k) for k in accepted)
+    ref = accepted[0] if accepted else ""
+    ref_val = ""
+    if ref in values and ref != named:
+        ref_def = D.MEASUREMENTS.get(ref)
+        ref_val = f" — on this trace: {_num(values[ref]['value'], ref_def.unit if ref_def else '')}"
+    rows.append(
+        _row(
+            "4",
+            "The measurement that confirms it",
+            _measurement_label(named),
+            confirm + ref_val,
+            attempt.measurement_correct,
+            "one that confirms this signature",
+            ev.get(ref, []) or sig_ev,
+            key.get("measurement_text", ""),
+        )
+    )
+    rows.append(
+        _row(
+            "4b",
+            f"Its value on this trace ({_measurement_label(named)})" if m_def else "Its value",
+            _num(attempt.answer_measurement_value, unit),
+            truth_val,
+            attempt.value_correct,
+            m_def.band_text() if m_def else "",
+            ev.get(named, []),
+        )
+    )
+    fixes = g.get("fixes_accepted") or [key.get("fix", "")]
+    rows.append(
+        _row(
+            "5",
+            "The fix",
+            _fix_label(attempt.answer_fix),
+            " or ".join(_fix_label(k) for k in fixes),
+            attempt.fix_correct,
+            "exact",
+            sig_ev,
+            key.get("fix_text", ""),
+        )
+    )
+    expected_ok = attempt.expected_correct if attempt.five_sentence else attempt.win_correct
+    rows.append(
+        _row(
+            "5b",
+            "Expected step time after the fix",
+            _num(attempt.answer_expected_ms, "ms"),
+            _num(g.get("expected_step_ms", key.get("expected_step_ms")), "ms"),
+            expected_ok,
+            f"±{D.EXPECTED_TOLERANCE * 100:.0f} %" if attempt.five_sentence else "±20 %",
+            ev.get("step", []),
+        )
+    )
+    return rows
+
+
 def build(attempt: Attempt) -> dict[str, Any]:
     key = attempt.trace.key
+    rows = sentences(attempt, key)
+    healthy = key["scenario"] == "healthy"
     return {
         "scenario": key["scenario"],
         "title": engine.title_of(key["scenario"]),
         "answered_title": engine.title_of(attempt.answer_scenario),
         "twin": engine.lookalike_of(key["scenario"]),
         "signature": key["signature"],
-        "measurement_label": key.get("measurement_label")
-        or _label(engine.MEASUREMENTS, key["measurement"]),
-        "measurement_value": key.get("measurement_value", ""),
-        "measurement_text": key.get("measurement_text", ""),
-        "answered_measurement": _label(engine.MEASUREMENTS, attempt.answer_measurement),
-        "fix_label": _label(engine.FIXES, key["fix"]),
-        "fix_text": key.get("fix_text", ""),
-        "answered_fix": _label(engine.FIXES, attempt.answer_fix),
-        "step_ms": key["step_ms"],
-        "expected_step_ms": key["expected_step_ms"],
-        "answered_expected_ms": attempt.answer_expected_ms,
+        "rows": rows,
         "arithmetic": key.get("arithmetic", []),
+        "answered_arithmetic": attempt.answer_arithmetic,
         "evidence": key.get("evidence", []),
         "mentalmath_family": key.get("mentalmath_family"),
         "elapsed_s": attempt.elapsed_s,
+        "red_herring": D.red_herring(attempt.trace.prompt, key.get("facts") or {})
+        if healthy
+        else [],
         "fully_correct": bool(
             attempt.scenario_correct
-            and attempt.measurement_correct
-            and attempt.fix_correct
-            and attempt.win_correct
             and not attempt.over_time
+            and all(r["correct"] is not False for r in rows)
         ),
     }

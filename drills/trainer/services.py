@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from datetime import datetime
 
@@ -14,6 +15,9 @@ from drills.models import Attempt
 from drills.scheduling import cards
 from drills.trainer.grading import Diagnosis, grade
 from scenarios import engine, pool
+from scenarios.engine import diagnosis as engine_diagnosis
+
+log = logging.getLogger(__name__)
 
 
 def time_limit_s() -> int:
@@ -67,7 +71,7 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
         practice = locked.mode == Attempt.Mode.PRACTICE
         result = grade(
             diagnosis,
-            locked.trace.key,
+            graded_key(locked.trace),
             elapsed_s=elapsed,
             limit_s=time_limit_s(),
             practice=practice,
@@ -78,12 +82,21 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
         locked.answer_measurement = diagnosis.measurement
         locked.answer_fix = diagnosis.fix
         locked.answer_expected_ms = diagnosis.expected_step_ms
+        locked.answer_step_ms = diagnosis.step_ms
+        locked.answer_gap_ms = diagnosis.gap_ms
+        locked.answer_measurement_value = diagnosis.measurement_value
+        locked.answer_arithmetic = diagnosis.arithmetic
         locked.elapsed_s = elapsed
         locked.scenario_correct = result.scenario_correct
         locked.measurement_correct = result.measurement_correct
         locked.fix_correct = result.fix_correct
         locked.win_correct = result.win_correct
-        locked.win_error = result.win_error
+        locked.win_error = result.win_error if result.win_error != float("inf") else None
+        locked.step_correct = result.step_correct
+        locked.gap_correct = result.gap_correct
+        locked.value_correct = result.value_correct
+        locked.expected_correct = result.expected_correct
+        locked.five_sentence = True
         locked.over_time = result.over_time
         locked.rating = int(rating)
         locked.counted = scheduling.counts_for_schedule(result)
@@ -92,3 +105,20 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
             locked.user, result, item=locked.scenario, when=now, answered=diagnosis.scenario
         )
     return locked, True
+
+
+def graded_key(trace) -> dict:
+    """The trace's answer key with its graded values. A trace stored before the key carried them
+    is measured now from its own stored events (the ones the learner was shown)."""
+    key = trace.key
+    if key.get("grading"):
+        return key
+    try:
+        events = trace.load()
+        block = engine_diagnosis.key_block(
+            events.cols, events.names, events.args, key["scenario"], float(key["expected_step_ms"])
+        )
+    except Exception:  # an unreadable payload: grade what the key carries
+        log.warning("trace %s: no graded values and its events could not be read", trace.pk)
+        return key
+    return {**key, "grading": block}

@@ -85,6 +85,7 @@ _KEY_FIELDS = (
     "facts",
     "evidence",
     "mentalmath_family",
+    "grading",
 )
 
 
@@ -108,13 +109,14 @@ class AnswerKey:
     facts: dict[str, Any]
     evidence: list[dict]
     mentalmath_family: str | None
+    grading: dict[str, Any] = field(default_factory=dict)  # diagnosis.key_block
 
     def to_dict(self) -> dict:
         return {k: getattr(self, k) for k in _KEY_FIELDS}
 
     @classmethod
     def from_dict(cls, d: dict) -> AnswerKey:
-        return cls(**{k: d[k] for k in _KEY_FIELDS})
+        return cls(**{k: d[k] for k in _KEY_FIELDS if k in d})
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import diagnosis
 from .catalog import ANSWERS, MEASUREMENTS, SCENARIOS
 from .hardware import Hardware
 from .measure import Measured, row_name
@@ -473,6 +474,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         "facts": dict(f.items()),
         "evidence": ev,
         "mentalmath_family": family,
+        "grading": diagnosis.key_block(M.c, M.names, M.args, slug, float(expected)),
     }
 
 

@@ -7,6 +7,26 @@
     el.querySelector(".clock-label").textContent = "Over time — still commit, it counts as a miss";
   }
 
+  // Highlight evidence spans and zoom the viewer to them (with some context either side).
+  function showEvidence(viewer, evidence) {
+    if (!viewer || !evidence || !evidence.length) return;
+    viewer.highlight(evidence);
+    const t0 = Math.min(...evidence.map((e) => e.start_us));
+    const t1 = Math.max(...evidence.map((e) => e.end_us));
+    const pad = (t1 - t0) * 0.4 + 1;
+    viewer.zoomTo(Math.max(0, t0 - pad), t1 + pad);
+  }
+
+  // The reveal's "Show me" buttons: zoom the timeline to the evidence of one sentence.
+  document.addEventListener("click", (evt) => {
+    const button = evt.target.closest && evt.target.closest("button.show-me");
+    if (!button) return;
+    const host = document.getElementById("timeline");
+    if (!host || !host.viewer) return;
+    showEvidence(host.viewer, JSON.parse(button.dataset.evidence || "[]"));
+    host.scrollIntoView({ block: "center", behavior: "smooth" });
+  });
+
   function mountTimeline(root) {
     const host = root.querySelector("#timeline");
     if (!host || host.dataset.mounted || !window.TraceTimeline) return;
@@ -17,16 +37,7 @@
         const viewer = window.TraceTimeline.mount(host, data, { height: 520 });
         host.viewer = viewer;
         const ev = document.getElementById("reveal-evidence");
-        if (ev) {
-          const evidence = JSON.parse(ev.textContent);
-          if (evidence.length) {
-            viewer.highlight(evidence);
-            const t0 = Math.min(...evidence.map((e) => e.start_us));
-            const t1 = Math.max(...evidence.map((e) => e.end_us));
-            const pad = (t1 - t0) * 0.4 + 1;
-            viewer.zoomTo(Math.max(0, t0 - pad), t1 + pad);
-          }
-        }
+        if (ev) showEvidence(viewer, JSON.parse(ev.textContent));
       })
       .catch((err) => { host.textContent = "Could not load the timeline (" + err.message + "). Use “Export to Perfetto” instead."; });
   }

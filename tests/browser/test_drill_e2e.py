@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -14,6 +15,13 @@ from drills.models import Attempt
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ATTEMPT_URL = re.compile(r"/drill/attempts/([0-9a-f-]{36})/")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+def screenshot(page, name: str) -> None:
+    """Keep a full-page screenshot under test-artifacts/ (git-ignored) for review."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
 @pytest.fixture
@@ -68,12 +76,26 @@ def canvas_ink(page) -> float:
     )
 
 
-def commit(page, attempt: Attempt, *, right=True):
+def commit(page, attempt: Attempt, *, right=True, **numbers):
+    """Say the five sentences from the key's graded values (``numbers`` overrides a field)."""
     key = attempt.trace.key
+    g = key["grading"]
+    measurement = g["measurements_accepted"][0]
+    values = {
+        "step_ms": g["step_ms"],
+        "gap_ms": g["gap_ms"],
+        "measurement_value": g["measurements"][measurement]["value"],
+        "expected_step_ms": g["expected_step_ms"],
+        **numbers,
+    }
+    page.fill("#id_step_ms", f"{values['step_ms']:.3f}")
+    page.fill("#id_gap_ms", f"{values['gap_ms']:.3f}")
     page.select_option("#id_scenario", key["scenario"] if right else "healthy")
-    page.select_option("#id_measurement", key["measurement"])
-    page.select_option("#id_fix", key["fix"])
-    page.fill("#id_expected_step_ms", f"{key['expected_step_ms']:.2f}")
+    page.select_option("#id_measurement", measurement)
+    page.fill("#id_measurement_value", f"{values['measurement_value']:.3f}")
+    page.select_option("#id_fix", g["fixes_accepted"][0])
+    page.fill("#id_expected_step_ms", f"{values['expected_step_ms']:.3f}")
+    page.fill("#id_arithmetic", "step − gap ≈ expected")
     page.click("#diagnosis-form button[type=submit]")
     page.wait_for_selector("[data-scenario]")
 
@@ -109,13 +131,50 @@ def test_sign_up_drill_diagnose_reveal_download(page, live_server, tmp_path):
     exported = json.loads(path.read_text())
     assert any(e.get("name", "").startswith("ProfilerStep#") for e in exported["traceEvents"])
 
-    page.screenshot(path=str(tmp_path / "drill.png"))
+    screenshot(page, "drill.png")
     commit(page, attempt)
     truth = page.locator("[data-scenario]")
     assert truth.get_attribute("data-scenario") == attempt.scenario
     assert page.locator("#reveal").is_visible()
     assert "under 2:00" in page.locator("#reveal").inner_text()
+    rows = page.locator("tr.sentence")
+    assert rows.count() == 7
+    assert page.locator('tr.sentence[data-correct="yes"]').count() == 7
+    # "Show me" on the gap row zooms the timeline onto the longest idle stretch
+    page.wait_for_function("() => document.querySelector('#timeline').viewer")
+    whole = page.evaluate(span)
+    page.click('tr.sentence[data-sentence="2"] button.show-me')
+    gap = attempt.trace.key["grading"]["evidence"]["gap"][0]
+    view = page.evaluate("() => document.querySelector('#timeline').viewer.getView()")
+    assert view["t1"] - view["t0"] < whole
+    assert view["t0"] <= gap["start_us"] and gap["end_us"] <= view["t1"]
+    screenshot(page, "reveal.png")
+    # on a phone the five rows stack inside their card instead of widening it (the page's own
+    # width at 390 px is the viewer's concern)
+    page.set_viewport_size({"width": 390, "height": 800})
+    widths = page.evaluate(
+        """() => { const t = document.querySelector('#sentences');
+        return [t.scrollWidth, t.parentElement.clientWidth,
+                getComputedStyle(t.querySelector('thead')).display]; }"""
+    )
+    assert widths[2] == "none" and widths[0] <= widths[1], widths
+    screenshot(page, "reveal-390.png")
+    attempt.refresh_from_db()
+    assert attempt.rating == 3  # Good
     assert not page.errors, page.errors
+
+
+def test_right_signature_with_a_number_off_is_graded_hard(page, live_server):
+    sign_up(page, live_server, "noether")
+    attempt = start_drill(page, live_server)
+    step = attempt.trace.key["grading"]["step_ms"]
+    commit(page, attempt, step_ms=step * 1.5)
+    row = page.locator('tr.sentence[data-sentence="1"]')
+    assert row.get_attribute("data-correct") == "no"
+    assert "±10 %" in row.inner_text()
+    attempt.refresh_from_db()
+    assert attempt.scenario_correct and attempt.step_correct is False
+    assert attempt.rating == 2  # Hard
 
 
 def test_the_server_enforces_the_clock(page, live_server):
@@ -149,8 +208,8 @@ def test_an_incomplete_diagnosis_shows_its_errors_in_place(page, live_server):
     page.wait_for_selector("#form-errors")
     assert page.url.endswith(f"/drill/attempts/{attempt.pk}/")
     assert page.is_visible("header.topbar"), "the error partial replaced the whole page"
-    assert page.evaluate("document.activeElement.id") == "id_scenario"
-    assert page.locator(".has-error").count() == 4
+    assert page.evaluate("document.activeElement.id") == "id_step_ms"
+    assert page.locator(".has-error").count() == 7  # every field but the optional arithmetic
     attempt.refresh_from_db()
     assert attempt.submitted_at is None
     assert not page.errors, page.errors

@@ -536,3 +536,39 @@ def test_query_count_is_flat(
         assert resp.status_code == 200
         counts.append(len(ctx.captured_queries))
     assert counts[0] == counts[1], counts
+
+
+# --------------------------------------------------------------------------- per sentence
+
+
+def test_per_sentence_accuracy_matches_the_attempts(client, people, cohort):
+    """ada: two five-sentence attempts (step right in both, gap right in one) and an older
+    three-part one (no numbers); bob: one attempt with the value wrong. The cohort page and
+    ada's page show each sentence's right-of-graded, and ada's dashboard agrees."""
+    ada, bob = people["ada"], people["bob"]
+    rows = [
+        (ada, {"step_correct": True, "gap_correct": True, "value_correct": True}),
+        (ada, {"step_correct": True, "gap_correct": False, "value_correct": True}),
+        (ada, {"five_sentence": False}),
+        (bob, {"step_correct": True, "gap_correct": True, "value_correct": False}),
+    ]
+    for user, fields in rows:
+        a = make_attempt(user, "straggler", "straggler")
+        Attempt.objects.filter(pk=a.pk).update(measurement_correct=True, fix_correct=True, **fields)
+
+    def cells(html: str, row: str) -> dict[str, str]:
+        tr = re.search(rf'<tr data-sentence-week="{row}">(.*?)</tr>', html, re.S).group(1)
+        return dict(re.findall(r'data-sentence="(\w+)" title="[^"]*">([^<]*)<', tr))
+
+    as_user(client, people["teacher"])
+    total = cells(client.get(f"/cohorts/{cohort.pk}/").content.decode(), "total")
+    assert total["step"] == "100%" and total["gap"] == "67%" and total["value"] == "67%"
+    assert total["signature"] == "100%" and total["expected"] == "—"
+    mine = cells(client.get(f"/cohorts/{cohort.pk}/learners/{ada.pk}/").content.decode(), "total")
+    assert mine["gap"] == "50%" and mine["value"] == "100%" and mine["measurement"] == "100%"
+    as_user(client, ada)
+    stats = client.get("/dashboard/stats.json").json()["sentence_accuracy"]["totals"]
+    assert stats["gap"] == {"graded": 2, "right": 1, "accuracy": 0.5}
+    assert stats["signature"]["graded"] == 3
+    dash = cells(client.get("/dashboard/").content.decode(), "total")
+    assert dash == mine

@@ -81,8 +81,19 @@ def test_a_drill_serves_a_trace_and_nothing_that_names_the_answer(learner_client
     assert_no_leak(strip_form_choices(html), scenario)
     assert 'data-scenario="' not in html
     assert f"/traces/{attempt.trace_id}/perfetto.json" in html
-    for field in ("scenario", "measurement", "fix", "expected_step_ms"):
+    for field in (
+        "step_ms",
+        "gap_ms",
+        "scenario",
+        "measurement",
+        "measurement_value",
+        "fix",
+        "expected_step_ms",
+        "arithmetic",
+    ):
         assert f'name="{field}"' in html
+    # the tolerances are stated where the learner reads the form
+    assert "±10 %" in html and "±15 %" in html
 
     timeline = learner_client.get(f"/traces/{attempt.trace_id}/timeline.json")
     body = timeline.content
@@ -166,6 +177,17 @@ def test_practice_mode_is_untimed_and_does_not_touch_the_schedule(learner_client
         {"expected_step_ms": "fast"},
         {"expected_step_ms": "-5"},
         {"expected_step_ms": ""},
+        {"step_ms": ""},
+        {"step_ms": "about forty"},
+        {"step_ms": "NaN"},
+        {"step_ms": "Infinity"},
+        {"step_ms": "1e400"},
+        {"step_ms": "-12"},
+        {"gap_ms": "-0.5"},
+        {"gap_ms": "nan"},
+        {"measurement_value": "inf"},
+        {"measurement_value": ""},
+        {"measurement": "no-such-measurement"},
     ],
 )
 def test_malformed_diagnosis_is_refused_clearly_and_records_nothing(
@@ -177,6 +199,13 @@ def test_malformed_diagnosis_is_refused_clearly_and_records_nothing(
     )
     assert response.status_code == 400
     assert b"nothing was recorded" in response.content
+    # the message sits beside the field it is about
+    (field,) = change
+    html = response.content.decode()
+    start_at = html.index(f'<label for="id_{field}"')
+    block = html[start_at : html.find('<div class="field', start_at)]
+    assert 'class="errors"' in block, field
+    assert html[:start_at].rstrip().endswith('<div class="field has-error">'), field
     attempt.refresh_from_db()
     assert attempt.submitted_at is None and attempt.scenario_correct is None
     # ...and the attempt can still be committed properly afterwards.

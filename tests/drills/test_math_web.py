@@ -21,6 +21,7 @@ from drills.mentalmath import FAMILIES
 from drills.mentalmath import services as math_services
 from drills.models import Attempt, Card, MathAttempt, MathSprint
 from drills.trainer import services
+from tests.conftest import right_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -447,12 +448,7 @@ def test_trace_reveal_offers_practise_this_calculation(learner_client, learner, 
     assert key["mentalmath_family"]
     learner_client.post(
         f"/drill/attempts/{attempt.pk}/diagnosis/",
-        {
-            "scenario": key["scenario"],
-            "measurement": key["measurement"],
-            "fix": key["fix"],
-            "expected_step_ms": f"{key['expected_step_ms']:.3f}",
-        },
+        right_answer(attempt),
     )
     assert Attempt.objects.get(pk=attempt.pk).submitted_at is not None
     html = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()

@@ -10,6 +10,7 @@ import pytest
 
 from drills.models import Attempt
 from scenarios import engine
+from tests.conftest import right_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -28,12 +29,7 @@ def test_the_confused_pair_comes_back_more_often_than_its_share(learner_client, 
         answer = PAIR.get(key["scenario"], key["scenario"])
         learner_client.post(
             f"/drill/attempts/{attempt.pk}/diagnosis/",
-            {
-                "scenario": answer,
-                "measurement": key["measurement"],
-                "fix": key["fix"],
-                "expected_step_ms": key["expected_step_ms"],
-            },
+            {**right_answer(attempt), "scenario": answer},
         )
     weights = {slug: s.weight for slug, s in engine.SCENARIOS.items()}
     pair_share = sum(weights[s] for s in PAIR) / sum(weights.values())

@@ -1,0 +1,699 @@
+"""The five-sentence diagnosis: what a learner commits, the values it is graded against, and the
+grading rule. Pure (numpy + stdlib).
+
+The interview script the drill trains: state the step time → quantify the gap → name the
+signature → name the one measurement that confirms it and its value on this trace → give the fix
+and the step time after it (with arithmetic). Every number is graded against a value measured
+here on the trace's own events, so the answer has to come from reading the trace.
+
+Catalogues. Every measurement has a value on *every* trace (0 where the thing it counts is
+absent), and several are plausible for several scenarios, so naming one is a decision and not a
+giveaway; the fix list carries plausible wrong fixes too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .catalog import ANSWERS, FIXES
+from .measure import row_name
+from .model import C_KERN, COMPUTE, MAIN, NCCL
+
+# --------------------------------------------------------------------------- tolerances
+
+STEP_TOLERANCE = 0.10  # step time: ±10 %
+GAP_TOLERANCE = 0.10  # gap: ±10 % ...
+GAP_FLOOR_OF_STEP = 0.02  # ... or ±2 % of the step time, whichever is larger
+EXPECTED_TOLERANCE = 0.10  # expected step time after the fix: ±10 %
+VALUE_TOLERANCE = 0.15  # a measurement's value: ±15 % or the measurement's own band
+HARD_AFTER_S = 90.0  # right but slow
+LIMIT_S = 120.0  # the clock
+
+SENTENCES: tuple[tuple[str, str], ...] = (
+    ("step", "Step time"),
+    ("gap", "Gap (GPU compute idle per step)"),
+    ("signature", "Signature"),
+    ("measurement", "Confirming measurement"),
+    ("value", "Its value on this trace"),
+    ("fix", "Fix"),
+    ("expected", "Expected step time after the fix"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    key: str
+    label: str
+    unit: str  # "%", "ms", "GB/s", "×", "per step"
+    how: str  # how to take it in the viewer
+    floor: float = 0.0  # the band's half-width in the unit, when ±15 % is narrower
+    floor_of_step: float = 0.0  # for times: the band is at least this share of the step
+
+    def band(self, value: float, step_ms: float) -> float:
+        return max(
+            VALUE_TOLERANCE * abs(value),
+            self.floor,
+            self.floor_of_step * step_ms,
+        )
+
+    def band_text(self) -> str:
+        if self.floor_of_step:
+            return f"±15 % or ±{self.floor_of_step * 100:.0f} % of the step time"
+        if self.unit == "%":
+            return f"±15 % or ±{self.floor:g} points"
+        return f"±15 % or ±{self.floor:g} {self.unit}"
+
+
+_M = [
+    Measurement(
+        "gpu_idle_share",
+        "GPU compute-stream idle share of the step",
+        "%",
+        "Select whole steps; the compute row's idle time ÷ the selected time.",
+        floor=3,
+    ),
+    Measurement(
+        "exposed_comm",
+        "Comm/compute overlap: NCCL time per step with the compute stream idle (exposed)",
+        "ms",
+        "Select one step; NCCL row busy time minus the part that runs under compute kernels.",
+        floor_of_step=0.02,
+    ),
+    Measurement(
+        "busbw",
+        "Bus bandwidth of the all-reduce vs the link",
+        "GB/s",
+        "Click a large NCCL kernel: In msg nelems × dtype bytes × 2(n−1)/n ÷ its duration; "
+        "compare with the link in the framing.",
+        floor=5,
+    ),
+    Measurement(
+        "nccl_rank_spread",
+        "NCCL kernel time spread across ranks: (max − min) ÷ max per step",
+        "%",
+        "Select the same steps on every rank; compare the NCCL rows' busy time.",
+        floor=5,
+    ),
+    Measurement(
+        "rank_compute_skew",
+        "Slowest rank's compute time per step over the median rank's",
+        "%",
+        "Select the same steps on every rank; compare the compute rows' busy time.",
+        floor=3,
+    ),
+    Measurement(
+        "launch_ratio",
+        "Kernel launches vs kernel time: CPU time in launch calls ÷ GPU kernel time",
+        "×",
+        "Select whole steps; the launch calls' total (by name) ÷ the compute row's kernel "
+        "time. Above 1 the CPU cannot feed the GPU.",
+        floor=0.05,
+    ),
+    Measurement(
+        "syncs_per_step",
+        "Host–device synchronisations (…Synchronize calls) per step",
+        "per step",
+        "Select whole steps; count the …Synchronize calls by name ÷ steps.",
+        floor=1,
+    ),
+    Measurement(
+        "alloc_per_step",
+        "Device malloc/free calls per step",
+        "per step",
+        "Select steady-state steps; count the Malloc and Free calls by name ÷ steps.",
+        floor=1,
+    ),
+    Measurement(
+        "non_gemm_share",
+        "Non-GEMM kernels' share of GPU kernel time (elementwise, norm, softmax, optimizer)",
+        "%",
+        "Select whole steps; kernel time of everything but GEMM and flash-attention kernels "
+        "÷ the compute row's kernel time.",
+        floor=5,
+    ),
+    Measurement(
+        "loader_wait",
+        "Time waiting for the DataLoader (__next__) per step",
+        "ms",
+        "Select whole steps; total of the enumerate(DataLoader) slices ÷ steps (0 when absent).",
+        floor_of_step=0.02,
+    ),
+    Measurement(
+        "step_spread",
+        "Step-time spread: slowest step ÷ median step",
+        "×",
+        "Read the ProfilerStep slices' durations; the longest over the middle one.",
+        floor=0.1,
+    ),
+]
+MEASUREMENTS: dict[str, Measurement] = {m.key: m for m in _M}
+
+FIX_CATALOGUE: dict[str, str] = {
+    **FIXES,
+    "faster_links": "Buy a faster interconnect (more NVLink / InfiniBand bandwidth)",
+    "activation_checkpointing": "Turn on activation checkpointing to cut memory",
+    "more_ranks": "Scale out to more data-parallel ranks",
+}
+
+# scenario -> measurements that confirm it (the first one is the reference answer)
+ACCEPTED_MEASUREMENTS: dict[str, tuple[str, ...]] = {
+    "exposed-allreduce": ("exposed_comm",),
+    "input-starvation": ("loader_wait",),
+    "launch-bound": ("launch_ratio",),
+    "straggler": ("rank_compute_skew", "nccl_rank_spread"),
+    "memory-bound-kernel": ("non_gemm_share",),
+    "sync-stalls": ("syncs_per_step",),
+    "pipeline-bubbles": ("gpu_idle_share",),
+    "allocator-stalls": ("alloc_per_step",),
+    "bandwidth-bound-collective": ("busbw",),
+    "recompilation": ("step_spread",),
+    "healthy": ("gpu_idle_share", "exposed_comm"),
+}
+
+
+def accepted_fixes(slug: str) -> tuple[str, ...]:
+    _meas, _ok, fix, fix_ok, _fam = ANSWERS[slug]
+    return tuple(dict.fromkeys([fix, *fix_ok]))
+
+
+# What a healthy trace's framing makes look wrong, and why it is normal (for the reveal).
+HEALTHY_RED_HERRINGS: dict[str, str] = {
+    "dips": "The once-per-step dip is the last gradient bucket's all-reduce and the optimizer: "
+    "every data-parallel job has it, and here it is a few per cent of the step.",
+    "comm": "Communication is large in a per-rank summary because the summary adds up NCCL "
+    "kernel time, most of which runs under backward; only the exposed part costs step time.",
+    "estimate": "A team's estimate is usually peak FLOP/s; a dense compute stream at a "
+    "realistic MFU is what this hardware delivers.",
+    "straggler": "All ranks take the same time per step, so no rank is holding the others back.",
+    "exposed": "The all-reduce runs under backward; what stays exposed is the last bucket.",
+    "scale": "Nothing stalls, so scaling out changes throughput, not efficiency.",
+    "bubble": "A pipeline always has a warm-up and a drain; with many microbatches per stage "
+    "they are the small (p−1)/(m+p−1) share the formula predicts.",
+}
+
+
+def red_herring(prompt: Mapping[str, Any] | None, facts: Mapping[str, Any]) -> list[str]:
+    """For a healthy reveal: what in the framing looked wrong, and why it is normal."""
+    text = " ".join(str(v or "") for v in (prompt or {}).values()).lower()
+    out = []
+    if "dips" in text:
+        out.append(HEALTHY_RED_HERRINGS["dips"])
+    if "communication time" in text:
+        out.append(HEALTHY_RED_HERRINGS["comm"])
+    if "estimate" in text:
+        out.append(HEALTHY_RED_HERRINGS["estimate"])
+    if "straggler" in text:
+        out.append(HEALTHY_RED_HERRINGS["straggler"])
+    if "exposed" in text:
+        out.append(HEALTHY_RED_HERRINGS["exposed"])
+    if "at scale" in text:
+        out.append(HEALTHY_RED_HERRINGS["scale"])
+    if "stages" in text:
+        out.append(HEALTHY_RED_HERRINGS["bubble"])
+    if not out:
+        out.append(HEALTHY_RED_HERRINGS["estimate"])
+    return out
+
+
+# --------------------------------------------------------------------------- measuring
+
+_GEMM_RE = re.compile(r"gemm|Cijk_|gemv|wvSplitK|flash|fmha", re.I)
+_DTYPE_BYTES = {"BFloat16": 2, "Half": 2, "Float": 4, "Double": 8, "Float8_e4m3fn": 1}
+
+
+def _merge(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals as disjoint sorted intervals."""
+    if len(s) == 0:
+        return s, e
+    o = np.argsort(s, kind="stable")
+    s, e = s[o], e[o]
+    ce = np.maximum.accumulate(e)
+    new = np.r_[True, s[1:] > ce[:-1]]
+    idx = np.flatnonzero(new)
+    return s[idx], np.maximum.reduceat(ce, idx)
+
+
+def _covered(ms: np.ndarray, me: np.ndarray, w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
+    """Length of the disjoint intervals (ms, me) inside each window [w0, w1)."""
+    if len(ms) == 0:
+        return np.zeros(len(w0))
+    cum = np.r_[0, np.cumsum(me - ms)]
+
+    def before(t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(ms, t, "right")
+        last = np.maximum(i - 1, 0)
+        over = np.where(i > 0, np.maximum(me[last] - t, 0), 0)
+        return cum[i] - over
+
+    return before(w1) - before(w0)
+
+
+@dataclass
+class _Rank:
+    w0: np.ndarray  # step windows (ns)
+    w1: np.ndarray
+    comp: tuple[np.ndarray, np.ndarray]  # merged compute-stream busy intervals
+    both: tuple[np.ndarray, np.ndarray]  # merged compute ∪ NCCL
+
+
+@dataclass
+class Values:
+    """Graded values measured on one trace's events."""
+
+    step_ms: float
+    gap_ms: float
+    gap_range: tuple[float, float]
+    measurements: dict[str, dict[str, float]] = field(default_factory=dict)
+    evidence: dict[str, list[dict]] = field(default_factory=dict)
+
+
+def _name_ids(names: Sequence[str], pred) -> np.ndarray:
+    return np.array([i for i, n in enumerate(names) if pred(n)], dtype=np.int64)
+
+
+def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence[dict]) -> Values:
+    """Every graded value, measured on the columnar events (times in integer ns)."""
+    rank_c, tid, cat, name = cols["rank"], cols["tid"], cols["cat"], cols["name"]
+    ts = cols["ts"].astype(np.int64)
+    te = ts + cols["dur"].astype(np.int64)
+    dur = te - ts
+    step_ids = _name_ids(names, lambda n: n.startswith("ProfilerStep#"))
+    is_step = np.isin(name, step_ids) & (tid == MAIN)
+    ranks = sorted(set(rank_c.tolist()))
+    R: dict[int, _Rank] = {}
+    for r in ranks:
+        m = is_step & (rank_c == r)
+        o = np.argsort(ts[m])
+        w0, w1 = ts[m][o], te[m][o]
+        cm = (rank_c == r) & (tid == COMPUTE)
+        nm = (rank_c == r) & (tid == NCCL)
+        comp = _merge(ts[cm], te[cm])
+        both = _merge(np.r_[ts[cm], ts[nm]], np.r_[te[cm], te[nm]])
+        R[r] = _Rank(w0, w1, comp, both)
+    n_steps = min(len(R[r].w0) for r in ranks)
+    nR = len(ranks)
+    S = max(n_steps, 1)
+    step = np.array([(R[r].w1 - R[r].w0)[:n_steps] for r in ranks], float)  # (R, S) ns
+    comp_busy = np.array([_covered(*R[r].comp, R[r].w0, R[r].w1)[:n_steps] for r in ranks])
+    both_busy = np.array([_covered(*R[r].both, R[r].w0, R[r].w1)[:n_steps] for r in ranks])
+    idle = step - comp_busy
+    exposed = both_busy - comp_busy
+    step_ms = float(step.max(axis=0).mean() / 1e6)
+    gap_rank = idle.mean(axis=1) / 1e6
+    v = Values(
+        step_ms=step_ms,
+        gap_ms=float(idle.mean() / 1e6),
+        gap_range=(float(gap_rank.min()), float(gap_rank.max())),
+    )
+
+    def put(key: str, value: float, lo: float | None = None, hi: float | None = None) -> None:
+        lo = value if lo is None else lo
+        hi = value if hi is None else hi
+        v.measurements[key] = {
+            "value": float(value),
+            "lo": float(min(lo, value)),
+            "hi": float(max(hi, value)),
+        }
+
+    share_rank = 100 * idle.sum(axis=1) / step.sum(axis=1)
+    put("gpu_idle_share", 100 * idle.sum() / step.sum(), share_rank.min(), share_rank.max())
+    exp_rank = exposed.mean(axis=1) / 1e6
+    put("exposed_comm", exposed.mean() / 1e6, exp_rank.min(), exp_rank.max())
+
+    # events that start inside a step window of their rank, per rank
+    def in_steps(mask: np.ndarray) -> np.ndarray:
+        ok = np.zeros(len(ts), bool)
+        for r in ranks:
+            idx = np.flatnonzero(mask & (rank_c == r))
+            if not len(idx):
+                continue
+            w0, w1 = R[r].w0[:n_steps], R[r].w1[:n_steps]
+            k = np.searchsorted(w0, ts[idx], "right") - 1
+            inside = (k >= 0) & (ts[idx] < w1[np.maximum(k, 0)])
+            ok[idx[inside]] = True
+        return ok
+
+    kern = (cat == C_KERN) & (tid == COMPUTE)
+    nccl = (cat == C_KERN) & (tid == NCCL)
+    kern_s = in_steps(kern)
+    kern_ns_rank = np.array([dur[kern_s & (rank_c == r)].sum() for r in ranks], float)
+    nccl_s = in_steps(nccl)
+    nccl_ns_rank = np.array([dur[nccl_s & (rank_c == r)].sum() for r in ranks], float)
+
+    # collectives: bus bandwidth of the large ones
+    nccl_idx = np.flatnonzero(nccl & (cols["aid"] >= 0))
+    if len(nccl_idx):
+        a = cols["aid"][nccl_idx]
+        nel = np.array([float(args[i].get("In msg nelems", 0)) for i in a])
+        db = np.array([_DTYPE_BYTES.get(str(args[i].get("dtype", "BFloat16")), 2) for i in a])
+        grp = np.array([float(args[i].get("Group size", 1)) for i in a])
+        coll = [str(args[i].get("Collective name", "")) for i in a]
+        fac = np.array(
+            [
+                2 * (g - 1) / g
+                if c == "allreduce"
+                else (g - 1) / g
+                if c in ("allgather", "reduce_scatter", "_allgather_base", "reduce_scatter_base")
+                else 1.0
+                for c, g in zip(coll, np.maximum(grp, 1), strict=True)
+            ]
+        )
+        nbytes = nel * db
+        bw = nbytes * fac / np.maximum(dur[nccl_idx], 1)  # bytes per ns = GB/s
+        big = nbytes >= np.median(nbytes)
+        rk = rank_c[nccl_idx]
+        per = [np.flatnonzero(rk == r) for r in ranks]
+        n_c = min(len(p) for p in per)
+        if n_c:
+            mat = np.stack([bw[p[:n_c]] for p in per])  # (R, collectives) in issue order
+            bigc = np.stack([big[p[:n_c]] for p in per]).all(axis=0)
+            fastest = mat.max(axis=0)[bigc] if bigc.any() else mat.max(axis=0)
+            rank_med = [float(np.median(mat[i][bigc] if bigc.any() else mat[i])) for i in range(nR)]
+            put("busbw", float(np.median(fastest)), min(rank_med), max(rank_med))
+        else:
+            put("busbw", 0.0)
+    else:
+        put("busbw", 0.0)
+
+    nccl_ms = nccl_ns_rank / S / 1e6
+    spread = 100 * (nccl_ms.max() - nccl_ms.min()) / nccl_ms.max() if nccl_ms.max() > 0 else 0.0
+    put("nccl_rank_spread", spread)
+    comp_ms = kern_ns_rank / S
+    med = float(np.median(comp_ms))
+    put("rank_compute_skew", 100 * (comp_ms.max() - med) / med if med > 0 else 0.0)
+
+    launch_ids = _name_ids(names, lambda n: n.endswith("LaunchKernel"))
+    launch = in_steps(np.isin(name, launch_ids))
+    k_total = float(dur[kern_s].sum())
+    put("launch_ratio", float(dur[launch].sum()) / k_total if k_total else 0.0)
+    sync_ids = _name_ids(names, lambda n: n.endswith("Synchronize"))
+    syncs = in_steps(np.isin(name, sync_ids) & (tid == MAIN))
+    put("syncs_per_step", syncs.sum() / S / nR)
+    alloc_ids = _name_ids(names, lambda n: n in ("cudaMalloc", "cudaFree", "hipMalloc", "hipFree"))
+    allocs = in_steps(np.isin(name, alloc_ids))
+    put("alloc_per_step", allocs.sum() / S / nR)
+    gemm_ids = _name_ids(names, lambda n: bool(_GEMM_RE.search(n)))
+    non_gemm = kern_s & ~np.isin(name, gemm_ids)
+    put("non_gemm_share", 100 * float(dur[non_gemm].sum()) / k_total if k_total else 0.0)
+    loader_ids = _name_ids(names, lambda n: n.startswith("enumerate(DataLoader)"))
+    loader = in_steps(np.isin(name, loader_ids))
+    lr = np.array([dur[loader & (rank_c == r)].sum() for r in ranks], float) / S / 1e6
+    put("loader_wait", float(lr.mean()), float(lr.min()), float(lr.max()))
+    series = step.max(axis=0)
+    put("step_spread", float(series.max() / np.median(series)) if len(series) else 1.0)
+
+    masks = {
+        "exposed_comm": nccl,
+        "busbw": nccl,
+        "syncs_per_step": np.isin(name, sync_ids) & (tid == MAIN),
+        "alloc_per_step": np.isin(name, alloc_ids),
+        "loader_wait": np.isin(name, loader_ids),
+        "non_gemm_share": kern & ~np.isin(name, gemm_ids),
+    }
+    v.evidence = _evidence(ts, te, rank_c, tid, ranks, R, n_steps, series, comp_ms, nccl_ms, masks)
+    return v
+
+
+def _span(rank: int, tid: int, s_ns: float, e_ns: float, label: str) -> dict:
+    return {
+        "rank": int(rank),
+        "row": row_name(rank, tid),
+        "start_us": round(float(s_ns) / 1000, 3),
+        "end_us": round(float(e_ns) / 1000, 3),
+        "label": label,
+    }
+
+
+def _evidence(ts, te, rank_c, tid, ranks, R, n_steps, series, comp_ms, nccl_ms, masks):
+    """Where each number can be read ("show me" in the reveal): a few spans per sentence."""
+    if not n_steps:
+        return {}
+    r0 = ranks[0]
+    k = min(2, n_steps - 1)
+
+    def step_of(r: int, i: int, row: int, label: str) -> dict:
+        return _span(r, row, R[r].w0[i], R[r].w1[i], label)
+
+    def inside(mask: np.ndarray, r: int, label: str, limit: int = 4) -> list[dict]:
+        w0, w1 = R[r].w0[k], R[r].w1[k]
+        idx = np.flatnonzero(mask & (rank_c == r) & (ts < w1) & (te > w0))
+        if not len(idx):
+            return [step_of(r, k, MAIN, f"step {k}: none in this step")]
+        idx = idx[np.argsort(-(te[idx] - ts[idx]), kind="stable")][:limit]
+        row = int(tid[idx[0]])
+        return [_span(r, row, ts[i], te[i], label) for i in sorted(idx, key=lambda i: ts[i])]
+
+    w0, w1 = R[r0].w0[k], R[r0].w1[k]
+    step = [step_of(r0, k, MAIN, f"step {k}")]
+    ms, me = R[r0].comp
+    sel = (me > w0) & (ms < w1)
+    gs = np.r_[w0, np.clip(me[sel], w0, w1)]
+    ge = np.r_[np.clip(ms[sel], w0, w1), w1]
+    i = int(np.argmax(ge - gs))
+    gap = [_span(r0, COMPUTE, gs[i], ge[i], "longest idle stretch of the compute stream")]
+    slow = ranks[int(np.argmax(comp_ms))]
+    mid = ranks[int(np.argsort(comp_ms)[len(comp_ms) // 2])]
+    most, least = ranks[int(np.argmax(nccl_ms))], ranks[int(np.argmin(nccl_ms))]
+    longest = int(np.argmax(series))
+    median = int(np.argsort(series)[len(series) // 2])
+    return {
+        "step": step,
+        "gap": gap,
+        "gpu_idle_share": [step_of(r0, k, COMPUTE, f"compute stream, step {k}"), *gap],
+        "exposed_comm": inside(masks["exposed_comm"], r0, "NCCL kernel", 3),
+        "busbw": inside(masks["busbw"], r0, "NCCL kernel: bytes ÷ duration", 1),
+        "nccl_rank_spread": inside(masks["busbw"], most, "most NCCL time", 1)
+        + inside(masks["busbw"], least, "least NCCL time", 1),
+        "rank_compute_skew": [
+            step_of(slow, k, COMPUTE, "slowest rank's compute"),
+            step_of(mid, k, COMPUTE, "median rank's compute"),
+        ],
+        "launch_ratio": [step_of(r0, k, MAIN, "launch calls"), step_of(r0, k, COMPUTE, "kernels")],
+        "syncs_per_step": inside(masks["syncs_per_step"], r0, "synchronize call", 6),
+        "alloc_per_step": inside(masks["alloc_per_step"], r0, "device malloc/free", 6),
+        "non_gemm_share": inside(masks["non_gemm_share"], r0, "non-GEMM kernel", 4),
+        "loader_wait": inside(masks["loader_wait"], r0, "waiting for the next batch", 2),
+        "step_spread": [
+            step_of(r0, longest, MAIN, "longest step"),
+            step_of(r0, median, MAIN, "median step"),
+        ],
+    }
+
+
+# --------------------------------------------------------------------------- the key block
+
+
+def key_block(
+    cols: Mapping[str, np.ndarray],
+    names: Sequence[str],
+    args: Sequence[dict],
+    slug: str,
+    expected_step_ms: float,
+) -> dict[str, Any]:
+    """The ``grading`` block of the answer key: every value a diagnosis is graded against."""
+    v = measure(cols, names, args)
+    # the key's expected step time is the mean step after the fix; put it on this block's scale
+    return {
+        "step_ms": round(v.step_ms, 3),
+        "gap_ms": round(v.gap_ms, 3),
+        "gap_range_ms": [round(v.gap_range[0], 3), round(v.gap_range[1], 3)],
+        "measurements": {
+            k: {kk: round(x, 4) for kk, x in m.items()} for k, m in v.measurements.items()
+        },
+        "measurements_accepted": list(ACCEPTED_MEASUREMENTS[slug]),
+        "fixes_accepted": list(accepted_fixes(slug)),
+        "expected_step_ms": round(float(expected_step_ms), 3),
+        "evidence": v.evidence,
+    }
+
+
+# --------------------------------------------------------------------------- grading
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    step_ms: float
+    gap_ms: float
+    scenario: str
+    measurement: str
+    measurement_value: float
+    fix: str
+    expected_step_ms: float
+    arithmetic: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    key: str
+    correct: bool | None  # None: this trace carries no value to grade it against
+    said: Any
+    truth: Any
+    tolerance: str
+
+
+@dataclass(frozen=True, slots=True)
+class Graded:
+    sentences: tuple[Sentence, ...]
+    scenario_correct: bool
+    elapsed_s: float
+    over_time: bool
+    practice: bool
+
+    def get(self, key: str) -> Sentence:
+        return next(s for s in self.sentences if s.key == key)
+
+    @property
+    def numbers_right(self) -> bool:
+        """Every sentence other than the signature is right (or could not be graded)."""
+        return all(s.correct is not False for s in self.sentences if s.key != "signature")
+
+    @property
+    def all_right(self) -> bool:
+        return self.scenario_correct and self.numbers_right and not self.over_time
+
+    def as_dict(self) -> dict[str, bool | None]:
+        return {s.key: s.correct for s in self.sentences}
+
+
+def within(
+    said: float, truth: float, band: float, lo: float | None = None, hi: float | None = None
+) -> bool:
+    """``said`` lies within ``band`` of ``truth`` (or of the span [lo, hi] around it)."""
+    if not (isinstance(said, int | float) and math.isfinite(said) and math.isfinite(truth)):
+        return False
+    lo = truth if lo is None else min(lo, truth)
+    hi = truth if hi is None else max(hi, truth)
+    return lo - band - 1e-9 <= said <= hi + band + 1e-9
+
+
+def _pct(x: float) -> str:
+    return f"±{x * 100:.0f} %"
+
+
+def grade_diagnosis(
+    key: Mapping[str, Any],
+    answer: Answer,
+    *,
+    elapsed_s: float,
+    limit_s: float = LIMIT_S,
+    grace_s: float = 0.0,
+    practice: bool = False,
+) -> Graded:
+    """Grade the five sentences against the key. ``key`` is the answer key (a dict) with its
+    ``grading`` block; a key without one (an older trace) grades only what it carries."""
+    g: Mapping[str, Any] = key.get("grading") or {}
+    true = key["scenario"]
+    step = float(g.get("step_ms") or key.get("step_ms") or 0.0)
+    out: list[Sentence] = []
+
+    out.append(
+        Sentence(
+            "step",
+            within(answer.step_ms, step, STEP_TOLERANCE * step) if step > 0 else None,
+            answer.step_ms,
+            step,
+            _pct(STEP_TOLERANCE),
+        )
+    )
+    if "gap_ms" in g:
+        gap = float(g["gap_ms"])
+        lo, hi = (g.get("gap_range_ms") or [gap, gap])[:2]
+        band = max(GAP_TOLERANCE * gap, GAP_FLOOR_OF_STEP * step)
+        ok: bool | None = within(answer.gap_ms, gap, band, lo, hi)
+    else:
+        gap, ok = float("nan"), None
+    out.append(
+        Sentence(
+            "gap",
+            ok,
+            answer.gap_ms,
+            gap,
+            f"{_pct(GAP_TOLERANCE)} or ±{GAP_FLOOR_OF_STEP * 100:.0f} % of the step, any rank",
+        )
+    )
+    scenario_ok = answer.scenario == true
+    out.append(Sentence("signature", scenario_ok, answer.scenario, true, "exact"))
+    accepted = g.get("measurements_accepted")
+    meas_ok = answer.measurement in accepted if accepted else None
+    out.append(
+        Sentence(
+            "measurement",
+            meas_ok,
+            answer.measurement,
+            list(accepted or []),
+            "one of the accepted measurements",
+        )
+    )
+    m_def = MEASUREMENTS.get(answer.measurement)
+    m_val = (g.get("measurements") or {}).get(answer.measurement)
+    if m_def is not None and m_val is not None:
+        band = m_def.band(float(m_val["value"]), step)
+        val_ok: bool | None = within(
+            answer.measurement_value, float(m_val["value"]), band, m_val.get("lo"), m_val.get("hi")
+        )
+        truth = float(m_val["value"])
+        tol = m_def.band_text()
+    else:
+        val_ok, truth, tol = None, float("nan"), ""
+    out.append(Sentence("value", val_ok, answer.measurement_value, truth, tol))
+    fixes = g.get("fixes_accepted") or list(
+        dict.fromkeys([key.get("fix"), *(key.get("fixes_accepted") or [])])
+    )
+    out.append(Sentence("fix", answer.fix in fixes, answer.fix, list(fixes), "exact"))
+    expected = float(g.get("expected_step_ms") or key.get("expected_step_ms") or 0.0)
+    out.append(
+        Sentence(
+            "expected",
+            within(answer.expected_step_ms, expected, EXPECTED_TOLERANCE * expected)
+            if expected > 0
+            else None,
+            answer.expected_step_ms,
+            expected,
+            _pct(EXPECTED_TOLERANCE),
+        )
+    )
+    over = False if practice else elapsed_s > limit_s + grace_s
+    return Graded(tuple(out), scenario_ok, float(elapsed_s), over, practice)
+
+
+# --------------------------------------------------------------------------- rating
+
+AGAIN, HARD, GOOD = 1, 2, 3  # FSRS ratings (Easy is never given)
+
+
+def rating(
+    scenario_correct: bool,
+    numbers_right: bool,
+    elapsed_s: float,
+    over_time: bool,
+    *,
+    practice: bool = False,
+) -> int:
+    """The FSRS rating of a whole answer: scenario wrong or past the clock → Again; scenario right
+    but a number off, or slow (> 90 s) → Hard; everything right in time → Good. Practice has no
+    clock, so its time never lowers the rating."""
+    if not scenario_correct:
+        return AGAIN
+    if not practice and (over_time or elapsed_s > LIMIT_S):
+        return AGAIN
+    if not practice and elapsed_s > HARD_AFTER_S:
+        return HARD
+    if not numbers_right:
+        return HARD
+    return GOOD
+
+
+def rate(graded: Graded) -> int:
+    return rating(
+        graded.scenario_correct,
+        graded.numbers_right,
+        graded.elapsed_s,
+        graded.over_time,
+        practice=graded.practice,
+    )

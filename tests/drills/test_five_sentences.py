@@ -1,0 +1,156 @@
+"""The five-sentence diagnosis over HTTP: per-sentence grades, ratings, the reveal's rows, and
+older attempts keeping the grade they were given."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from drills.models import Attempt, Card
+from scenarios.models import Trace
+from tests.conftest import right_answer
+from tests.drills.test_drill_flow import start
+
+pytestmark = pytest.mark.django_db
+
+
+def submit(client, attempt, **change):
+    return client.post(
+        f"/drill/attempts/{attempt.pk}/diagnosis/", {**right_answer(attempt), **change}
+    )
+
+
+def test_every_sentence_right_in_time_is_good(learner_client, no_refill):
+    attempt = start(learner_client)
+    submit(learner_client, attempt, arithmetic="120 - 30 = 90 ms")
+    attempt.refresh_from_db()
+    assert attempt.five_sentence
+    assert all(
+        (
+            attempt.step_correct,
+            attempt.gap_correct,
+            attempt.scenario_correct,
+            attempt.measurement_correct,
+            attempt.value_correct,
+            attempt.fix_correct,
+            attempt.expected_correct,
+        )
+    )
+    assert attempt.rating == 3 and attempt.answer_arithmetic == "120 - 30 = 90 ms"
+
+
+@pytest.mark.parametrize("field", ["step_ms", "gap_ms", "measurement_value", "expected_step_ms"])
+def test_right_scenario_and_one_number_off_is_hard(learner_client, no_refill, field):
+    attempt = start(learner_client)
+    right = float(right_answer(attempt)[field])
+    submit(learner_client, attempt, **{field: f"{right * 3 + 50:.3f}"})
+    attempt.refresh_from_db()
+    sentence = {
+        "step_ms": "step_correct",
+        "gap_ms": "gap_correct",
+        "measurement_value": "value_correct",
+        "expected_step_ms": "expected_correct",
+    }[field]
+    assert attempt.scenario_correct and getattr(attempt, sentence) is False
+    assert attempt.rating == 2  # Hard
+    card = Card.objects.get(user=attempt.user, item=attempt.scenario)
+    assert card.reviews == 1
+
+
+def test_wrong_scenario_is_again(learner_client, no_refill):
+    attempt = start(learner_client)
+    other = "healthy" if attempt.scenario != "healthy" else "straggler"
+    submit(learner_client, attempt, scenario=other)
+    attempt.refresh_from_db()
+    assert attempt.scenario_correct is False and attempt.rating == 1
+
+
+def test_the_reveal_shows_five_sentences_with_values_tolerances_and_evidence(
+    learner_client, no_refill
+):
+    attempt = start(learner_client)
+    wrong_step = float(right_answer(attempt)["step_ms"]) * 2
+    response = learner_client.post(
+        f"/drill/attempts/{attempt.pk}/diagnosis/",
+        {**right_answer(attempt), "step_ms": f"{wrong_step:.2f}"},
+        follow=True,
+    )
+    html = response.content.decode()
+    rows = re.findall(r'<tr class="sentence" data-sentence="([^"]+)" data-correct="(\w+)"', html)
+    assert [n for n, _ in rows] == ["1", "2", "3", "4", "4b", "5", "5b"]
+    assert dict(rows)["1"] == "no" and all(c == "yes" for n, c in rows if n != "1")
+    g = attempt.trace.key["grading"]
+    step = g["step_ms"]
+    shown = f"{step:.0f}" if step >= 100 else f"{step:.1f}" if step >= 10 else f"{step:.2f}"
+    assert shown in html and "±10 %" in html
+    assert html.count('class="show-me"') >= 5
+
+
+def test_a_healthy_reveal_names_what_only_looked_wrong(learner_client, no_refill):
+    from drills import services
+
+    attempt = services.start_drill(attempt_user(learner_client), scenario="healthy")
+    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    html = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
+    assert 'id="red-herring"' in html
+
+
+def attempt_user(client):
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.get(pk=client.session["_auth_user_id"])
+
+
+def test_a_trace_stored_before_the_key_carried_values_is_measured_from_its_events(
+    learner_client, no_refill
+):
+    attempt = start(learner_client)
+    answer = right_answer(attempt)
+    key = dict(attempt.trace.key)
+    key.pop("grading")
+    Trace.objects.filter(pk=attempt.trace_id).update(key=key)
+    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", answer)
+    attempt.refresh_from_db()
+    assert attempt.step_correct and attempt.gap_correct and attempt.value_correct
+    assert attempt.rating == 3
+
+
+def test_rebuild_replays_the_same_rule_and_older_attempts_keep_their_grade(
+    learner_client, no_refill
+):
+    # a new attempt, graded Hard for one number off ...
+    attempt = start(learner_client)
+    submit(learner_client, attempt, gap_ms="99999")
+    attempt.refresh_from_db()
+    assert attempt.rating == 2
+    # ... and an older three-part attempt: its expected win was off by 15 % (inside the old
+    # ±20 %) and its rating Good; under its own scheme it stays Good after a rebuild
+    old = start(learner_client)
+    Attempt.objects.filter(pk=old.pk).update(
+        submitted_at=timezone.now() + timedelta(seconds=1),
+        elapsed_s=40,
+        answer_scenario=old.scenario,
+        scenario_correct=True,
+        measurement_correct=True,
+        fix_correct=True,
+        win_correct=True,
+        win_error=0.15,
+        over_time=False,
+        rating=3,
+        counted=True,
+        five_sentence=False,
+    )
+    cards_before = {c.item: (c.reviews, c.due) for c in Card.objects.filter(user=attempt.user)}
+    call_command("rebuild_cards", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    from drills import scheduling
+    from drills.management.commands.rebuild_cards import FIELDS, stored_grade
+
+    for a in Attempt.objects.filter(user=attempt.user, submitted_at__isnull=False):
+        row = Attempt.objects.filter(pk=a.pk).values(*FIELDS, "mode").get()
+        assert int(scheduling.rating_for(stored_grade(row))) == a.rating, a.five_sentence
+    assert Card.objects.get(user=attempt.user, item=attempt.scenario).reviews >= 1
+    assert cards_before.get(attempt.scenario, (1,))[0] >= 1
