@@ -37,10 +37,11 @@ def assert_no_leak(text: str, scenario: str) -> None:
     assert title.lower() not in lowered, f"title {title!r} leaked"
 
 
-def test_every_page_but_sign_in_requires_a_signed_in_user(client):
-    for url in ["/", "/drill/", f"/drill/attempts/{uuid.uuid4()}/"]:
+def test_every_page_but_sign_in_and_the_landing_page_requires_a_signed_in_user(client):
+    for url in ["/drill/", f"/drill/attempts/{uuid.uuid4()}/"]:
         response = client.get(url)
         assert response.status_code == 302 and "/accounts/login/" in response["Location"], url
+    assert "Create an account" in client.get("/").content.decode()
     assert client.get("/accounts/login/").status_code == 200
     assert client.get("/accounts/signup/").status_code == 200
     assert client.get("/healthz").status_code in (200, 503)
