@@ -10,7 +10,9 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from drills import scheduling
 from drills.models import Attempt, Card
+from drills.scheduling.cards import REPLAY_FIELDS, stored_grade
 from scenarios.models import Trace
 from tests.conftest import right_answer
 from tests.drills.test_drill_flow import start
@@ -146,11 +148,8 @@ def test_rebuild_replays_the_same_rule_and_older_attempts_keep_their_grade(
     )
     cards_before = {c.item: (c.reviews, c.due) for c in Card.objects.filter(user=attempt.user)}
     call_command("rebuild_cards", stdout=open("/dev/null", "w"))  # noqa: SIM115
-    from drills import scheduling
-    from drills.management.commands.rebuild_cards import FIELDS, stored_grade
-
     for a in Attempt.objects.filter(user=attempt.user, submitted_at__isnull=False):
-        row = Attempt.objects.filter(pk=a.pk).values(*FIELDS, "mode").get()
+        row = Attempt.objects.filter(pk=a.pk).values(*REPLAY_FIELDS).get()
         assert int(scheduling.rating_for(stored_grade(row))) == a.rating, a.five_sentence
     assert Card.objects.get(user=attempt.user, item=attempt.scenario).reviews >= 1
     assert cards_before.get(attempt.scenario, (1,))[0] >= 1
