@@ -153,3 +153,54 @@ def test_rebuild_replays_the_same_rule_and_older_attempts_keep_their_grade(
         assert int(scheduling.rating_for(stored_grade(row))) == a.rating, a.five_sentence
     assert Card.objects.get(user=attempt.user, item=attempt.scenario).reviews >= 1
     assert cards_before.get(attempt.scenario, (1,))[0] >= 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_keeps_older_attempts_on_their_own_rule(make_user):
+    """Attempts graded before the five sentences are marked three-part (their rating stands);
+    open ones are graded the new way when they are submitted."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    ours = next(
+        key
+        for key in executor.loader.graph.nodes
+        if key[0] == "drills" and key[1].endswith("five_sentence_diagnosis")
+    )
+    before = [d for d in executor.loader.graph.node_map[ours].parents if d.key[0] == "drills"]
+    executor.migrate([before[0].key])
+    apps = executor.loader.project_state([before[0].key]).apps
+    OldAttempt = apps.get_model("drills", "Attempt")
+    OldTrace = apps.get_model("scenarios", "Trace")
+    User = apps.get_model("auth", "User")
+    user = User.objects.create(username="old-timer")
+    rows = []
+    for i, submitted in enumerate((True, False)):
+        trace = OldTrace.objects.create(
+            scenario="straggler",
+            seed=9000 + i,
+            hardware="h100",
+            generator_version="old",
+            prompt={},
+            key={},
+            n_events=0,
+            payload=b"",
+            timeline_gz=b"",
+        )
+        rows.append(
+            OldAttempt.objects.create(
+                user=user,
+                trace=trace,
+                scenario="straggler",
+                served_at=timezone.now(),
+                submitted_at=timezone.now() if submitted else None,
+                rating=3 if submitted else None,
+            ).pk
+        )
+    executor = MigrationExecutor(connection)
+    executor.migrate(executor.loader.graph.leaf_nodes())
+    graded, open_ = (Attempt.objects.get(pk=pk) for pk in rows)
+    assert graded.five_sentence is False and graded.rating == 3
+    assert graded.step_correct is None and graded.expected_correct is None
+    assert open_.five_sentence is True
