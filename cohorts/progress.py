@@ -26,7 +26,6 @@ from scenarios import engine
 from .models import Assignment, Extension, Membership
 
 DONE, LATE, MISSING, OPEN = "done", "late", "missing", "open"
-STATUS_LABELS = {DONE: "done", LATE: "late", MISSING: "missing", OPEN: "open"}
 
 
 @dataclass(frozen=True)

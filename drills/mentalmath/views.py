@@ -1,6 +1,7 @@
 """The mental-math trainer's pages: /math/ (home), single 2:00 drills, and 120-second sprints.
 
-Thin function views over ``drills.mentalmath.services`` (the rules) and ``drills.math_stats``.
+Thin function views over ``drills.mentalmath.services`` (the rules) and
+``drills.stats.dashboard.math_stats``.
 Other learners' attempts and sprints answer 404. The server's clock is the only clock.
 """
 
@@ -17,12 +18,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from drills.math_stats import family_stats
 from drills.mentalmath import FAMILIES
 from drills.mentalmath import services as svc
 from drills.mentalmath.forms import MathAnswerForm, MathStartForm, SprintAnswerForm
 from drills.mentalmath.problem import fmt, tolerance_text
 from drills.models import Card, MathAttempt, MathSprint
+from drills.stats.dashboard import math_stats
 
 RATING_LABELS = {1: "Again", 2: "Hard", 3: "Good", 4: "Easy"}
 
@@ -68,7 +69,7 @@ def _sprint_chart(sprints: list[MathSprint]) -> dict[str, Any] | None:
 def home(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     rows = []
-    for row in family_stats(request.user, now):
+    for row in math_stats(request.user, now):
         family = FAMILIES.get(row["family"])
         rows.append(
             {

@@ -4,7 +4,7 @@ One FSRS card per learner x scenario. The card is kept as a JSON-able dict (the 
 ``fsrs.Card.to_dict()``), so the web app can store it in a JSONField and tests can build
 cards without a database.
 
-Rating map (DESIGN.md "Diagnosis and grading"), evaluated top to bottom:
+Rating map, evaluated top to bottom:
 
 ============================================================  =======
 condition                                                     rating
