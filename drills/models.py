@@ -8,13 +8,35 @@ from django.db import models
 from scenarios.engine.catalog import title_of
 from scenarios.models import Trace
 
+# The one definition of a fully correct diagnosis: the right scenario, measurement, fix and
+# expected win, inside the clock. ``FULLY_CORRECT`` is it as a filter, ``Attempt.fully_correct``
+# on one row.
+FULLY_CORRECT = models.Q(
+    scenario_correct=True,
+    measurement_correct=True,
+    fix_correct=True,
+    win_correct=True,
+    over_time=False,
+)
+# Attempts on the clock (timed or Perfetto-only): practice runs untimed.
+TIMED = ~models.Q(mode="practice")
+
 
 class AttemptQuerySet(models.QuerySet["Attempt"]):
     def visible_to(self, user) -> AttemptQuerySet:
         return self.filter(user=user)
 
+    def of_learners(self, user_ids) -> AttemptQuerySet:
+        return self.filter(user_id__in=user_ids)
+
     def graded(self) -> AttemptQuerySet:
         return self.filter(submitted_at__isnull=False)
+
+    def timed(self) -> AttemptQuerySet:
+        return self.filter(TIMED)
+
+    def fully_correct(self) -> AttemptQuerySet:
+        return self.filter(FULLY_CORRECT)
 
 
 class Attempt(models.Model):
@@ -70,6 +92,12 @@ class Attempt(models.Model):
     @property
     def is_submitted(self) -> bool:
         return self.submitted_at is not None
+
+    @property
+    def fully_correct(self) -> bool:
+        return self.is_submitted and all(
+            getattr(self, name) == value for name, value in FULLY_CORRECT.children
+        )
 
     @property
     def scenario_title(self) -> str:
@@ -130,6 +158,11 @@ class MathSprint(models.Model):
         return f"sprint {self.id}"
 
 
+class MathAttemptQuerySet(models.QuerySet["MathAttempt"]):
+    def graded(self) -> MathAttemptQuerySet:
+        return self.filter(submitted_at__isnull=False)
+
+
 class MathAttempt(models.Model):
     """One mental-math problem served to a learner, and their graded answer."""
 
@@ -156,6 +189,8 @@ class MathAttempt(models.Model):
     over_time = models.BooleanField(null=True)
     rating = models.PositiveSmallIntegerField(null=True, blank=True)
     counted = models.BooleanField(default=False)
+
+    objects = MathAttemptQuerySet.as_manager()
 
     class Meta:
         indexes = [models.Index(fields=["user", "family"], name="mathattempt_user_family_idx")]

@@ -24,12 +24,9 @@ from drills.mentalmath.forms import MathAnswerForm, MathStartForm, SprintAnswerF
 from drills.mentalmath.problem import fmt, tolerance_text
 from drills.models import Card, MathAttempt, MathSprint
 from drills.stats.dashboard import math_stats
+from drills.stats.format import pct
 
 RATING_LABELS = {1: "Again", 2: "Hard", 3: "Good", 4: "Easy"}
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x * 100:.0f} %"
 
 
 def _no_store(response: HttpResponse) -> HttpResponse:
@@ -75,8 +72,8 @@ def home(request: HttpRequest) -> HttpResponse:
             {
                 **row,
                 "summary": family.summary if family else "",
-                "accuracy_txt": _pct(row["accuracy"]),
-                "retrievability_txt": _pct(row["retrievability"]),
+                "accuracy_txt": pct(row["accuracy"]),
+                "retrievability_txt": pct(row["retrievability"]),
                 "due_now": row["due"] is not None and row["due"] <= now,
                 "startable": family is not None,
             }
@@ -243,7 +240,7 @@ def _sprint_page(
         form = SprintAnswerForm(initial={"attempt": current.pk})
     summary = None
     if over:
-        answered = list(sprint.attempts.filter(submitted_at__isnull=False).order_by("served_at"))
+        answered = list(sprint.attempts.graded().order_by("served_at"))
         summary = []
         for a in answered:
             problem = svc.problem_of(a)
@@ -280,7 +277,7 @@ def sprint_detail(request: HttpRequest, sprint_id) -> HttpResponse:
     raw = request.GET.get("last")
     if raw:
         try:
-            last = sprint.attempts.filter(pk=uuid.UUID(raw), submitted_at__isnull=False).first()
+            last = sprint.attempts.graded().filter(pk=uuid.UUID(raw)).first()
         except ValueError:
             last = None
     return _sprint_page(request, sprint, last=last)

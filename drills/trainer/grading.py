@@ -34,16 +34,6 @@ class GradeResult:
     practice: bool
     twin_confusion: bool  # answered the lookalike twin of the true scenario
 
-    @property
-    def fully_correct(self) -> bool:
-        return (
-            self.scenario_correct
-            and self.measurement_correct
-            and self.fix_correct
-            and self.win_correct
-            and not self.over_time
-        )
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

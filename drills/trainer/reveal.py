@@ -35,11 +35,5 @@ def build(attempt: Attempt) -> dict[str, Any]:
         "evidence": key.get("evidence", []),
         "mentalmath_family": key.get("mentalmath_family"),
         "elapsed_s": attempt.elapsed_s,
-        "fully_correct": bool(
-            attempt.scenario_correct
-            and attempt.measurement_correct
-            and attempt.fix_correct
-            and attempt.win_correct
-            and not attempt.over_time
-        ),
+        "fully_correct": attempt.fully_correct,
     }
