@@ -18,7 +18,6 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.roles import make_instructor
 from cohorts import progress
 from cohorts.models import (
     JOIN_ALPHABET,
@@ -42,17 +41,6 @@ _seed = itertools.count(1)
 
 
 # --------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture
-def people(make_user):
-    p = {
-        name: make_user(name, email=f"{name}@example.com")
-        for name in ("teacher", "coteacher", "stranger", "ada", "bob", "eve")
-    }
-    for name in ("teacher", "coteacher", "stranger"):
-        make_instructor(p[name])
-    return p
 
 
 @pytest.fixture
