@@ -46,12 +46,14 @@ test: install  ## lint, types, then the whole suite (PostgreSQL/Redis when DATAB
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	env $(TEST_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
-lint: install
+lint: install  ## ruff, mypy, and the import contracts in pyproject.toml
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 fmt: install
 	$(VENV)/bin/ruff check --fix .
@@ -67,4 +69,4 @@ beat: install-run
 	$(VENV)/bin/celery -A tracetrack beat -l info
 
 clean:
-	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache .mypy_cache .import_linter_cache

@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from drills import scheduling as sch
 from scenarios.engine import SCENARIOS, lookalike_pairs
 
-SLUGS = list(SCENARIOS)  # DESIGN.md order; it also fixes the per-learner random streams
+SLUGS = list(SCENARIOS)  # catalogue order; it also fixes the per-learner random streams
 N = len(SLUGS)
 IDX = {s: i for i, s in enumerate(SLUGS)}
 WEIGHTS = {slug: SCENARIOS[slug].weight for slug in SLUGS}

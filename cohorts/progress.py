@@ -16,17 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db.models import Q
 
 from content.models import ReadMark
 from drills import scheduling
 from drills.models import Attempt, Card
+from drills.stats import dashboard as stats
 from scenarios import engine
 
 from .models import Assignment, Extension, Membership
 
 DONE, LATE, MISSING, OPEN = "done", "late", "missing", "open"
-STATUS_LABELS = {DONE: "done", LATE: "late", MISSING: "missing", OPEN: "open"}
 
 
 @dataclass(frozen=True)
@@ -162,10 +162,6 @@ class ScenarioCell:
         return "heat-good" if r >= 0.9 else "heat-mid" if r >= 0.7 else "heat-low"
 
 
-def _graded(user_ids) -> Any:
-    return Attempt.objects.filter(user_id__in=user_ids, submitted_at__isnull=False)
-
-
 def in_time(assignment: Assignment, extended_due: dict[int, datetime]) -> Q:
     """Attempts submitted by each learner's effective due date. ``extended_due`` maps the
     learners with an extension on this assignment to their due date; everyone else has the
@@ -182,22 +178,9 @@ def in_time(assignment: Assignment, extended_due: dict[int, datetime]) -> Q:
 
 
 def attempt_counts(user_ids, windows: dict[int, Q] | None = None) -> list[dict[str, Any]]:
-    """Graded attempts per (learner, true scenario, answer): ``n``, ``ok`` (scenario right) and,
-    for each ``windows`` entry ``{key: Q}``, ``t<key>`` (those matching Q). One GROUP BY, which
-    the partial index attempt_graded_cover_idx answers without touching the table; every
-    per-learner and cohort-wide drill number on the cohort pages is a sum over these rows."""
-    ann: dict[str, Any] = {
-        "n": Count("user_id"),
-        "ok": Count("user_id", filter=Q(scenario_correct=True)),
-    }
-    for key, q in (windows or {}).items():
-        ann[f"t{key}"] = Count("user_id", filter=q)
-    return list(
-        _graded(user_ids)
-        .values("user_id", "scenario", "answer_scenario")
-        .annotate(**ann)
-        .order_by()
-    )
+    """The stats read model's ``answer_counts`` rows for these learners: every per-learner and
+    cohort-wide drill number on the cohort pages is a sum over them."""
+    return stats.answer_counts(Attempt.objects.of_learners(user_ids), windows)
 
 
 def scenario_stats(
@@ -275,24 +258,13 @@ def confusion(
     confuses each lookalike pair most. Both are sums over ``attempt_counts`` rows (one query,
     none when they are passed in)."""
     rows = attempt_counts(user_ids) if counts is None else counts
-    matrix: dict[tuple[str, str], int] = {}
-    for r in rows:
-        if r["answer_scenario"]:
-            key = (r["scenario"], r["answer_scenario"])
-            matrix[key] = matrix.get(key, 0) + r["n"]
+    matrix = {key: n for key, n in stats.confusion_counts(rows).items() if key[1]}
     pairs = lookalike_pairs()
     result = Confusion(scenarios(), matrix, pairs)
     if leaders_from is None or not pairs:
         return result
     for a, b in pairs:
-        mixups: dict[int, int] = {}
-        on_pair: dict[int, int] = {}
-        for r in rows:
-            if r["scenario"] in (a, b):
-                uid = r["user_id"]
-                on_pair[uid] = on_pair.get(uid, 0) + r["n"]
-                if r["answer_scenario"] == (b if r["scenario"] == a else a):
-                    mixups[uid] = mixups.get(uid, 0) + r["n"]
+        mixups, on_pair = stats.pair_mixups(rows, (a, b))
         ranked = sorted(
             (uid for uid, n in mixups.items() if n),
             key=lambda uid: (-mixups[uid], -mixups[uid] / on_pair[uid], uid),

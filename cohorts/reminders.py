@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -19,9 +19,10 @@ from .models import Assignment, Extension, Membership, ReminderSent
 log = logging.getLogger(__name__)
 
 
-def send_due_reminders(now: datetime | None = None, window=None) -> int:
-    from content.tasks import REMIND_WITHIN
+REMIND_WITHIN = timedelta(hours=24)
 
+
+def send_due_reminders(now: datetime | None = None, window=None) -> int:
     now = now or timezone.now()
     window = window or REMIND_WITHIN
     horizon = now + window
@@ -97,7 +98,10 @@ def _body(user, assignment: Assignment, due: datetime, todo: list[str]) -> str:
         f"{due:%a %d %b %H:%M} UTC. Still to read:",
         "",
     ]
-    lines += [f"  - {progress.walkthrough_title(s)}: {progress.walkthrough_url(s)}" for s in todo]
+    site = settings.TRACETRACK["SITE_URL"]
+    lines += [
+        f"  - {progress.walkthrough_title(s)}: {site}{progress.walkthrough_url(s)}" for s in todo
+    ]
     if assignment.goal:
         lines += ["", f"Drill goal: {assignment.goal_text()}."]
     lines += ["", "— TraceTrack"]

@@ -24,7 +24,7 @@ def _when(value) -> str:
 def walkthrough_cells(row: dict[str, Any]) -> SafeString:
     parts = []
     for c in row["cells"]:
-        s = c["status"]  # one of progress.STATUS_LABELS: no markup
+        s = c["status"]  # one of progress.DONE/LATE/MISSING/OPEN: no markup
         ext = (
             f' <span class="ext" title="extended to {_when(c["due"])} UTC">ext</span>'
             if c["extended"]

@@ -179,10 +179,8 @@ def attempts_csv(request: HttpRequest, cohort_id: int) -> StreamingHttpResponse:
         "served_at", "submitted_at", "elapsed_s", "over_time", "rating",
     ]  # fmt: skip
     rows = (
-        Attempt.objects.filter(
-            user_id__in=Membership.objects.filter(cohort=cohort).values("user_id"),
-            submitted_at__isnull=False,
-        )
+        Attempt.objects.of_learners(Membership.objects.filter(cohort=cohort).values("user_id"))
+        .graded()
         .order_by("user__username", "submitted_at")
         .values_list(*fields)
     )
@@ -217,7 +215,8 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
         "rows": [(s, stats.get(s.slug) or progress.ScenarioCell()) for s in scen],
         "confusion": progress.confusion([learner.pk], counts=counts),
         "assignments": progress.learner_assignments(learner, now, cohort=cohort),
-        "recent": Attempt.objects.filter(user=learner, submitted_at__isnull=False)
+        "recent": Attempt.objects.filter(user=learner)
+        .graded()
         .order_by("-submitted_at")
         .values("scenario", "answer_scenario", "scenario_correct", "elapsed_s", "submitted_at")[
             :20

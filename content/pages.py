@@ -28,6 +28,8 @@ from django.urls import reverse
 from markdown_it import MarkdownIt
 from mdit_py_plugins.anchors import anchors_plugin
 
+from scenarios import engine
+
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
 
 SECTIONS: list[tuple[str, str]] = [
@@ -217,8 +219,6 @@ def _headings(rendered: str) -> list[tuple[int, str, str]]:
 
 
 def _scenario_slugs() -> set[str]:
-    from scenarios import engine
-
     return set(engine.SCENARIOS)
 
 

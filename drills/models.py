@@ -8,13 +8,35 @@ from django.db import models
 from scenarios.engine.catalog import title_of
 from scenarios.models import Trace
 
+# The one definition of a fully correct diagnosis: the right scenario, measurement, fix and
+# expected win (and, on five-sentence attempts, no wrong number), inside the clock.
+# ``FULLY_CORRECT`` is it as a filter, ``Attempt.fully_correct``
+# on one row.
+_RIGHT = ("scenario_correct", "measurement_correct", "fix_correct", "win_correct")
+# The five-sentence numbers are graded only on five-sentence attempts (NULL before): not False.
+_NOT_WRONG = ("step_correct", "gap_correct", "value_correct")
+FULLY_CORRECT = models.Q(over_time=False, **dict.fromkeys(_RIGHT, True))
+for _f in _NOT_WRONG:
+    FULLY_CORRECT &= ~models.Q(**{_f: False})
+# Attempts on the clock (timed or Perfetto-only): practice runs untimed.
+TIMED = ~models.Q(mode="practice")
+
 
 class AttemptQuerySet(models.QuerySet["Attempt"]):
     def visible_to(self, user) -> AttemptQuerySet:
         return self.filter(user=user)
 
+    def of_learners(self, user_ids) -> AttemptQuerySet:
+        return self.filter(user_id__in=user_ids)
+
     def graded(self) -> AttemptQuerySet:
         return self.filter(submitted_at__isnull=False)
+
+    def timed(self) -> AttemptQuerySet:
+        return self.filter(TIMED)
+
+    def fully_correct(self) -> AttemptQuerySet:
+        return self.filter(FULLY_CORRECT)
 
 
 class Attempt(models.Model):
@@ -86,6 +108,15 @@ class Attempt(models.Model):
         return self.submitted_at is not None
 
     @property
+    def fully_correct(self) -> bool:
+        return (
+            self.is_submitted
+            and not self.over_time
+            and all(getattr(self, f) is True for f in _RIGHT)
+            and all(getattr(self, f) is not False for f in _NOT_WRONG)
+        )
+
+    @property
     def scenario_title(self) -> str:
         """The true scenario's title: only for graded attempts (it is the answer)."""
         return title_of(self.scenario)
@@ -144,6 +175,11 @@ class MathSprint(models.Model):
         return f"sprint {self.id}"
 
 
+class MathAttemptQuerySet(models.QuerySet["MathAttempt"]):
+    def graded(self) -> MathAttemptQuerySet:
+        return self.filter(submitted_at__isnull=False)
+
+
 class MathAttempt(models.Model):
     """One mental-math problem served to a learner, and their graded answer."""
 
@@ -170,6 +206,8 @@ class MathAttempt(models.Model):
     over_time = models.BooleanField(null=True)
     rating = models.PositiveSmallIntegerField(null=True, blank=True)
     counted = models.BooleanField(default=False)
+
+    objects = MathAttemptQuerySet.as_manager()
 
     class Meta:
         indexes = [models.Index(fields=["user", "family"], name="mathattempt_user_family_idx")]

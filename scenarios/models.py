@@ -6,6 +6,8 @@ import zlib
 from django.conf import settings
 from django.db import models
 
+from scenarios import engine
+
 
 class TraceQuerySet(models.QuerySet["Trace"]):
     def unclaimed(self) -> TraceQuerySet:
@@ -58,6 +60,4 @@ class Trace(models.Model):
         return f"trace {self.id}"
 
     def load(self):
-        from scenarios import engine
-
         return engine.loads(zlib.decompress(bytes(self.payload)))

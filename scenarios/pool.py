@@ -21,8 +21,9 @@ import zlib
 from collections.abc import Iterable
 
 import orjson
+from celery import current_app
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -32,6 +33,8 @@ from scenarios.models import Trace
 log = logging.getLogger(__name__)
 
 SEED_BITS = 48
+# The refill task, sent by name: ``scenarios.tasks`` imports this module, not the reverse.
+REFILL_TASK = "scenarios.tasks.refill_pool"
 
 
 def pool_target() -> int:
@@ -147,7 +150,6 @@ def claim_or_generate(user, scenario: str) -> Trace:
 
 def schedule_refill(scenario: str) -> None:
     """Enqueue a refill once the current transaction commits (in-process in embedded mode)."""
-    from scenarios.tasks import refill_pool
 
     def _send() -> None:
         if settings.CELERY_TASK_ALWAYS_EAGER:
@@ -155,7 +157,7 @@ def schedule_refill(scenario: str) -> None:
             threading.Thread(target=_refill_quietly, args=(scenario,), daemon=True).start()
             return
         try:
-            refill_pool.delay(scenario)
+            current_app.send_task(REFILL_TASK, args=[scenario])
         except Exception:  # the broker being down must not fail the learner's request
             log.exception("could not enqueue a refill for %s", scenario)
 
@@ -163,8 +165,6 @@ def schedule_refill(scenario: str) -> None:
 
 
 def _refill_quietly(scenario: str) -> None:
-    from django.db import connection
-
     try:
         refill(scenario)
     except Exception:

@@ -5,7 +5,7 @@ from celery import shared_task
 from scenarios import engine, pool
 
 
-@shared_task(name="scenarios.tasks.refill_pool", acks_late=True)
+@shared_task(name=pool.REFILL_TASK, acks_late=True)
 def refill_pool(scenario: str) -> int:
     return pool.refill(scenario)
 

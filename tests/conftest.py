@@ -5,6 +5,8 @@ import os
 import pytest
 from django.conf import settings
 
+from tests.personas import cast
+
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
 # beside one unless told. Tests only; never in production settings.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
@@ -72,6 +74,12 @@ def make_user(django_user_model):
         return django_user_model.objects.create_user(username=name, password=PASSWORD, **extra)
 
     return make
+
+
+@pytest.fixture
+def people(make_user):
+    """The shared cast (tests/personas.py), by name."""
+    return cast(make_user)
 
 
 @pytest.fixture

@@ -29,7 +29,6 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from accounts.roles import make_instructor
 from cohorts.models import Assignment, Cohort, Extension, Membership
 from content.models import WalkthroughSet
 from content.pages import DOWNLOADS, library
@@ -142,11 +141,8 @@ class World:
 
 
 @pytest.fixture
-def world(make_user, cheap_scheduler) -> World:
-    ada, bob = make_user("ada"), make_user("bob")
-    teacher, stranger = make_user("teacher"), make_user("stranger")
-    make_instructor(teacher)
-    make_instructor(stranger)
+def world(people, cheap_scheduler) -> World:
+    ada, bob, teacher, stranger = (people[n] for n in ("ada", "bob", "teacher", "stranger"))
     a = login(ada)
 
     # A trace drill, started and diagnosed over HTTP; then a second one left open.

@@ -211,13 +211,15 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_float("POOL_REFILL_INTERVAL_S", 60.0, lo=5.0, hi=3600.0),
     },
     "assignment-reminders": {
-        "task": "content.tasks.send_due_reminders",
+        "task": "cohorts.tasks.send_due_reminders",
         "schedule": 3600.0,
     },
 }
 
 # The product's own knobs.
 TRACETRACK = {
+    # Where learners reach the site: e-mails (reminders) carry absolute links built on it.
+    "SITE_URL": (env_url("SITE_URL", ("http", "https")) or "http://localhost:8000").rstrip("/"),
     "DESIRED_RETENTION": env_float("DESIRED_RETENTION", 0.95, lo=0.70, hi=0.99),
     "DRILL_TIME_LIMIT_S": env_int("DRILL_TIME_LIMIT_S", 120, lo=30, hi=3600),
     "POOL_TARGET": env_int("POOL_TARGET", 20, lo=1, hi=10_000),

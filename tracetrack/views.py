@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import logging
 
+import redis
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.db import connection
@@ -13,8 +14,8 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from cohorts.progress import learner_assignments
 from content.pages import library
-from content.services import home_assignments
 from drills.models import Attempt, LearnerProfile
 from drills.stats.dashboard import due_overview, streak
 from drills.trainer import services
@@ -36,7 +37,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "streak_opt_in": opted_in,
         "streak": streak(Attempt.objects.filter(user=request.user), now) if opted_in else None,
     }
-    context["assignments"] = home_assignments(request.user)
+    context["assignments"] = learner_assignments(request.user, now)
     if not Attempt.objects.filter(user=request.user).exists():
         context["first_steps"] = library().first_steps()
     return TemplateResponse(request, "home.html", context)
@@ -46,8 +47,6 @@ def _broker_ok() -> tuple[bool, str]:
     if not settings.REDIS_URL:
         return True, "in-process (embedded mode)"
     try:
-        import redis
-
         redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1).ping()
     except Exception as exc:
         return False, f"unreachable: {type(exc).__name__}"

@@ -240,7 +240,7 @@ def current_problem(sprint: MathSprint) -> MathAttempt | None:
 
 def _rescore(sprint: MathSprint) -> None:
     """Score = right answers committed before ``ends_at``; attempted = answers before it."""
-    in_time = sprint.attempts.filter(submitted_at__isnull=False, submitted_at__lte=sprint.ends_at)
+    in_time = sprint.attempts.graded().filter(submitted_at__lte=sprint.ends_at)
     sprint.attempted = in_time.count()
     sprint.score = in_time.filter(correct=True).count()
     sprint.save(update_fields=["score", "attempted"])

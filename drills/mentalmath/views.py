@@ -1,6 +1,7 @@
 """The mental-math trainer's pages: /math/ (home), single 2:00 drills, and 120-second sprints.
 
-Thin function views over ``drills.mentalmath.services`` (the rules) and ``drills.math_stats``.
+Thin function views over ``drills.mentalmath.services`` (the rules) and
+``drills.stats.dashboard.math_stats``.
 Other learners' attempts and sprints answer 404. The server's clock is the only clock.
 """
 
@@ -17,18 +18,15 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from drills.math_stats import family_stats
 from drills.mentalmath import FAMILIES
 from drills.mentalmath import services as svc
 from drills.mentalmath.forms import MathAnswerForm, MathStartForm, SprintAnswerForm
 from drills.mentalmath.problem import fmt, tolerance_text
 from drills.models import Card, MathAttempt, MathSprint
+from drills.stats.dashboard import math_stats
+from drills.stats.format import pct
 
 RATING_LABELS = {1: "Again", 2: "Hard", 3: "Good", 4: "Easy"}
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x * 100:.0f} %"
 
 
 def _no_store(response: HttpResponse) -> HttpResponse:
@@ -68,14 +66,14 @@ def _sprint_chart(sprints: list[MathSprint]) -> dict[str, Any] | None:
 def home(request: HttpRequest) -> HttpResponse:
     now = timezone.now()
     rows = []
-    for row in family_stats(request.user, now):
+    for row in math_stats(request.user, now):
         family = FAMILIES.get(row["family"])
         rows.append(
             {
                 **row,
                 "summary": family.summary if family else "",
-                "accuracy_txt": _pct(row["accuracy"]),
-                "retrievability_txt": _pct(row["retrievability"]),
+                "accuracy_txt": pct(row["accuracy"]),
+                "retrievability_txt": pct(row["retrievability"]),
                 "due_now": row["due"] is not None and row["due"] <= now,
                 "startable": family is not None,
             }
@@ -242,7 +240,7 @@ def _sprint_page(
         form = SprintAnswerForm(initial={"attempt": current.pk})
     summary = None
     if over:
-        answered = list(sprint.attempts.filter(submitted_at__isnull=False).order_by("served_at"))
+        answered = list(sprint.attempts.graded().order_by("served_at"))
         summary = []
         for a in answered:
             problem = svc.problem_of(a)
@@ -279,7 +277,7 @@ def sprint_detail(request: HttpRequest, sprint_id) -> HttpResponse:
     raw = request.GET.get("last")
     if raw:
         try:
-            last = sprint.attempts.filter(pk=uuid.UUID(raw), submitted_at__isnull=False).first()
+            last = sprint.attempts.graded().filter(pk=uuid.UUID(raw)).first()
         except ValueError:
             last = None
     return _sprint_page(request, sprint, last=last)

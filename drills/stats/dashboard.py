@@ -47,7 +47,7 @@ from django.db.models.functions import RowNumber
 
 from drills import scheduling
 from drills.mentalmath import FAMILIES
-from drills.models import Attempt, Card, MathAttempt
+from drills.models import FULLY_CORRECT, TIMED, Attempt, AttemptQuerySet, Card, MathAttempt
 from scenarios import engine
 
 LAST_N = 10
@@ -72,14 +72,6 @@ ACTIVITY_WEEKS = 26
 
 def _ratio(num: int | None, den: int | None) -> float | None:
     return None if not den else (num or 0) / den
-
-
-def _graded(attempts_qs: QuerySet[Attempt]) -> QuerySet[Attempt]:
-    return attempts_qs.filter(submitted_at__isnull=False)
-
-
-def _timed_q() -> Q:
-    return ~Q(mode=Attempt.Mode.PRACTICE)
 
 
 def _limit_s() -> int:
@@ -145,14 +137,14 @@ def _is_postgres(qs: QuerySet) -> bool:
 # --------------------------------------------------------------------------- per scenario
 
 
-def median_elapsed(attempts_qs: QuerySet[Attempt]) -> dict[str, float]:
+def median_elapsed(attempts_qs: AttemptQuerySet) -> dict[str, float]:
     """Median time to diagnosis (s) per true scenario over graded, timed attempts. One query.
 
     PostgreSQL: ``percentile_cont(0.5)``. Elsewhere: one window query that numbers each
     scenario's times in order and keeps the middle one or two rows (at most two per scenario),
     which are averaged here.
     """
-    qs = _graded(attempts_qs).filter(_timed_q(), elapsed_s__isnull=False)
+    qs = attempts_qs.graded().filter(TIMED, elapsed_s__isnull=False)
     if _is_postgres(qs):
         rows = (
             qs.order_by()
@@ -180,11 +172,11 @@ def median_elapsed(attempts_qs: QuerySet[Attempt]) -> dict[str, float]:
         return {slug: float(m) for slug, m in cursor.fetchall() if m is not None}
 
 
-def last_n_accuracy(attempts_qs: QuerySet[Attempt], n: int = LAST_N) -> dict[str, dict[str, Any]]:
+def last_n_accuracy(attempts_qs: AttemptQuerySet, n: int = LAST_N) -> dict[str, dict[str, Any]]:
     """Accuracy over each scenario's last ``n`` graded attempts (by submission time). One query:
     ROW_NUMBER() over the scenario partition, filtered to the first ``n``, then aggregated."""
     ranked = (
-        _graded(attempts_qs)
+        attempts_qs.graded()
         .order_by()
         .annotate(
             rn=Window(
@@ -209,7 +201,7 @@ def last_n_accuracy(attempts_qs: QuerySet[Attempt], n: int = LAST_N) -> dict[str
 
 
 def per_scenario_stats(
-    attempts_qs: QuerySet[Attempt],
+    attempts_qs: AttemptQuerySet,
     now: datetime,
     cards: QuerySet[Card] | dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
@@ -221,9 +213,9 @@ def per_scenario_stats(
     ``cards`` is a queryset of scenario cards (one learner's), or a mapping slug -> state; None
     leaves retrievability and due out (a cohort has no single card).
     """
-    graded = _graded(attempts_qs)
+    graded = attempts_qs.graded()
     limit = _limit_s()
-    timed = _timed_q()
+    timed = TIMED
     rows = {
         r["scenario"]: r
         for r in graded.order_by()
@@ -288,25 +280,68 @@ def per_scenario_stats(
 # --------------------------------------------------------------------------- confusion
 
 
-def confusion_matrix(attempts_qs: QuerySet[Attempt]) -> dict[str, Any]:
-    """True scenario x answered scenario counts over graded attempts. One GROUP BY query.
+def answer_counts(
+    attempts_qs: AttemptQuerySet, windows: dict[int, Q] | None = None
+) -> list[dict[str, Any]]:
+    """Graded attempts per (learner, true scenario, answer): ``n``, ``ok`` (scenario right) and,
+    for each ``windows`` entry ``{key: Q}``, ``t<key>`` (those matching Q). One GROUP BY, which
+    the partial index attempt_graded_cover_idx answers without touching the table. The confusion
+    matrix and the lookalike mix-ups, of one learner or of a cohort, are sums over these rows."""
+    ann: dict[str, Any] = {
+        "n": Count("user_id"),
+        "ok": Count("user_id", filter=Q(scenario_correct=True)),
+    }
+    for key, q in (windows or {}).items():
+        ann[f"t{key}"] = Count("user_id", filter=q)
+    return list(
+        attempts_qs.graded()
+        .values("user_id", "scenario", "answer_scenario")
+        .annotate(**ann)
+        .order_by()
+    )
+
+
+def confusion_counts(rows: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
+    """(true scenario, answer) -> graded attempts, summed over ``answer_counts`` rows."""
+    out: dict[tuple[str, str], int] = defaultdict(int)
+    for r in rows:
+        out[(r["scenario"], r["answer_scenario"])] += r["n"]
+    return dict(out)
+
+
+def pair_mixups(
+    rows: list[dict[str, Any]], pair: tuple[str, str]
+) -> tuple[dict[int, int], dict[int, int]]:
+    """For one lookalike pair, per learner: attempts that named the other one of the pair, and
+    attempts on either scenario of the pair, summed over ``answer_counts`` rows."""
+    a, b = pair
+    mixups: dict[int, int] = defaultdict(int)
+    on_pair: dict[int, int] = defaultdict(int)
+    for r in rows:
+        if r["scenario"] in pair:
+            on_pair[r["user_id"]] += r["n"]
+            if r["answer_scenario"] == (b if r["scenario"] == a else a):
+                mixups[r["user_id"]] += r["n"]
+    return dict(mixups), dict(on_pair)
+
+
+def confusion_matrix(
+    attempts_qs: AttemptQuerySet, *, rows: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """True scenario x answered scenario counts over graded attempts (one GROUP BY query, none
+    when the ``answer_counts`` rows are passed in).
 
     ``labels`` are the engine's scenarios in order, then any other slug met in the data (so the
     cells always sum to the number of graded attempts). ``matrix[i][j]`` counts attempts whose
     true scenario is ``labels[i]`` and whose answer is ``labels[j]``.
     """
-    rows = list(
-        _graded(attempts_qs)
-        .order_by()
-        .values_list("scenario", "answer_scenario")
-        .annotate(n=Count("pk"))
-    )
+    counts = confusion_counts(answer_counts(attempts_qs) if rows is None else rows)
     labels = _scenario_slugs()
-    extra = sorted({s for r in rows for s in r[:2]} - set(labels))
+    extra = sorted({s for pair in counts for s in pair} - set(labels))
     labels = labels + extra
     index = {slug: i for i, slug in enumerate(labels)}
     matrix = [[0] * len(labels) for _ in labels]
-    for true, answered, n in rows:
+    for (true, answered), n in counts.items():
         matrix[index[true]][index[answered]] += n
     row_totals = [sum(r) for r in matrix]
     return {
@@ -329,7 +364,7 @@ def _week_start(when: datetime | date) -> date:
 
 
 def lookalike_rates(
-    attempts_qs: QuerySet[Attempt], *, weeks: int = TREND_WEEKS, now: datetime | None = None
+    attempts_qs: AttemptQuerySet, *, weeks: int = TREND_WEEKS, now: datetime | None = None
 ) -> list[dict[str, Any]]:
     """For each directed lookalike pair (true A, answered its twin B): how often a graded attempt
     on A was answered B, all time and per week (the ``weeks`` most recent weeks up to ``now``,
@@ -339,7 +374,7 @@ def lookalike_rates(
     for true, twin in pairs:
         confused |= Q(scenario=true, answer_scenario=twin)
     rows = (
-        _graded(attempts_qs)
+        attempts_qs.graded()
         .filter(scenario__in=[p[0] for p in pairs])
         .order_by()
         .annotate(week=UTCWeek("submitted_at"))
@@ -379,14 +414,14 @@ def lookalike_rates(
 
 
 def accuracy_over_time(
-    attempts_qs: QuerySet[Attempt], *, weeks: int = TREND_WEEKS, now: datetime | None = None
+    attempts_qs: AttemptQuerySet, *, weeks: int = TREND_WEEKS, now: datetime | None = None
 ) -> list[dict[str, Any]]:
     """Scenario accuracy per week for the ``weeks`` most recent weeks (empty weeks included).
     One GROUP BY week query."""
     end = _week_start(now or datetime.now(UTC))
     start = end - timedelta(weeks=weeks - 1)
     rows = (
-        _graded(attempts_qs)
+        attempts_qs.graded()
         .filter(submitted_at__gte=datetime.combine(start, datetime.min.time(), tzinfo=UTC))
         .order_by()
         .annotate(week=UTCWeek("submitted_at"))
@@ -394,16 +429,7 @@ def accuracy_over_time(
         .annotate(
             n=Count("pk"),
             correct=Count("pk", filter=Q(scenario_correct=True)),
-            fully=Count(
-                "pk",
-                filter=Q(
-                    scenario_correct=True,
-                    measurement_correct=True,
-                    fix_correct=True,
-                    win_correct=True,
-                    over_time=False,
-                ),
-            ),
+            fully=Count("pk", filter=FULLY_CORRECT),
         )
     )
     found = {_week_start(w): (n, c, f) for w, n, c, f in rows}
@@ -478,14 +504,14 @@ def sentence_accuracy_over_time(
 
 
 def daily_activity(
-    attempts_qs: QuerySet[Attempt], *, weeks: int = ACTIVITY_WEEKS, now: datetime | None = None
+    attempts_qs: AttemptQuerySet, *, weeks: int = ACTIVITY_WEEKS, now: datetime | None = None
 ) -> dict[str, Any]:
     """Graded attempts per UTC day over the last ``weeks`` weeks (whole weeks, Monday first, the
     current week last). One GROUP BY day query. ``weeks`` is a list of columns of 7 days."""
     today = _utc_day(now or datetime.now(UTC))
     start = _week_start(today) - timedelta(weeks=weeks - 1)
     rows = (
-        _graded(attempts_qs)
+        attempts_qs.graded()
         .filter(submitted_at__gte=datetime.combine(start, datetime.min.time(), tzinfo=UTC))
         .order_by()
         .annotate(day=UTCDay("submitted_at"))
@@ -511,7 +537,7 @@ def daily_activity(
     }
 
 
-def streak(attempts_qs: QuerySet[Attempt], now: datetime) -> dict[str, Any]:
+def streak(attempts_qs: AttemptQuerySet, now: datetime) -> dict[str, Any]:
     """Consecutive UTC days with at least one graded attempt, ending today (or yesterday, while
     today's drill is still to do).
 
@@ -520,7 +546,7 @@ def streak(attempts_qs: QuerySet[Attempt], now: datetime) -> dict[str, Any]:
     the window doubled."""
     today = _utc_day(now)
     tomorrow = datetime.combine(today + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
-    graded = _graded(attempts_qs).filter(submitted_at__lt=tomorrow).order_by()
+    graded = attempts_qs.graded().filter(submitted_at__lt=tomorrow).order_by()
     span = 64
     while True:
         since = tomorrow - timedelta(days=span)
@@ -549,7 +575,8 @@ def math_stats(user, now: datetime) -> list[dict[str, Any]]:
     retrievability and next due. Two queries (one GROUP BY family, one for the cards)."""
     rows = {
         fam: (n, c)
-        for fam, n, c in MathAttempt.objects.filter(user=user, submitted_at__isnull=False)
+        for fam, n, c in MathAttempt.objects.filter(user=user)
+        .graded()
         .order_by()
         .values_list("family")
         .annotate(n=Count("pk"), correct=Count("pk", filter=Q(correct=True)))

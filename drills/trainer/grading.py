@@ -49,24 +49,6 @@ class GradeResult:
     five_sentence: bool = True
     sentences: tuple[D.Sentence, ...] = field(default=(), compare=False)
 
-    @property
-    def fully_correct(self) -> bool:
-        return (
-            self.scenario_correct
-            and all(
-                x is not False
-                for x in (
-                    self.measurement_correct,
-                    self.fix_correct,
-                    self.step_correct,
-                    self.gap_correct,
-                    self.value_correct,
-                    self.expected_correct,
-                )
-            )
-            and not self.over_time
-        )
-
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -195,9 +195,5 @@ def build(attempt: Attempt) -> dict[str, Any]:
         "red_herring": D.red_herring(attempt.trace.prompt, key.get("facts") or {})
         if healthy
         else [],
-        "fully_correct": bool(
-            attempt.scenario_correct
-            and not attempt.over_time
-            and all(r["correct"] is not False for r in rows)
-        ),
+        "fully_correct": attempt.fully_correct,
     }

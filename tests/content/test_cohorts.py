@@ -18,7 +18,6 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.roles import make_instructor
 from cohorts import progress
 from cohorts.models import (
     JOIN_ALPHABET,
@@ -28,9 +27,9 @@ from cohorts.models import (
     Membership,
     ReminderSent,
 )
+from cohorts.progress import learner_assignments
+from cohorts.tasks import send_due_reminders
 from content.models import ReadMark, WalkthroughSet
-from content.services import home_assignments
-from content.tasks import send_due_reminders
 from drills import scheduling
 from drills.models import Attempt, Card
 from scenarios.models import Trace
@@ -42,17 +41,6 @@ _seed = itertools.count(1)
 
 
 # --------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture
-def people(make_user):
-    p = {
-        name: make_user(name, email=f"{name}@example.com")
-        for name in ("teacher", "coteacher", "stranger", "ada", "bob", "eve")
-    }
-    for name in ("teacher", "coteacher", "stranger"):
-        make_instructor(p[name])
-    return p
 
 
 @pytest.fixture
@@ -176,14 +164,14 @@ def test_create_join_assign_and_see_it_everywhere(client, people, wset):
     make_card(people["ada"], "straggler")
 
     # Ada sees it on home, with per-walkthrough status and links.
-    rows = home_assignments(people["ada"])
+    rows = learner_assignments(people["ada"], timezone.now())
     assert len(rows) == 1
     assert [i["status"] for i in rows[0]["items"]] == ["done", "open"]
     as_user(client, people["ada"])
     home = client.get("/").content.decode()
     assert "Lookalikes" in home and f'href="/walkthroughs/{WALKS[1]}/"' in home
     assert 'data-status="done"' in home and 'data-status="open"' in home
-    assert home_assignments(people["eve"]) == []
+    assert learner_assignments(people["eve"], timezone.now()) == []
 
     # The grid and the CSV show both learners, and agree.
     as_user(client, people["teacher"])
@@ -386,11 +374,11 @@ def test_extensions_apply_and_bad_ones_are_refused(client, people, cohort, assig
         == 302
     )
     ext = Extension.objects.get()
-    bob_rows = home_assignments(people["bob"])
+    bob_rows = learner_assignments(people["bob"], timezone.now())
     assert bob_rows[0]["extended"] and bob_rows[0]["due_at"] == ext.due_at
     # The assignment's cut-off (day 4) is earlier than the new due date: it moves with it.
     assert bob_rows[0]["cutoff_at"] == ext.due_at
-    assert not home_assignments(people["ada"])[0]["extended"]
+    assert not learner_assignments(people["ada"], timezone.now())[0]["extended"]
     # Saving again updates the one extension.
     client.post(url, {p + "learner": people["bob"].pk, p + "due_at": dt(later + timedelta(days=1))})
     assert Extension.objects.count() == 1
@@ -419,10 +407,10 @@ def test_drill_goals(people, cohort, wset):
     )
     for s in ["straggler", "bandwidth-bound-collective", "recompilation"]:
         make_attempt(people["ada"], s, s)
-    row = home_assignments(people["ada"])[0]
+    row = learner_assignments(people["ada"], timezone.now())[0]
     assert not row["goal"]["met"]
     make_attempt(people["ada"], "input-starvation", "recompilation")
-    assert home_assignments(people["ada"])[0]["goal"]["met"]
+    assert learner_assignments(people["ada"], timezone.now())[0]["goal"]["met"]
     # Drills after the due date do not count.
     make_attempt(people["bob"], "straggler", "straggler", when=now + timedelta(days=2))
     assert progress.pair_goal_counts([a], [people["bob"].pk]) == {(a.pk, people["bob"].pk): [0, 0]}
@@ -457,7 +445,8 @@ def test_pair_goal_counts_use_each_learners_due_date(people, cohort, wset):
 # --------------------------------------------------------------------------- reminders
 
 
-def test_reminders_are_sent_once(people, cohort, wset, mailoutbox):
+def test_reminders_are_sent_once(people, cohort, wset, mailoutbox, settings):
+    settings.TRACETRACK = {**settings.TRACETRACK, "SITE_URL": "https://tt.example.org"}
     now = timezone.now()
     a = Assignment.objects.create(
         cohort=cohort, walkthrough_set=wset, due_at=now + timedelta(hours=12)
@@ -467,9 +456,8 @@ def test_reminders_are_sent_once(people, cohort, wset, mailoutbox):
         ReadMark.objects.create(user=people["bob"], slug=slug)
     assert send_due_reminders() == 1
     assert [m.to for m in mailoutbox] == [["ada@example.com"]]
-    assert "Lookalikes" in mailoutbox[0].subject and f"/walkthroughs/{WALKS[1]}/" in (
-        mailoutbox[0].body
-    )
+    assert "Lookalikes" in mailoutbox[0].subject
+    assert f"https://tt.example.org/walkthroughs/{WALKS[1]}/" in mailoutbox[0].body
     assert send_due_reminders.apply().get() == 0  # the task again: nothing new
     assert len(mailoutbox) == 1
     assert ReminderSent.objects.filter(assignment=a, learner=people["ada"]).count() == 1

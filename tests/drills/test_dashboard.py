@@ -103,8 +103,8 @@ def history(user, other, now=NOW):
 
 
 @pytest.fixture
-def two_learners(make_user):
-    return make_user("ada"), make_user("bob")
+def two_learners(people):
+    return people["ada"], people["bob"]
 
 
 def row_for(stats, slug):

@@ -16,10 +16,10 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from drills.math_stats import family_stats
 from drills.mentalmath import FAMILIES
 from drills.mentalmath import services as math_services
 from drills.models import Attempt, Card, MathAttempt, MathSprint
+from drills.stats.dashboard import math_stats
 from drills.trainer import services
 from tests.conftest import right_answer
 
@@ -430,7 +430,7 @@ def test_family_stats_aggregate_in_a_fixed_number_of_queries(
     answer(learner_client, a, wrong_text(a))
     now = timezone.now()
     with django_assert_max_num_queries(2):
-        rows = {r["family"]: r for r in family_stats(learner, now)}
+        rows = {r["family"]: r for r in math_stats(learner, now)}
     assert set(rows) >= set(FAMILIES)
     assert rows["busbw"]["attempts"] == 3 and rows["busbw"]["correct"] == 2
     assert rows["busbw"]["accuracy"] == pytest.approx(2 / 3)
