@@ -472,7 +472,7 @@ def sentence_accuracy_over_time(
     end = _week_start(now or datetime.now(UTC))
     start = end - timedelta(weeks=weeks - 1)
     rows = (
-        _graded(attempts_qs)
+        attempts_qs.graded()
         .filter(submitted_at__gte=datetime.combine(start, datetime.min.time(), tzinfo=UTC))
         .order_by()
         .annotate(week=UTCWeek("submitted_at"))
