@@ -442,15 +442,31 @@
       return m;
     }
 
+    // Per-category weights of the device-pixel column being merged (sub-pixel slices): the column
+    // is painted with the category that covers most of its time, never simply the first slice's.
+    const colW = new Float64Array(Math.max(1, D.cats.length));
     function drawLane(L, y, h, withText) {
       const n = L.n;
       if (!n) return;
       const k = scale(), o = trackX0() - t0 * k;
       const cl = trackX0(), cr = trackX1();
-      const ts = L.ts, end = L.end;
+      const ts = L.ts, end = L.end, base = L.base;
+      const nC = colW.length;
       let j = upper(L.pmax, t0);
       let covered = -1e9; // device-pixel column up to which this lane is painted (exclusive)
-      let lastC = -1, lastM = -1, lastX = 0;
+      let cur = -1e9; // device-pixel column whose weights are pending in colW
+      let lastC = -1, lastM = -1, lastX = 0, lastEnd = -1e9; // the rect painted last (to extend)
+      const flush = () => {
+        // paint column `cur` with its dominant category, extending the previous rect if it matches
+        let bc = 0, bw = -1;
+        for (let q = 0; q < nC; q++) { if (colW[q] > bw) { bw = colW[q]; bc = q; } colW[q] = 0; }
+        const c = bc * 3;
+        if (c === lastC && lastEnd === cur) { buckets[c][lastM + 2] = (cur + 1) / dpr - lastX; }
+        else { lastX = cur / dpr; lastM = bPush(c, lastX, y, 1 / dpr, h); lastC = c; }
+        lastEnd = cur + 1;
+        covered = cur + 1;
+        cur = -1e9;
+      };
       for (; j < n; j++) {
         const s = ts[j];
         if (s >= t1) break;
@@ -459,31 +475,32 @@
         let x0 = o + s * k, x1 = o + e * k;
         if (x0 < cl) x0 = cl;
         if (x1 > cr) x1 = cr;
-        const px0 = Math.floor(x0 * dpr);
         if (x1 - x0 < 1.5) {
-          // narrow: paint whole device-pixel columns, merging runs of busy columns
-          if (px0 < covered) {
-            const px1 = Math.ceil(x1 * dpr);
-            if (px1 <= covered) continue;
-            if (lastC >= 0) { covered = px1; buckets[lastC][lastM + 2] = covered / dpr - lastX; continue; }
-          }
-          const px1 = Math.max(px0 + 1, Math.ceil(x1 * dpr));
-          const c = L.base[j];
-          if (c === lastC && px0 <= covered) {
-            covered = px1; buckets[c][lastM + 2] = covered / dpr - lastX;
-          } else {
-            lastX = px0 / dpr; lastM = bPush(c, lastX, y, (px1 - px0) / dpr, h); lastC = c; covered = px1;
+          // narrow: split its time over the device-pixel columns it touches
+          const d0 = x0 * dpr, d1 = Math.max(x1 * dpr, d0 + 1e-6);
+          const cat = base[j] / 3;
+          let px = Math.floor(d0);
+          if (px < covered) { if (d1 <= covered) continue; px = covered; }
+          if (px < cur) px = cur;
+          for (; px < d1; px++) {
+            if (px !== cur) { if (cur > -1e9) flush(); cur = px; }
+            const a = d0 > px ? d0 : px, b = d1 < px + 1 ? d1 : px + 1;
+            colW[cat] += b - a;
           }
         } else {
+          const px0 = Math.floor(x0 * dpr);
+          if (cur > -1e9 && cur < px0) flush();
+          cur = -1e9; for (let q = 0; q < nC; q++) colW[q] = 0;
           const c = L.col[j];
-          let px1 = Math.round(x1 * dpr);
-          let p0 = Math.max(Math.round(x0 * dpr), covered > px0 ? covered : px0);
+          const px1 = Math.round(x1 * dpr);
+          const p0 = Math.max(Math.round(x0 * dpr), covered > px0 ? covered : px0);
           const gap = px1 - p0 > 5 * dpr ? dpr : 0; // a one-pixel gap separates adjacent wide slices
           if (px1 - gap > p0) bPush(c, p0 / dpr, y, (px1 - gap - p0) / dpr, h);
-          covered = px1; lastC = -1;
+          covered = px1; lastC = -1; lastEnd = -1e9;
           if (withText && x1 - x0 >= TEXT_MIN_PX) texts.push(L.idx[j], x0, x1 - x0, y + h / 2, c);
         }
       }
+      if (cur > -1e9) flush();
     }
 
     function ticks() {
