@@ -19,6 +19,8 @@
  * TEXT_MIN_PX. Redraws are coalesced with requestAnimationFrame.
  *
  * Mouse/keys (Perfetto-like):
+ *   The keys work while the pointer is over the timeline (no click needed, as in Perfetto) or
+ *   when it has the keyboard focus.
  *   W/S zoom in/out (around the mouse, else the centre) · A/D pan · wheel or ctrl+wheel zoom ·
  *   shift+wheel pan · wheel over the labels scrolls rows · drag on the timeline selects a time
  *   range (snaps to slice edges within a few px; hold Alt to not snap) · Space+drag or middle-drag
@@ -266,6 +268,8 @@
       item.append(document.createTextNode(' ' + k[k.length - 1]));
       keyList.append(item);
     }
+    const hoverHint = el('span', 'tt-key tt-hover-hint', 'Keys work while the pointer is over the timeline — no click needed');
+    keyList.prepend(hoverHint);
     keyList.title = 'Wheel over the row labels (or the scrollbar, PageUp/PageDown) scrolls the rows; hold Alt while dragging to not snap to slice edges';
     const usedCats = new Set();
     for (let i = 0; i < D.n; i++) usedCats.add(D.catA[i]);
@@ -319,6 +323,7 @@
     let cursor = 0; // index into items (keyboard row cursor)
     let hasFocus = false, spaceHeld = false;
     let mouse = null; // {x, y} inside the stage
+    let pointerIn = false; // the pointer is over the timeline: the keys work without a click
     let dirtyBase = true, dirtyOver = true, raf = 0, destroyed = false;
     let corrIndex = null;
 
@@ -1064,6 +1069,7 @@
       tip.hidden = true;
     }
     function onPointerMove(e) {
+      if (e.pointerType !== 'touch') pointerIn = true;
       const p = pos(e);
       mouse = p;
       if (drag) {
@@ -1118,7 +1124,7 @@
       if (h && h.it.type === 'row') cursor = items.indexOf(h.it);
       select(i);
     }
-    function onLeave() { mouse = null; if (!drag) { hover = -1; tip.hidden = true; invalidate(false); } }
+    function onLeave() { pointerIn = false; mouse = null; if (!drag) { hover = -1; tip.hidden = true; invalidate(false); } }
     function onWheel(e) {
       e.preventDefault();
       const p = pos(e);
@@ -1206,6 +1212,18 @@
       if (handled) e.preventDefault();
     }
     function onKeyUp(e) { if (e.key === ' ') { spaceHeld = false; over.classList.remove('tt-grab'); } }
+    // As in Perfetto, the keys work while the pointer is over the timeline, without a click first
+    // (unless the user is typing in a field: the diagnosis form keeps its keys).
+    function typing(t) {
+      return !!(t && t.closest && t.closest('input, textarea, select, [contenteditable=""], [contenteditable="true"]'));
+    }
+    function onDocKey(e) {
+      if (destroyed || e.defaultPrevented || e.target === over || !pointerIn || typing(e.target)) return;
+      onKey(e);
+    }
+    function onDocKeyUp(e) { if (e.target !== over) onKeyUp(e); }
+    document.addEventListener('keydown', onDocKey);
+    document.addEventListener('keyup', onDocKeyUp);
     function onFocus() { hasFocus = true; invalidate(false); }
     function onBlur() { hasFocus = false; spaceHeld = false; over.classList.remove('tt-grab'); invalidate(false); }
 
@@ -1214,6 +1232,7 @@
     over.addEventListener('pointerup', onPointerUp);
     over.addEventListener('pointercancel', () => { drag = null; invalidate(false); });
     over.addEventListener('pointerleave', onLeave);
+    over.addEventListener('pointerenter', (e) => { if (e.pointerType !== 'touch') pointerIn = true; });
     over.addEventListener('wheel', onWheel, { passive: false });
     over.addEventListener('keydown', onKey);
     over.addEventListener('keyup', onKeyUp);
@@ -1274,6 +1293,8 @@
         destroyed = true;
         if (raf) cancelAnimationFrame(raf);
         if (ro) ro.disconnect();
+        document.removeEventListener('keydown', onDocKey);
+        document.removeEventListener('keyup', onDocKeyUp);
         listeners.select = []; listeners.range = [];
         root.remove();
       },

@@ -110,3 +110,36 @@ def test_merged_pixels_take_the_dominant_category_not_the_first(browser, server)
     shot(pg, "merged-dominant-collapsed")
     assert not errors, errors
     ctx.close()
+
+
+def view_span(pg) -> float:
+    v = pg.evaluate("viewer.getView()")
+    return v["t1"] - v["t0"]
+
+
+def test_keys_work_while_the_pointer_is_over_the_timeline_without_a_click(page):
+    # the keyboard focus is elsewhere: nothing on the timeline was clicked
+    page.locator("h1").click()
+    assert "tt-canvas" not in page.evaluate("document.activeElement.className")
+    box = page.evaluate("viewer.canvas.getBoundingClientRect().toJSON()")
+    # pointer elsewhere on the page: W does nothing to the timeline
+    page.mouse.move(box["x"] + 200, box["y"] - 40)
+    s0 = view_span(page)
+    page.keyboard.press("w")
+    assert view_span(page) == pytest.approx(s0)
+    # pointer over the timeline: W zooms, S zooms out, D pans, without any click
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 200)
+    page.keyboard.press("w")
+    s1 = view_span(page)
+    assert s1 < s0 * 0.9
+    t0 = page.evaluate("viewer.getView().t0")
+    page.keyboard.press("d")
+    assert page.evaluate("viewer.getView().t0") > t0
+    page.keyboard.press("s")
+    assert view_span(page) > s1
+    assert "no click needed" in page.locator(".tt-legend").inner_text()
+    # the pointer leaves: the keys go back to the page
+    page.mouse.move(box["x"] + 200, box["y"] - 40)
+    s2 = view_span(page)
+    page.keyboard.press("w")
+    assert view_span(page) == pytest.approx(s2)
