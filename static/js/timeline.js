@@ -34,6 +34,7 @@
   const AXIS_H = 30;
   const HEADER_H = 26;
   const LANE_H = 18;
+  const UTIL_H = 16; // the utilisation strip under each GPU / NCCL stream
   const ROW_PAD = 3;
   const SB_W = 10;
   const TEXT_MIN_PX = 30;
@@ -53,6 +54,7 @@
     axisBg: '#fbfcfd', axisText: '#2f353d', tick: '#8c959f', focus: '#0969da',
     range: 'rgba(9,105,218,0.10)', rangeEdge: '#0969da', hlFill: 'rgba(255,166,0,0.20)',
     hlEdge: '#b35900', sel: '#0d1117', flow: '#cf222e', hover: 'rgba(13,17,23,0.85)',
+    util: '#3b6e8f', utilBg: '#e6ebf0',
     thumb: 'rgba(31,35,40,0.30)', sbTrack: 'rgba(31,35,40,0.06)',
   };
 
@@ -100,6 +102,14 @@
     if (a < 1e3) return trimZeros(us.toFixed(3)) + ' µs';
     if (a < 1e6) return trimZeros((us / 1e3).toFixed(4)) + ' ms';
     return trimZeros((us / 1e6).toFixed(6)) + ' s';
+  }
+  /** A fraction as "14 %", "0.4 %", "100 %". */
+  function fmtPct(f) {
+    const p = f * 100;
+    if (p === 0) return '0 %';
+    if (p < 1) return p.toFixed(1) + ' %';
+    if (p > 99 && p < 100) return p.toFixed(1) + ' %';
+    return Math.round(p) + ' %';
   }
   function fmtBytes(b) {
     const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -326,6 +336,8 @@
     let pointerIn = false; // the pointer is over the timeline: the keys work without a click
     let dirtyBase = true, dirtyOver = true, raf = 0, destroyed = false;
     let corrIndex = null;
+    const showUtil = opts.utilisation !== false;
+    let utilBuf = new Float64Array(2048);
 
     // label column width from the longest label
     bctx.font = FONT_B;
@@ -348,6 +360,7 @@
     const xt = (x) => t0 + (x - trackX0()) / scale();
     const maxScroll = () => Math.max(0, contentH - bodyH());
 
+    const hasUtil = (row) => showUtil && (row.kind === 'gpu' || row.kind === 'nccl');
     function relayout() {
       items = [];
       let y = 0;
@@ -358,7 +371,7 @@
         for (const row of R.rows) {
           row.visible = !R.collapsed;
           if (R.collapsed) continue;
-          row.y = y; row.h = row.nLanes * LANE_H + 2 * ROW_PAD;
+          row.y = y; row.h = row.nLanes * LANE_H + 2 * ROW_PAD + (hasUtil(row) ? UTIL_H : 0);
           items.push({ type: 'row', row, R, y, h: row.h });
           y += row.h;
         }
@@ -508,6 +521,64 @@
       if (cur > -1e9) flush();
     }
 
+    /** Busy fraction of each CSS-pixel column of the track for `row` (union of its top-level
+     *  slices), in utilBuf[0..cols); returns {cols, busy (µs in view), span (µs of trace in view)}. */
+    function utilisation(row) {
+      const W = Math.ceil(trackW());
+      if (utilBuf.length < W + 2) utilBuf = new Float64Array(W + 2);
+      const buf = utilBuf;
+      buf.fill(0, 0, W + 2);
+      const L = row.lanes[0];
+      const k = scale();
+      let busy = 0, upto = -Infinity;
+      if (L && L.n) {
+        const ts = L.ts, end = L.end, n = L.n;
+        for (let j = upper(L.pmax, t0); j < n; j++) {
+          let a = ts[j];
+          if (a >= t1) break;
+          let b = end[j];
+          if (b <= upto) continue;
+          if (a < upto) a = upto;
+          upto = b;
+          if (a < t0) a = t0;
+          if (b > t1) b = t1;
+          if (b <= a) continue;
+          busy += b - a;
+          const u0 = (a - t0) * k, u1 = (b - t0) * k;
+          const c0 = Math.floor(u0), c1 = Math.floor(u1);
+          if (c0 === c1) { buf[c0] += u1 - u0; continue; }
+          buf[c0] += c0 + 1 - u0;
+          for (let c = c0 + 1; c < c1 && c < W + 1; c++) buf[c] += 1;
+          if (c1 < W + 2) buf[c1] += u1 - c1;
+        }
+      }
+      const span = Math.max(0, Math.min(t1, D.span[1]) - Math.max(t0, D.span[0]));
+      return { cols: W, busy, span };
+    }
+    function drawUtil(ctx, row, y) {
+      // y: top of the strip. A filled area: the stream's busy fraction per pixel column.
+      const u = utilisation(row);
+      const X0 = trackX0(), h = UTIL_H - 4, yb = y + UTIL_H - 2;
+      ctx.fillStyle = TH.utilBg;
+      ctx.fillRect(X0, y + 2, trackW(), h);
+      ctx.fillStyle = TH.util;
+      ctx.beginPath();
+      ctx.moveTo(X0, yb);
+      const buf = utilBuf;
+      let prev = -1;
+      for (let c = 0; c < u.cols; c++) {
+        let f = buf[c];
+        if (f > 1) f = 1;
+        const yy = yb - f * h;
+        if (yy !== prev) { ctx.lineTo(X0 + c, prev < 0 ? yb : prev); ctx.lineTo(X0 + c, yy); prev = yy; }
+      }
+      ctx.lineTo(X0 + u.cols, prev < 0 ? yb : prev);
+      ctx.lineTo(X0 + u.cols, yb);
+      ctx.closePath();
+      ctx.fill();
+      row.utilView = u.span > 0 ? u.busy / u.span : 0;
+    }
+
     function ticks() {
       const span = t1 - t0;
       const raw = (span * 110) / trackW();
@@ -580,6 +651,15 @@
         for (let q = 0; q < m * 4; q += 4) ctx.fillRect(a[q], a[q + 1], a[q + 2], a[q + 3]);
       }
       stats.lastRects = rects;
+      if (showUtil) {
+        for (let i = 0; i < items.length; i++) {
+          const it = items[i];
+          if (it.type !== 'row' || !hasUtil(it.row)) continue;
+          const y = AXIS_H + it.y - scrollY + ROW_PAD + it.row.nLanes * LANE_H;
+          if (y + UTIL_H < AXIS_H || y > height) continue;
+          drawUtil(ctx, it.row, y);
+        }
+      }
       // names on slices wide enough
       stats.lastTexts = texts.length / 5;
       if (texts.length) {
@@ -633,6 +713,11 @@
           ctx.fillStyle = TH.labelText;
           ctx.font = FONT_B;
           ctx.fillText(clip(ctx, it.row.name, X0 - 28), 20, y + Math.min(it.h / 2, LANE_H / 2 + ROW_PAD));
+          if (hasUtil(it.row) && it.row.utilView !== undefined) {
+            ctx.font = FONT;
+            ctx.fillStyle = TH.muted;
+            ctx.fillText(clip(ctx, 'busy ' + fmtPct(it.row.utilView) + ' of view', X0 - 28), 20, y + ROW_PAD + it.row.nLanes * LANE_H + UTIL_H / 2);
+          }
           if (it.row.nLanes > 1) {
             ctx.font = FONT;
             ctx.fillStyle = TH.muted;
@@ -1285,6 +1370,13 @@
       rankClientY(rank) { const R = D.rankBy.get(rank); return R ? over.getBoundingClientRect().top + AXIS_H + R.y0 - scrollY + HEADER_H / 2 : null; },
       scrollToRow(rowIndex) { const row = D.rows[rowIndex]; if (row) { if (row.R.collapsed) toggleRank(row.R, false); scrollTo(row.y - 4); render(); } return api; },
       partnerOf: (i) => partner(i),
+      /** Busy fraction of a row over the current view, per CSS-pixel column, and its mean. */
+      utilisation(rowIndex) {
+        const row = D.rows[rowIndex];
+        if (!row) return null;
+        const u = utilisation(row);
+        return { busy: u.span > 0 ? u.busy / u.span : 0, columns: Array.from(utilBuf.subarray(0, u.cols), (v) => Math.min(1, v)) };
+      },
       redraw() { dirtyBase = dirtyOver = true; render(); return api; },
       stats,
       canvas: over,

@@ -143,3 +143,72 @@ def test_keys_work_while_the_pointer_is_over_the_timeline_without_a_click(page):
     s2 = view_span(page)
     page.keyboard.press("w")
     assert view_span(page) == pytest.approx(s2)
+
+
+def stream_timeline(busy_us: list[float], period_us: float = 14.0, n: int = 2000) -> dict:
+    """One rank per entry, each with a compute stream running an n-kernel loop: a kernel of
+    busy_us[rank] every period_us (a launch-bound stream is mostly idle)."""
+    rows, sl = [], {k: [] for k in ("row", "ts", "dur", "depth", "name", "cat", "corr")}
+    for rank, b in enumerate(busy_us):
+        rows.append({"rank": rank, "kind": "gpu", "name": f"GPU {rank} · stream 7", "depth": 1})
+        for j in range(n):
+            for k, v in (("row", rank), ("ts", 5.0 + j * period_us), ("dur", b), ("depth", 0)):
+                sl[k].append(v)
+            sl["name"].append(j % 3)
+            sl["cat"].append(3)
+            sl["corr"].append(0)
+    return {
+        "v": 1,
+        "span": [0.0, 10.0 + n * period_us],
+        "ranks": [{"rank": r, "label": f"rank {r}"} for r in range(len(busy_us))],
+        "rows": rows,
+        "names": ["gemm_a", "gemm_b", "elementwise"],
+        "cats": TL["cats"],
+        "slices": sl,
+        "args": {},
+    }
+
+
+SPARSE = stream_timeline([2.0, 13.0])
+
+
+def util_strip_fill(pg, row: int) -> float:
+    """Fraction of the utilisation strip under `row` painted in the utilisation colour."""
+    return pg.evaluate(
+        """(row) => {
+      const c = document.querySelector('.tt-base'), r = window.devicePixelRatio || 1;
+      const b = c.getBoundingClientRect();
+      const x0 = viewer.timeToClientX(Math.max(0, viewer.getView().t0)) - b.left + 1;
+      const x1 = viewer.timeToClientX(Math.min(viewer.getView().t1, 28000)) - b.left - 1;
+      const yc = viewer.rowClientY(row) - b.top;            // row centre
+      const top = yc + 3, h = 12;                           // the strip sits in the lower half
+      const d = c.getContext('2d').getImageData(x0 * r, top * r, (x1 - x0) * r, h * r).data;
+      let fill = 0, all = 0;
+      for (let i = 0; i < d.length; i += 4) {
+        all++;
+        const [R, G, B] = [d[i], d[i+1], d[i+2]];  // the strip's colour, #3b6e8f
+        if (Math.abs(R - 59) < 25 && Math.abs(G - 110) < 25 && Math.abs(B - 143) < 25) fill++;
+      }
+      return fill / all; }""",
+        row,
+    )
+
+
+def test_utilisation_track_makes_a_sparse_gpu_look_sparse(browser, server):
+    with serve({"sparse.json": SPARSE}) as (base, _):
+        ctx, pg, errors = open_demo(browser, base, "sparse.json")
+        pg.evaluate("viewer.zoomTo(-1e12, 1e12)")
+        next_frame(pg)
+        sparse = pg.evaluate("viewer.utilisation(0)")
+        dense = pg.evaluate("viewer.utilisation(1)")
+        assert sparse["busy"] == pytest.approx(2 / 14, rel=0.03)
+        assert dense["busy"] == pytest.approx(13 / 14, rel=0.03)
+        # per pixel, not just on average: every column of the sparse stream is ~1/7 busy
+        cols = [c for c in sparse["columns"][5:-5] if c > 0]
+        assert max(cols) < 0.3, max(cols)
+        # and it is what the strip shows: a low fill for the sparse stream, a high one for the dense
+        f_sparse, f_dense = util_strip_fill(pg, 0), util_strip_fill(pg, 1)
+        assert f_sparse < 0.3 and f_dense > 0.7, (f_sparse, f_dense)
+        shot(pg, "utilisation-sparse-vs-dense")
+        assert not errors, errors
+        ctx.close()
