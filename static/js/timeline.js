@@ -52,7 +52,7 @@
     bg: '#ffffff', rowAlt: '#f6f8fa', label: '#f0f2f5', labelText: '#1f2328', muted: '#4f5863',
     header: '#e3e7ec', headerHi: '#d5dbe3', sep: '#c9d1d9', grid: 'rgba(31,35,40,0.07)',
     axisBg: '#fbfcfd', axisText: '#2f353d', tick: '#8c959f', focus: '#0969da',
-    range: 'rgba(9,105,218,0.10)', rangeEdge: '#0969da', hlFill: 'rgba(255,166,0,0.20)',
+    range: 'rgba(9,105,218,0.10)', rangeRows: 'rgba(9,105,218,0.16)', rangeEdge: '#0969da', hlFill: 'rgba(255,166,0,0.20)',
     hlEdge: '#b35900', sel: '#0d1117', flow: '#cf222e', hover: 'rgba(13,17,23,0.85)',
     util: '#3b6e8f', utilBg: '#e6ebf0',
     thumb: 'rgba(31,35,40,0.30)', sbTrack: 'rgba(31,35,40,0.06)',
@@ -110,6 +110,15 @@
     if (p < 1) return p.toFixed(1) + ' %';
     if (p > 99 && p < 100) return p.toFixed(1) + ' %';
     return Math.round(p) + ' %';
+  }
+  /** µs → a number of ms with sensible precision: 123.4, 12.34, 1.234, 0.123, 0.0123. */
+  function fmtMs(us) {
+    const v = us / 1e3, a = Math.abs(v);
+    if (a === 0) return '0';
+    if (a >= 100) return v.toFixed(1);
+    if (a >= 10) return v.toFixed(2);
+    if (a >= 0.1) return v.toFixed(3);
+    return v.toFixed(4);
   }
   function fmtBytes(b) {
     const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
@@ -305,6 +314,9 @@
     tip.setAttribute('role', 'tooltip');
     stage.append(base, over, tip);
 
+    const aggBox = el('section', 'tt-agg');
+    aggBox.setAttribute('aria-label', 'Selected range: slices by name and rows busy/idle');
+    aggBox.hidden = true;
     const details = el('section', 'tt-details');
     details.setAttribute('aria-label', 'Slice details');
     details.setAttribute('aria-live', 'polite');
@@ -314,6 +326,7 @@
     root.append(toolbar);
     if (opts.legend !== false) root.append(legend);
     root.append(stage);
+    root.append(aggBox);
     if (opts.details !== false) root.append(details); // hosts with their own panel pass {details: false}
     root.append(live);
     container.append(root);
@@ -327,7 +340,8 @@
     let scrollY = 0, contentH = 0;
     let items = [];
     let hover = -1, selected = -1;
-    let range = null; // {t0, t1}
+    let range = null; // {t0, t1, rows: [row index]}
+    let agg = null; // the aggregate table of the range (computed once when the range is set)
     let drag = null;
     let highlights = [];
     let cursor = 0; // index into items (keyboard row cursor)
@@ -359,6 +373,8 @@
     const tx = (t) => trackX0() + (t - t0) * scale();
     const xt = (x) => t0 + (x - trackX0()) / scale();
     const maxScroll = () => Math.max(0, contentH - bodyH());
+    const itemTop = (it) => AXIS_H + it.y - scrollY;
+    const rowTop = (row) => AXIS_H + row.y - scrollY;
 
     const hasUtil = (row) => showUtil && (row.kind === 'gpu' || row.kind === 'nccl');
     function relayout() {
@@ -915,6 +931,16 @@
         const x0 = tx(rg.t0), x1 = tx(rg.t1);
         ctx.fillStyle = TH.range;
         ctx.fillRect(x0, AXIS_H, x1 - x0, bodyH());
+        const rws = range && rg === range ? range.rows : drag ? rowsBetween(drag.ya, drag.yb) : [];
+        if (rws.length < D.rows.length) {
+          ctx.fillStyle = TH.rangeRows;
+          for (const ri of rws) {
+            const row = D.rows[ri];
+            if (!row) continue;
+            if (row.visible) ctx.fillRect(x0, rowTop(row), x1 - x0, row.h);
+            else ctx.fillRect(x0, itemTop({ type: 'rank', R: row.R, y: row.R.y0 }), x1 - x0, HEADER_H);
+          }
+        }
         ctx.fillStyle = TH.rangeEdge;
         ctx.fillRect(Math.round(x0) - 1, AXIS_H, 2, bodyH());
         ctx.fillRect(Math.round(x1) - 1, AXIS_H, 2, bodyH());
@@ -1026,13 +1052,122 @@
         if (!(opt && opt.silent)) emit('select', info);
       }
     }
-    function setRange(a, b, silent) {
-      if (a === null) { range = null; invalidate(false); return; }
-      range = { t0: Math.min(a, b), t1: Math.max(a, b) };
+    /** Rows under a vertical drag from screen y `ya` to `yb`: the rows it touches (every row of a
+     *  collapsed rank whose header it touches); all rows when it starts on the time axis. */
+    function rowsBetween(ya, yb) {
+      if (ya < AXIS_H) return D.rows.map((r) => r.index);
+      const lo = Math.min(ya, yb), hi = Math.max(ya, yb);
+      const out = [];
+      for (const it of items) {
+        const y = itemTop(it);
+        if (y + it.h <= lo || y > hi) continue;
+        if (it.type === 'row') out.push(it.row.index);
+        else if (it.R.collapsed) for (const r of it.R.rows) out.push(r.index);
+      }
+      return out;
+    }
+    function setRange(a, b, silent, rows) {
+      if (a === null) { range = null; agg = null; renderAgg(); invalidate(false); return; }
+      range = { t0: Math.min(a, b), t1: Math.max(a, b), rows: rows ? [...new Set(rows)].sort((x, y) => x - y) : D.rows.map((r) => r.index) };
+      const ta = performance.now();
+      agg = aggregate(range.t0, range.t1, range.rows);
+      stats.aggMs = performance.now() - ta;
+      renderAgg();
       invalidate(false);
-      const p = { t0: range.t0, t1: range.t1, dur: range.t1 - range.t0 };
+      const p = { t0: range.t0, t1: range.t1, dur: range.t1 - range.t0, rows: range.rows.slice() };
       live.textContent = 'Range ' + fmtDur(p.dur);
       if (!silent) emit('range', p);
+    }
+    /** The range [a, b] over `rowIdx`: per slice name the count of slices that overlap it, their
+     *  time inside it (total, share of the range) and their whole durations (mean, max); per row
+     *  its busy time (union of its top-level slices) and idle time inside the range. */
+    function aggregate(a, b, rowIdx) {
+      const nN = D.names.length;
+      const cnt = new Int32Array(nN), tot = new Float64Array(nN), sum = new Float64Array(nN), mx = new Float64Array(nN);
+      const seen = [];
+      const rowsOut = [];
+      let slices = 0;
+      for (const r of rowIdx) {
+        const row = D.rows[r];
+        if (!row) continue;
+        let busy = 0;
+        row.lanes.forEach((L, d) => {
+          const ts = L.ts, end = L.end, idx = L.idx;
+          let upto = -Infinity;
+          for (let j = upper(L.pmax, a); j < L.n; j++) {
+            const s0 = ts[j];
+            if (s0 >= b) break;
+            const e0 = end[j];
+            if (e0 <= a) continue;
+            const i = idx[j], ni = D.nameA[i];
+            const ca = s0 > a ? s0 : a, cb = e0 < b ? e0 : b;
+            if (!cnt[ni]) seen.push(ni);
+            cnt[ni]++; tot[ni] += cb - ca; sum[ni] += e0 - s0;
+            if (e0 - s0 > mx[ni]) mx[ni] = e0 - s0;
+            slices++;
+            if (d === 0 && cb > upto) { busy += cb - (ca > upto ? ca : upto); upto = cb; }
+          }
+        });
+        rowsOut.push({ row: r, name: row.name, rank: row.rank, kind: row.kind, busy, idle: (b - a) - busy, busyShare: b > a ? busy / (b - a) : 0 });
+      }
+      const names = seen.map((ni) => ({
+        name: String(D.names[ni]), count: cnt[ni], total: tot[ni], mean: sum[ni] / cnt[ni], max: mx[ni], share: b > a ? tot[ni] / (b - a) : 0,
+      }));
+      names.sort((x, y) => y.total - x.total || (x.name < y.name ? -1 : 1));
+      return { t0: a, t1: b, dur: b - a, slices, names, rows: rowsOut };
+    }
+    const AGG_TOP = 25;
+    function renderAgg() {
+      aggBox.textContent = '';
+      aggBox.hidden = !agg;
+      if (!agg) return;
+      const head = el('div', 'tt-agg-head');
+      const title = el('h3', 'tt-agg-title', 'Selection ' + fmtMs(agg.dur) + ' ms');
+      const sub = el('span', 'tt-agg-sub', fmtDur(agg.t0) + ' → ' + fmtDur(agg.t1) + ' · ' + agg.rows.length + (agg.rows.length === 1 ? ' row · ' : ' rows · ') + agg.slices.toLocaleString('en-US') + ' slices');
+      const close = el('button', 'tt-btn tt-agg-close', 'Clear');
+      close.type = 'button'; close.title = 'Clear the selection (Esc)';
+      close.addEventListener('click', () => setRange(null));
+      head.append(title, sub, close);
+      aggBox.append(head);
+      const wrap = el('div', 'tt-agg-tables');
+      // rows: busy / idle
+      const tr = el('table', 'tt-agg-table tt-agg-rows');
+      tr.append(el('caption', null, 'Rows in the selection'));
+      const thr = el('tr');
+      for (const [h, num] of [['Row', false], ['Busy (ms)', true], ['Idle (ms)', true], ['Busy', true]]) { const th = el('th', num ? 'tt-num' : null, h); th.scope = 'col'; thr.append(th); }
+      const thd = el('thead'); thd.append(thr); tr.append(thd);
+      const tbr = el('tbody');
+      for (const r of agg.rows) {
+        const row = el('tr');
+        const nameCell = el('th', 'tt-agg-name', (D.rankBy.size > 1 ? 'rank ' + r.rank + ' · ' : '') + r.name);
+        nameCell.scope = 'row';
+        row.append(nameCell, el('td', 'tt-num', fmtMs(r.busy)), el('td', 'tt-num', fmtMs(r.idle)), el('td', 'tt-num', fmtPct(r.busyShare)));
+        tbr.append(row);
+      }
+      tr.append(tbr);
+      // names: count, total, mean, max, share
+      const tn = el('table', 'tt-agg-table tt-agg-names');
+      tn.append(el('caption', null, 'By slice name (total and share: time inside the selection; mean and max: whole slices)'));
+      const thn = el('tr');
+      for (const [h, num] of [['Name', false], ['Count', true], ['Total (ms)', true], ['Mean (ms)', true], ['Max (ms)', true], ['Share', true]]) { const th = el('th', num ? 'tt-num' : null, h); th.scope = 'col'; thn.append(th); }
+      const thd2 = el('thead'); thd2.append(thn); tn.append(thd2);
+      const tbn = el('tbody');
+      for (const a of agg.names.slice(0, AGG_TOP)) {
+        const row = el('tr');
+        const nameCell = el('th', 'tt-agg-name', a.name);
+        nameCell.scope = 'row'; nameCell.title = a.name;
+        row.append(nameCell, el('td', 'tt-num', a.count.toLocaleString('en-US')), el('td', 'tt-num', fmtMs(a.total)), el('td', 'tt-num', fmtMs(a.mean)), el('td', 'tt-num', fmtMs(a.max)), el('td', 'tt-num', fmtPct(a.share)));
+        tbn.append(row);
+      }
+      if (agg.names.length > AGG_TOP) {
+        const more = el('tr', 'tt-agg-more');
+        const td = el('td', null, '… ' + (agg.names.length - AGG_TOP) + ' more names with less time');
+        td.colSpan = 6; more.append(td); tbn.append(more);
+      }
+      if (!agg.names.length) { const row = el('tr'); const td = el('td', 'tt-empty', 'No slices in this range: the rows are idle.'); td.colSpan = 6; row.append(td); tbn.append(row); }
+      tn.append(tbn);
+      wrap.append(tr, tn);
+      aggBox.append(wrap);
     }
     function renderDetails() {
       details.textContent = '';
@@ -1147,7 +1282,7 @@
           drag = { mode: 'label', x: p.x, y: p.y, s: scrollY, moved: false };
         } else {
           const ta = p.y < AXIS_H ? xt(p.x) : snap(xt(p.x), p.y, e.altKey);
-          drag = { mode: 'select', x: p.x, y: p.y, ta, tb: ta, moved: false };
+          drag = { mode: 'select', x: p.x, y: p.y, ya: p.y, yb: p.y, ta, tb: ta, moved: false };
         }
       } else return;
       try { over.setPointerCapture(e.pointerId); } catch (err) { /* synthetic events */ }
@@ -1171,6 +1306,7 @@
         } else if (drag.mode === 'select') {
           const x = Math.min(Math.max(p.x, trackX0()), trackX1());
           drag.tb = snap(xt(x), p.y, e.altKey);
+          drag.yb = p.y;
           invalidate(false);
         }
         return;
@@ -1189,7 +1325,7 @@
       over.classList.remove('tt-grabbing');
       if (!d) return;
       if (d.mode === 'select' && d.moved) {
-        if (Math.abs(tx(d.tb) - tx(d.ta)) >= 1) setRange(d.ta, d.tb);
+        if (Math.abs(tx(d.tb) - tx(d.ta)) >= 1) setRange(d.ta, d.tb, false, rowsBetween(d.ya, d.yb));
         else invalidate(false);
         return;
       }
@@ -1283,7 +1419,7 @@
           else if (range) { const m = (range.t1 - range.t0) * 0.1; setView(range.t0 - m, range.t1 + m); }
           break;
         }
-        case 'm': if (selected >= 0) setRange(D.tsA[selected], D.tsA[selected] + D.durA[selected]); break;
+        case 'm': if (selected >= 0) setRange(D.tsA[selected], D.tsA[selected] + D.durA[selected], false, [D.rowA[selected]]); break;
         case 'Escape':
           if (drag) { drag = null; invalidate(false); }
           else if (range) setRange(null);
@@ -1341,8 +1477,11 @@
     const api = {
       zoomTo(a, b) { if (b < a) { const t = a; a = b; b = t; } setView(+a, +b); render(); return api; },
       getView() { return { t0, t1 }; },
-      getRange() { return range ? { t0: range.t0, t1: range.t1, dur: range.t1 - range.t0 } : null; },
-      setRange(a, b) { if (a === null || a === undefined) setRange(null); else setRange(+a, +b, true); return api; },
+      getRange() { return range ? { t0: range.t0, t1: range.t1, dur: range.t1 - range.t0, rows: range.rows.slice() } : null; },
+      /** Select [a, b] over the given row indices (default: every row); the table follows. */
+      setRange(a, b, rows) { if (a === null || a === undefined) setRange(null); else setRange(+a, +b, true, rows); return api; },
+      /** The selected range's table: {t0, t1, dur, slices, names: [{name, count, total, mean, max, share}], rows: [{row, name, rank, busy, idle, busyShare}]} (µs). */
+      getAggregate() { return agg; },
       highlight(evidence) { highlights = Array.isArray(evidence) ? evidence.slice() : evidence ? [evidence] : []; invalidate(false); return api; },
       clearHighlight() { highlights = []; invalidate(false); return api; },
       on(name, cb) {

@@ -212,3 +212,80 @@ def test_utilisation_track_makes_a_sparse_gpu_look_sparse(browser, server):
         shot(pg, "utilisation-sparse-vs-dense")
         assert not errors, errors
         ctx.close()
+
+
+def expected_aggregate(tl: dict, rows: list[int], a: float, b: float) -> tuple[dict, dict]:
+    by_name: dict[str, dict] = {}
+    busy: dict[int, float] = {}
+    for r in rows:
+        ivs = []
+        for s in slices_in_row(r, tl):
+            e = s["ts"] + s["dur"]
+            if e <= a or s["ts"] >= b:
+                continue
+            ca, cb = max(a, s["ts"]), min(b, e)
+            d = by_name.setdefault(s["name"], {"count": 0, "total": 0.0, "max": 0.0, "sum": 0.0})
+            d["count"] += 1
+            d["total"] += cb - ca
+            d["sum"] += s["dur"]
+            d["max"] = max(d["max"], s["dur"])
+            if s["depth"] == 0:
+                ivs.append((ca, cb))
+        tot, upto = 0.0, -1e18
+        for ca, cb in sorted(ivs):
+            if cb > upto:
+                tot += cb - max(ca, upto)
+                upto = cb
+        busy[r] = tot
+    return by_name, busy
+
+
+def test_drag_over_rows_gives_a_table_by_name_and_busy_idle_per_row(page):
+    api0, gpu0 = row_index(0, "cuda_api"), row_index(0, "gpu")
+    steps = [s for s in slices_in_row(row_index(0, "cpu")) if s["name"].startswith("ProfilerStep")]
+    a, b = steps[1]["ts"], steps[2]["ts"] + steps[2]["dur"]  # two whole steps
+    page.evaluate(f"viewer.zoomTo({a - 2000}, {b + 2000})")
+    ya = page.evaluate(f"viewer.rowClientY({api0})")
+    yb = page.evaluate(f"viewer.rowClientY({gpu0})")
+    xa = page.evaluate(f"viewer.timeToClientX({a})")
+    xb = page.evaluate(f"viewer.timeToClientX({b})")
+    page.keyboard.down("Alt")  # exact edges, no snapping
+    page.mouse.move(xa, ya)
+    page.mouse.down()
+    page.mouse.move((xa + xb) / 2, (ya + yb) / 2, steps=4)
+    page.mouse.move(xb, yb, steps=4)
+    page.mouse.up()
+    page.keyboard.up("Alt")
+    agg = page.evaluate("viewer.getAggregate()")
+    assert sorted(r["row"] for r in agg["rows"]) == [api0, gpu0]
+    a, b = agg["t0"], agg["t1"]
+    assert (b - a) == pytest.approx(steps[2]["ts"] + steps[2]["dur"] - steps[1]["ts"], rel=0.02)
+    want, busy = expected_aggregate(TL, [api0, gpu0], a, b)
+    got = {n["name"]: n for n in agg["names"]}
+    assert set(got) == set(want)
+    for name, w in want.items():
+        g = got[name]
+        assert g["count"] == w["count"], name
+        assert g["total"] == pytest.approx(w["total"], rel=1e-6), name
+        assert g["max"] == pytest.approx(w["max"]), name
+        assert g["mean"] == pytest.approx(w["sum"] / w["count"]), name
+        assert g["share"] == pytest.approx(w["total"] / (b - a), rel=1e-6), name
+    for r in agg["rows"]:
+        assert r["busy"] == pytest.approx(busy[r["row"]], rel=1e-6)
+        assert r["idle"] == pytest.approx((b - a) - busy[r["row"]], rel=1e-6)
+    # the table shows them in ms, largest total first
+    table = page.locator(".tt-agg")
+    assert table.is_visible()
+    top = agg["names"][0]
+    first_row = table.locator(".tt-agg-names tbody tr").first.inner_text()
+    assert top["name"] in first_row
+    assert f"{top['total'] / 1000:.3f}"[:4] in first_row
+    gpu_row = table.locator(".tt-agg-rows tbody tr", has_text="stream 7").inner_text()
+    idle_ms = (b - a - busy[gpu0]) / 1000
+    assert (f"{idle_ms:.3f}" if idle_ms < 10 else f"{idle_ms:.2f}") in gpu_row
+    table.scroll_into_view_if_needed()
+    shot(page, "selection-table", full_page=True)
+    # Esc clears the range and the table
+    page.keyboard.press("Escape")
+    assert page.evaluate("viewer.getAggregate()") is None
+    assert not table.is_visible()
