@@ -37,6 +37,7 @@
   const UTIL_H = 16; // the utilisation strip under each GPU / NCCL stream
   const ROW_PAD = 3;
   const SB_W = 10;
+  const PIN_W = 16; // the pin toggle at the right end of a row's label
   const TEXT_MIN_PX = 30;
   const DRAG_PX = 4;
   const SNAP_PX = 6;
@@ -55,7 +56,7 @@
     range: 'rgba(9,105,218,0.10)', rangeRows: 'rgba(9,105,218,0.16)', rangeEdge: '#0969da', hlFill: 'rgba(255,166,0,0.20)',
     hlEdge: '#b35900', sel: '#0d1117', flow: '#cf222e', hover: 'rgba(13,17,23,0.85)',
     util: '#3b6e8f', utilBg: '#e6ebf0',
-    thumb: 'rgba(31,35,40,0.30)', sbTrack: 'rgba(31,35,40,0.06)',
+    thumb: 'rgba(31,35,40,0.30)', sbTrack: 'rgba(31,35,40,0.06)', pinSep: '#8c959f', pin: '#0969da', match: '#ffd60a', matchEdge: '#1f2328',
   };
 
   // Category hues (H, S%, L%); text colour is chosen per shade for contrast.
@@ -272,13 +273,29 @@
     readout.append(viewOut, rangeOut);
     const catList = el('span', 'tt-cats');
     catList.setAttribute('aria-label', 'Colours by category');
-    toolbar.append(bIn, bOut, bFit, bFold, readout);
+    // find slices by name; jump to the longest kernel
+    const findBox = el('div', 'tt-find');
+    findBox.setAttribute('role', 'search');
+    const search = el('input', 'tt-search');
+    search.type = 'search';
+    search.placeholder = 'Find slices by name';
+    search.setAttribute('aria-label', 'Find slices by name (Enter: next match, Shift+Enter: previous)');
+    search.spellcheck = false;
+    search.autocomplete = 'off';
+    const matchOut = el('span', 'tt-match-count');
+    matchOut.setAttribute('aria-live', 'polite');
+    const bPrev = btn('‹', 'Previous match (Shift+Enter)', () => stepMatch(-1));
+    const bNext = btn('›', 'Next match (Enter)', () => stepMatch(1));
+    findBox.append(search, matchOut, bPrev, bNext);
+    const bLong = btn('Longest kernel', 'Select and zoom to the longest kernel — in the selected range and rows, if any (L)', () => longestKernel());
+    bLong.classList.add('tt-longest');
+    toolbar.append(bIn, bOut, bFit, bFold, findBox, bLong, readout);
 
     const legend = el('div', 'tt-legend');
     const keys = [
       ['W', 'S', 'zoom'], ['A', 'D', 'pan'], ['Wheel', 'zoom'], ['⇧Wheel', 'pan'], ['Drag', 'measure'],
       ['Space+drag', 'pan'], ['Click', 'details'], ['↑', '↓', 'rows'], ['Enter', 'fold'], ['←', '→', 'slices'],
-      ['F', 'fit'], ['M', 'mark'], ['Esc', 'clear'],
+      ['F', 'fit'], ['M', 'mark'], ['L', 'longest kernel'], ['P', 'pin row'], ['/', 'find'], ['Esc', 'clear'],
     ];
     const keyList = el('span', 'tt-keys');
     for (const k of keys) {
@@ -339,7 +356,7 @@
     let t0 = D.span[0], t1 = D.span[1];
     let scrollY = 0, contentH = 0;
     let items = [];
-    let hover = -1, selected = -1;
+    let hover = -1, selected = -1, hoverLabelRow = -1;
     let range = null; // {t0, t1, rows: [row index]}
     let agg = null; // the aggregate table of the range (computed once when the range is set)
     let drag = null;
@@ -350,6 +367,11 @@
     let pointerIn = false; // the pointer is over the timeline: the keys work without a click
     let dirtyBase = true, dirtyOver = true, raf = 0, destroyed = false;
     let corrIndex = null;
+    const pinned = new Set(); // row indices, in pinning order
+    let mName = null; // Uint8Array over names: 1 where the name matches the search
+    let matches = new Int32Array(0), matchPos = -1; // matching slices in time order; the current one
+    const mRects = []; let mN = 0; // match marks collected while drawing (x, y, w, h)*
+    let nPinned = 0, pinH = 0;
     const showUtil = opts.utilisation !== false;
     let utilBuf = new Float64Array(2048);
 
@@ -372,22 +394,39 @@
     const scale = () => trackW() / (t1 - t0);
     const tx = (t) => trackX0() + (t - t0) * scale();
     const xt = (x) => t0 + (x - trackX0()) / scale();
-    const maxScroll = () => Math.max(0, contentH - bodyH());
-    const itemTop = (it) => AXIS_H + it.y - scrollY;
-    const rowTop = (row) => AXIS_H + row.y - scrollY;
+    // Pinned rows (items [0, nPinned)) stay at the top, in a band pinH tall under the axis;
+    // the other items scroll under them. Item y is relative to its own band.
+    const scrollH = () => Math.max(1, bodyH() - pinH);
+    const maxScroll = () => Math.max(0, contentH - scrollH());
+    const itemTop = (it) => (it.fixed ? AXIS_H + it.y : AXIS_H + pinH + it.y - scrollY);
+    const rowTop = (row) => (row.pinned ? AXIS_H + row.y : AXIS_H + pinH + row.y - scrollY);
+    const rankTop = (R) => AXIS_H + pinH + R.y0 - scrollY;
 
     const hasUtil = (row) => showUtil && (row.kind === 'gpu' || row.kind === 'nccl');
+    const rowH = (row) => row.nLanes * LANE_H + 2 * ROW_PAD + (hasUtil(row) ? UTIL_H : 0);
     function relayout() {
       items = [];
       let y = 0;
+      for (const row of D.rows) row.pinned = pinned.has(row.index);
+      for (const ri of pinned) {
+        const row = D.rows[ri];
+        row.visible = true; row.y = y; row.h = rowH(row);
+        items.push({ type: 'row', row, R: row.R, y, h: row.h, fixed: true });
+        y += row.h;
+      }
+      nPinned = items.length;
+      // at most half the body for pinned rows
+      pinH = Math.min(y, Math.floor(bodyH() / 2));
+      y = 0;
       for (const R of D.ranks) {
         R.y0 = y;
         items.push({ type: 'rank', R, y, h: HEADER_H });
         y += HEADER_H;
         for (const row of R.rows) {
+          if (row.pinned) continue;
           row.visible = !R.collapsed;
           if (R.collapsed) continue;
-          row.y = y; row.h = row.nLanes * LANE_H + 2 * ROW_PAD + (hasUtil(row) ? UTIL_H : 0);
+          row.y = y; row.h = rowH(row);
           items.push({ type: 'row', row, R, y, h: row.h });
           y += row.h;
         }
@@ -399,8 +438,8 @@
       invalidate(true);
     }
     function itemAtContentY(cy) {
-      let lo = 0, hi = items.length - 1;
-      if (hi < 0 || cy < 0 || cy >= contentH) return null;
+      let lo = nPinned, hi = items.length - 1;
+      if (hi < lo || cy < 0 || cy >= contentH) return null;
       while (lo < hi) { const m = (lo + hi + 1) >>> 1; if (items[m].y <= cy) lo = m; else hi = m - 1; }
       return items[lo];
     }
@@ -490,6 +529,7 @@
       let covered = -1e9; // device-pixel column up to which this lane is painted (exclusive)
       let cur = -1e9; // device-pixel column whose weights are pending in colW
       let lastC = -1, lastM = -1, lastX = 0, lastEnd = -1e9; // the rect painted last (to extend)
+      let lastMark = -1e9; // device-pixel column of the last search mark in this lane
       const flush = () => {
         // paint column `cur` with its dominant category, extending the previous rect if it matches
         let bc = 0, bw = -1;
@@ -509,6 +549,10 @@
         let x0 = o + s * k, x1 = o + e * k;
         if (x0 < cl) x0 = cl;
         if (x1 > cr) x1 = cr;
+        if (mName !== null && mName[D.nameA[L.idx[j]]]) {
+          const mx = Math.floor(x0 * dpr);
+          if (mx !== lastMark) { lastMark = mx; mRects[mN++] = x0; mRects[mN++] = y; mRects[mN++] = x1 - x0; mRects[mN++] = h; }
+        }
         if (x1 - x0 < 1.5) {
           // narrow: split its time over the device-pixel columns it touches
           const d0 = x0 * dpr, d1 = Math.max(x1 * dpr, d0 + 1e-6);
@@ -611,37 +655,41 @@
       return { out, step, unit, div, dec };
     }
 
-    function drawBase() {
+    function drawBody(i0, i1, Y0, Y1, tk) {
+      // items [i0, i1) clipped to the band [Y0, Y1): backgrounds, grid, slices, utilisation, names, labels
       const ctx = bctx;
-      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      const X0 = trackX0(), W = trackW(), bh = Y1 - Y0;
+      if (bh <= 0) return;
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(0, Y0, cssW, bh);
+      ctx.clip();
       ctx.fillStyle = TH.bg;
-      ctx.fillRect(0, 0, cssW, height);
-      const X0 = trackX0(), X1 = trackX1(), W = trackW();
-      const bh = bodyH();
+      ctx.fillRect(0, Y0, cssW, bh);
       // row backgrounds
-      for (let i = 0; i < items.length; i++) {
+      for (let i = i0; i < i1; i++) {
         const it = items[i];
-        const y = AXIS_H + it.y - scrollY;
-        if (y + it.h < AXIS_H || y > height) continue;
+        const y = itemTop(it);
+        if (y + it.h < Y0 || y > Y1) continue;
         if (it.type === 'rank') { ctx.fillStyle = TH.header; ctx.fillRect(0, y, cssW, it.h); }
         else if (it.row.index % 2) { ctx.fillStyle = TH.rowAlt; ctx.fillRect(X0, y, W, it.h); }
       }
       // grid
-      const tk = ticks();
       ctx.fillStyle = TH.grid;
-      for (const t of tk.out) ctx.fillRect(Math.round(tx(t) * dpr) / dpr, AXIS_H, 1 / dpr, bh);
+      for (const t of tk.out) ctx.fillRect(Math.round(tx(t) * dpr) / dpr, Y0, 1 / dpr, bh);
       // slices
       for (let c = 0; c < bucketN.length; c++) bucketN[c] = 0;
       texts = [];
-      for (let i = 0; i < items.length; i++) {
+      mN = 0;
+      for (let i = i0; i < i1; i++) {
         const it = items[i];
-        const y = AXIS_H + it.y - scrollY;
-        if (y + it.h < AXIS_H || y > height) continue;
+        const y = itemTop(it);
+        if (y + it.h < Y0 || y > Y1) continue;
         if (it.type === 'row') {
           const row = it.row;
           for (let d = 0; d < row.nLanes; d++) {
             const ly = y + ROW_PAD + d * LANE_H;
-            if (ly + LANE_H < AXIS_H || ly > height) continue;
+            if (ly + LANE_H < Y0 || ly > Y1) continue;
             drawLane(row.lanes[d], ly, LANE_H - 2, true);
           }
         } else if (it.R.collapsed) {
@@ -655,7 +703,7 @@
       }
       ctx.save();
       ctx.beginPath();
-      ctx.rect(X0, AXIS_H, W, bh);
+      ctx.rect(X0, Y0, W, bh);
       ctx.clip();
       let rects = 0;
       for (let c = 0; c < bucketN.length; c++) {
@@ -668,15 +716,30 @@
       }
       stats.lastRects = rects;
       if (showUtil) {
-        for (let i = 0; i < items.length; i++) {
+        for (let i = i0; i < i1; i++) {
           const it = items[i];
           if (it.type !== 'row' || !hasUtil(it.row)) continue;
-          const y = AXIS_H + it.y - scrollY + ROW_PAD + it.row.nLanes * LANE_H;
-          if (y + UTIL_H < AXIS_H || y > height) continue;
+          const y = itemTop(it) + ROW_PAD + it.row.nLanes * LANE_H;
+          if (y + UTIL_H < Y0 || y > Y1) continue;
           drawUtil(ctx, it.row, y);
         }
       }
       // names on slices wide enough
+      if (mN) {
+        // search matches: a bright bar along the top and bottom, with a dark edge
+        ctx.fillStyle = TH.match;
+        for (let q = 0; q < mN; q += 4) {
+          const w = Math.max(2, mRects[q + 2]);
+          ctx.fillRect(mRects[q], mRects[q + 1] - 1, w, 4);
+          ctx.fillRect(mRects[q], mRects[q + 1] + mRects[q + 3] - 3, w, 4);
+        }
+        ctx.fillStyle = TH.matchEdge;
+        for (let q = 0; q < mN; q += 4) {
+          const w = Math.max(2, mRects[q + 2]);
+          ctx.fillRect(mRects[q], mRects[q + 1] + 3, 1, mRects[q + 3] - 6);
+          if (w >= 4) ctx.fillRect(mRects[q] + w - 1, mRects[q + 1] + 3, 1, mRects[q + 3] - 6);
+        }
+      }
       stats.lastTexts = texts.length / 5;
       if (texts.length) {
         ctx.font = FONT;
@@ -695,16 +758,16 @@
       ctx.restore();
       // label column
       ctx.fillStyle = TH.label;
-      ctx.fillRect(0, AXIS_H, X0, bh);
+      ctx.fillRect(0, Y0, X0, bh);
       ctx.save();
       ctx.beginPath();
-      ctx.rect(0, AXIS_H, cssW, bh);
+      ctx.rect(0, Y0, cssW, bh);
       ctx.clip();
       ctx.textBaseline = 'middle';
-      for (let i = 0; i < items.length; i++) {
+      for (let i = i0; i < i1; i++) {
         const it = items[i];
-        const y = AXIS_H + it.y - scrollY;
-        if (y + it.h < AXIS_H || y > height) continue;
+        const y = itemTop(it);
+        if (y + it.h < Y0 || y > Y1) continue;
         if (it.type === 'rank') {
           ctx.fillStyle = TH.header;
           ctx.fillRect(0, y, X0, it.h);
@@ -728,7 +791,10 @@
           ctx.fillRect(0, y + it.h - 1, cssW, 1 / dpr);
           ctx.fillStyle = TH.labelText;
           ctx.font = FONT_B;
-          ctx.fillText(clip(ctx, it.row.name, X0 - 28), 20, y + Math.min(it.h / 2, LANE_H / 2 + ROW_PAD));
+          const ny = y + Math.min(it.h / 2, LANE_H / 2 + ROW_PAD);
+          const rowName = it.row.pinned && D.ranks.length > 1 ? it.row.R.label + ' · ' + it.row.name : it.row.name;
+          ctx.fillText(clip(ctx, rowName, X0 - 20 - PIN_W), 20, ny);
+          drawPin(ctx, X0 - PIN_W + 2, ny, it.row.pinned, hoverLabelRow === it.row.index);
           if (hasUtil(it.row) && it.row.utilView !== undefined) {
             ctx.font = FONT;
             ctx.fillStyle = TH.muted;
@@ -742,14 +808,31 @@
         }
       }
       ctx.restore();
+      ctx.restore();
+    }
+    function drawBase() {
+      const ctx = bctx;
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+      ctx.fillStyle = TH.bg;
+      ctx.fillRect(0, 0, cssW, height);
+      const X0 = trackX0(), X1 = trackX1(), W = trackW();
+      const tk = ticks();
+      drawBody(nPinned, items.length, AXIS_H + pinH, height, tk);
+      if (pinH) {
+        drawBody(0, nPinned, AXIS_H, AXIS_H + pinH, tk);
+        ctx.fillStyle = TH.pinSep;
+        ctx.fillRect(0, AXIS_H + pinH - 2, cssW, 2);
+      }
+      const bh = bodyH();
       ctx.fillStyle = TH.sep;
       ctx.fillRect(X0 - 1, AXIS_H, 1, bh);
-      // scrollbar
-      if (contentH > bh) {
+      // scrollbar (of the scrolled region, under the pinned rows)
+      const sh = scrollH(), sy0 = AXIS_H + pinH;
+      if (contentH > sh) {
         ctx.fillStyle = TH.sbTrack;
-        ctx.fillRect(X1, AXIS_H, SB_W, bh);
-        const th = Math.max(24, (bh * bh) / contentH);
-        const ty = AXIS_H + (scrollY / maxScroll()) * (bh - th);
+        ctx.fillRect(X1, sy0, SB_W, sh);
+        const th = Math.max(24, (sh * sh) / contentH);
+        const ty = sy0 + (scrollY / maxScroll()) * (sh - th);
         ctx.fillStyle = TH.thumb;
         ctx.fillRect(X1 + 2, ty, SB_W - 4, th);
       }
@@ -779,6 +862,17 @@
         const label = (t / tk.div).toFixed(tk.dec) + ' ' + tk.unit;
         if (x + 4 + ctx.measureText(label).width <= X1) ctx.fillText(label, x + 4, 14);
       }
+      ctx.restore();
+    }
+    function drawPin(ctx, x, cy, on, hot) {
+      // a pushpin: filled when pinned, an outline when the pointer is on the row's label
+      if (!on && !hot) return;
+      ctx.save();
+      ctx.strokeStyle = ctx.fillStyle = on ? TH.pin : TH.muted;
+      ctx.lineWidth = 1.5;
+      ctx.beginPath(); ctx.arc(x + 6, cy - 2, 3.5, 0, Math.PI * 2);
+      if (on) ctx.fill(); else ctx.stroke();
+      ctx.beginPath(); ctx.moveTo(x + 6, cy + 1.5); ctx.lineTo(x + 6, cy + 6); ctx.stroke();
       ctx.restore();
     }
     function clip(ctx, s, w) {
@@ -813,10 +907,10 @@
       if (!row) return null;
       const x0 = tx(D.tsA[i]), x1 = tx(D.tsA[i] + D.durA[i]);
       if (!row.visible) {
-        const y = AXIS_H + row.R.y0 - scrollY;
+        const y = rankTop(row.R);
         return { x0, x1, y, h: HEADER_H, hidden: true };
       }
-      const y = AXIS_H + row.y - scrollY + ROW_PAD + D.depA[i] * LANE_H;
+      const y = rowTop(row) + ROW_PAD + D.depA[i] * LANE_H;
       return { x0, x1, y, h: LANE_H - 2, hidden: false };
     }
     function buildCorr() {
@@ -882,10 +976,10 @@
         if (wantRank !== null && R.rank !== wantRank && String(R.rank) !== String(wantRank)) continue;
         if (kind === '*' || R.collapsed) {
           if (kind !== '*' && !R.rows.some((r) => r.kind === kind || r.name === kind)) continue;
-          out.push({ y: AXIS_H + R.y0 - scrollY, h: R.y1 - R.y0 });
+          out.push({ y: rankTop(R), h: R.y1 - R.y0 });
           continue;
         }
-        for (const row of R.rows) if (row.kind === kind || row.name === kind) out.push({ y: AXIS_H + row.y - scrollY, h: row.h });
+        for (const row of R.rows) if (row.visible && (row.kind === kind || row.name === kind)) out.push({ y: rowTop(row), h: row.h });
       }
       return out;
     }
@@ -938,7 +1032,7 @@
             const row = D.rows[ri];
             if (!row) continue;
             if (row.visible) ctx.fillRect(x0, rowTop(row), x1 - x0, row.h);
-            else ctx.fillRect(x0, itemTop({ type: 'rank', R: row.R, y: row.R.y0 }), x1 - x0, HEADER_H);
+            else ctx.fillRect(x0, rankTop(row.R), x1 - x0, HEADER_H);
           }
         }
         ctx.fillStyle = TH.rangeEdge;
@@ -963,7 +1057,7 @@
       // keyboard cursor
       if (hasFocus && items[cursor]) {
         const it = items[cursor];
-        const y = AXIS_H + it.y - scrollY;
+        const y = itemTop(it);
         if (y + it.h > AXIS_H && y < height) {
           ctx.save();
           ctx.beginPath(); ctx.rect(0, AXIS_H, cssW, bodyH()); ctx.clip();
@@ -997,9 +1091,12 @@
     // ---- hit testing
     function laneAt(y) {
       if (y < AXIS_H) return null;
-      const it = itemAtContentY(y - AXIS_H + scrollY);
+      let it = null;
+      if (y < AXIS_H + pinH) {
+        for (let q = 0; q < nPinned; q++) if (y >= AXIS_H + items[q].y && y < AXIS_H + items[q].y + items[q].h) it = items[q];
+      } else it = itemAtContentY(y - AXIS_H - pinH + scrollY);
       if (!it || it.type !== 'row') return it ? { it } : null;
-      const d = Math.floor((y - AXIS_H + scrollY - it.y - ROW_PAD) / LANE_H);
+      const d = Math.floor((y - itemTop(it) - ROW_PAD) / LANE_H);
       return { it, d: Math.min(Math.max(d, 0), it.row.nLanes - 1), inLane: d >= 0 && d < it.row.nLanes };
     }
     function hitTest(x, y) {
@@ -1216,7 +1313,7 @@
       if (!row) return;
       if (row.R.collapsed) { row.R.collapsed = false; relayout(); }
       const y = row.y + ROW_PAD + D.depA[i] * LANE_H;
-      if (y < scrollY || y + LANE_H > scrollY + bodyH()) scrollTo(y - bodyH() / 3);
+      if (!row.pinned && (y < scrollY || y + LANE_H > scrollY + scrollH())) scrollTo(y - scrollH() / 3);
       const a = D.tsA[i], b = a + D.durA[i];
       const span = t1 - t0;
       if (b - a > span * 0.9) setView(a - (b - a) * 0.1, b + (b - a) * 0.1);
@@ -1268,9 +1365,9 @@
       over.focus({ preventScroll: true });
       const p = pos(e);
       mouse = p;
-      if (p.x >= trackX1() && contentH > bodyH()) { // scrollbar
-        const bh = bodyH(), th = Math.max(24, (bh * bh) / contentH);
-        const ty = AXIS_H + (scrollY / (maxScroll() || 1)) * (bh - th);
+      if (p.x >= trackX1() && contentH > scrollH() && p.y >= AXIS_H + pinH) { // scrollbar
+        const bh = scrollH(), th = Math.max(24, (bh * bh) / contentH);
+        const ty = AXIS_H + pinH + (scrollY / (maxScroll() || 1)) * (bh - th);
         if (p.y < ty || p.y > ty + th) scrollTo(scrollY + (p.y < ty ? -1 : 1) * bh * 0.9);
         drag = { mode: 'scrollbar', y: p.y, s: scrollY, k: maxScroll() / Math.max(1, bh - th) };
       } else if (e.button === 1 || (e.button === 0 && spaceHeld)) {
@@ -1312,7 +1409,11 @@
         return;
       }
       const h = hitTest(p.x, p.y);
-      over.classList.toggle('tt-pointer', h >= 0 || (p.x < trackX0() && isRankHeader(p.y)));
+      const lh = p.x < trackX0() ? laneAt(p.y) : null;
+      const labelRow = lh && lh.it.type === 'row' ? lh.it.row.index : -1;
+      if (labelRow !== hoverLabelRow) { hoverLabelRow = labelRow; invalidate(true); }
+      over.classList.toggle('tt-pointer', h >= 0 || (p.x < trackX0() && (isRankHeader(p.y) || (labelRow >= 0 && p.x >= trackX0() - PIN_W - 2))));
+      over.title = labelRow >= 0 && p.x >= trackX0() - PIN_W - 2 ? (D.rows[labelRow].pinned ? 'Unpin this row (P)' : 'Pin this row to the top (P)') : '';
       if (h !== hover) { hover = h; invalidate(false); }
       else if (p.x >= trackX0()) invalidate(false); // hover time line
       showTip(h, p.x, p.y);
@@ -1338,6 +1439,7 @@
         return;
       }
       if (d.mode === 'label') {
+        if (h && h.it.type === 'row' && p.x >= trackX0() - PIN_W - 2) { togglePin(h.it.row); return; }
         if (h && h.it.type === 'row') { cursor = items.indexOf(h.it); invalidate(false); }
         return;
       }
@@ -1345,7 +1447,7 @@
       if (h && h.it.type === 'row') cursor = items.indexOf(h.it);
       select(i);
     }
-    function onLeave() { pointerIn = false; mouse = null; if (!drag) { hover = -1; tip.hidden = true; invalidate(false); } }
+    function onLeave() { pointerIn = false; mouse = null; if (hoverLabelRow >= 0) { hoverLabelRow = -1; invalidate(true); } if (!drag) { hover = -1; tip.hidden = true; invalidate(false); } }
     function onWheel(e) {
       e.preventDefault();
       const p = pos(e);
@@ -1362,6 +1464,74 @@
       zoomBy(Math.min(4, Math.max(0.25, f)), xt(p.x));
       tip.hidden = true;
     }
+    function setQuery(q) {
+      q = String(q || '').trim().toLowerCase();
+      matchPos = -1;
+      if (!q) { mName = null; matches = new Int32Array(0); matchOut.textContent = ''; invalidate(true); return; }
+      const m = new Uint8Array(D.names.length);
+      let any = false;
+      for (let k = 0; k < D.names.length; k++) if (String(D.names[k]).toLowerCase().includes(q)) { m[k] = 1; any = true; }
+      mName = m;
+      let cnt = 0;
+      if (any) for (let i = 0; i < D.n; i++) if (m[D.nameA[i]] && D.rows[D.rowA[i]]) cnt++;
+      const out = new Int32Array(cnt);
+      let w = 0;
+      if (any) for (let i = 0; i < D.n; i++) if (m[D.nameA[i]] && D.rows[D.rowA[i]]) out[w++] = i;
+      const ts = D.tsA;
+      matches = Int32Array.from(Array.prototype.slice.call(out).sort((a, b) => ts[a] - ts[b] || a - b));
+      matchOut.textContent = cnt ? cnt.toLocaleString('en-US') + ' matches' : 'no match';
+      invalidate(true);
+    }
+    function stepMatch(dir) {
+      const n = matches.length;
+      if (!n) return;
+      if (matchPos < 0) {
+        // the first match from the start of the view (or the last before its end)
+        const ts = D.tsA;
+        let lo = 0, hi = n;
+        const at = dir > 0 ? t0 : t1;
+        while (lo < hi) { const mid = (lo + hi) >>> 1; if (ts[matches[mid]] < at) lo = mid + 1; else hi = mid; }
+        matchPos = dir > 0 ? (lo < n ? lo : 0) : (lo > 0 ? lo - 1 : n - 1);
+      } else matchPos = (matchPos + dir + n) % n;
+      const i = matches[matchPos];
+      goTo(i);
+      matchOut.textContent = (matchPos + 1).toLocaleString('en-US') + ' / ' + n.toLocaleString('en-US');
+    }
+    function goTo(i) {
+      // select slice i, bring it into view, and zoom in when it would be under a few pixels wide
+      reveal(i);
+      const a = D.tsA[i], d = Math.max(D.durA[i], MIN_SPAN);
+      if (d * scale() < 3) { const span = Math.max(d * 20, MIN_SPAN * 20); setView(a + d / 2 - span / 2, a + d / 2 + span / 2); }
+      select(i);
+    }
+    function longestKernel() {
+      const kc = D.cats.indexOf('kernel');
+      const inRows = range ? new Uint8Array(D.rows.length) : null;
+      if (range) for (const r of range.rows) inRows[r] = 1;
+      let best = -1, bd = -1;
+      for (let i = 0; i < D.n; i++) {
+        const row = D.rows[D.rowA[i]];
+        if (!row) continue;
+        if (kc >= 0 ? D.catA[i] !== kc : row.kind !== 'gpu') continue;
+        if (range && (!inRows[row.index] || D.tsA[i] >= range.t1 || D.tsA[i] + D.durA[i] <= range.t0)) continue;
+        if (D.durA[i] > bd) { bd = D.durA[i]; best = i; }
+      }
+      if (best < 0) { live.textContent = 'No kernel' + (range ? ' in the selection' : ''); return -1; }
+      reveal(best);
+      const a = D.tsA[best], m = Math.max(bd, MIN_SPAN) * 0.6;
+      setView(a - m, a + bd + m);
+      select(best);
+      live.textContent = 'Longest kernel' + (range ? ' in the selection' : '') + ': ' + D.names[D.nameA[best]] + ', ' + fmtDur(bd);
+      return best;
+    }
+    function togglePin(row, on) {
+      const want = on === undefined ? !pinned.has(row.index) : !!on;
+      if (want) pinned.add(row.index); else pinned.delete(row.index);
+      relayout();
+      const ci = items.findIndex((it) => it.type === 'row' && it.row === row);
+      if (ci >= 0) cursor = ci;
+      live.textContent = (want ? 'Pinned ' : 'Unpinned ') + row.name + ' (rank ' + row.rank + ')';
+    }
     function toggleRank(R, collapsed) {
       R.collapsed = collapsed === undefined ? !R.collapsed : !!collapsed;
       if (selected >= 0 && !D.rows[D.rowA[selected]].visible) { /* keep selection, drawn on the header */ }
@@ -1371,8 +1541,9 @@
     function ensureCursorVisible() {
       const it = items[cursor];
       if (!it) return;
+      if (it.fixed) { invalidate(false); return; }
       if (it.y < scrollY) scrollTo(it.y);
-      else if (it.y + it.h > scrollY + bodyH()) scrollTo(it.y + it.h - bodyH());
+      else if (it.y + it.h > scrollY + scrollH()) scrollTo(it.y + it.h - scrollH());
     }
     function stepSlice(dir) {
       const it = items[cursor];
@@ -1405,8 +1576,8 @@
         case 'ArrowDown': cursor = Math.min(items.length - 1, cursor + 1); ensureCursorVisible(); invalidate(false); break;
         case 'ArrowLeft': if (items[cursor] && items[cursor].type === 'row') stepSlice(-1); else panBy(-(t1 - t0) * PAN_STEP); break;
         case 'ArrowRight': if (items[cursor] && items[cursor].type === 'row') stepSlice(1); else panBy((t1 - t0) * PAN_STEP); break;
-        case 'PageUp': scrollTo(scrollY - bodyH() * 0.9); break;
-        case 'PageDown': scrollTo(scrollY + bodyH() * 0.9); break;
+        case 'PageUp': scrollTo(scrollY - scrollH() * 0.9); break;
+        case 'PageDown': scrollTo(scrollY + scrollH() * 0.9); break;
         case 'Enter': {
           const it = items[cursor];
           if (it && it.type === 'rank') toggleRank(it.R);
@@ -1417,6 +1588,15 @@
         case 'f': {
           if (selected >= 0) { const a = D.tsA[selected], b = a + D.durA[selected], m = Math.max(b - a, MIN_SPAN) * 0.15; setView(a - m, b + m); }
           else if (range) { const m = (range.t1 - range.t0) * 0.1; setView(range.t0 - m, range.t1 + m); }
+          break;
+        }
+        case 'l': longestKernel(); break;
+        case '/': search.focus(); search.select(); break;
+        case 'p': {
+          // pin the row under the pointer, else the keyboard cursor's row
+          const lh = mouse ? laneAt(mouse.y) : null;
+          const it = lh && lh.it.type === 'row' ? lh.it : items[cursor];
+          if (it && it.type === 'row') togglePin(it.row);
           break;
         }
         case 'm': if (selected >= 0) setRange(D.tsA[selected], D.tsA[selected] + D.durA[selected], false, [D.rowA[selected]]); break;
@@ -1448,6 +1628,18 @@
     function onFocus() { hasFocus = true; invalidate(false); }
     function onBlur() { hasFocus = false; spaceHeld = false; over.classList.remove('tt-grab'); invalidate(false); }
 
+    let searchTimer = 0;
+    search.addEventListener('input', () => { clearTimeout(searchTimer); searchTimer = setTimeout(() => setQuery(search.value), 120); });
+    search.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') {
+        e.preventDefault();
+        clearTimeout(searchTimer);
+        if (mName === null || search.value.trim().toLowerCase() !== lastQuery) setQuery(search.value);
+        lastQuery = search.value.trim().toLowerCase();
+        stepMatch(e.shiftKey ? -1 : 1);
+      } else if (e.key === 'Escape') { e.preventDefault(); search.value = ''; lastQuery = ''; setQuery(''); }
+    });
+    let lastQuery = '';
     over.addEventListener('pointerdown', onPointerDown);
     over.addEventListener('pointermove', onPointerMove);
     over.addEventListener('pointerup', onPointerUp);
@@ -1482,6 +1674,12 @@
       setRange(a, b, rows) { if (a === null || a === undefined) setRange(null); else setRange(+a, +b, true, rows); return api; },
       /** The selected range's table: {t0, t1, dur, slices, names: [{name, count, total, mean, max, share}], rows: [{row, name, rank, busy, idle, busyShare}]} (µs). */
       getAggregate() { return agg; },
+      /** Find slices whose name contains q (case-insensitive); returns the number of matches. */
+      find(q) { search.value = q || ''; lastQuery = search.value.trim().toLowerCase(); setQuery(q); return matches.length; },
+      /** Step to the next (dir 1) or previous (-1) match; returns the selected slice's index. */
+      findNext(dir) { stepMatch(dir === undefined ? 1 : dir); return selected; },
+      /** Select and zoom to the longest kernel (in the selected range and rows, if any). */
+      longestKernel() { const i = longestKernel(); render(); return i; },
       highlight(evidence) { highlights = Array.isArray(evidence) ? evidence.slice() : evidence ? [evidence] : []; invalidate(false); return api; },
       clearHighlight() { highlights = []; invalidate(false); return api; },
       on(name, cb) {
@@ -1505,9 +1703,14 @@
       },
       /** Viewport x of time t and y of a row (by index), for tests and tours. */
       timeToClientX(t) { return over.getBoundingClientRect().left + tx(t); },
-      rowClientY(rowIndex) { const row = D.rows[rowIndex]; if (!row || !row.visible) return null; return over.getBoundingClientRect().top + AXIS_H + row.y - scrollY + row.h / 2; },
-      rankClientY(rank) { const R = D.rankBy.get(rank); return R ? over.getBoundingClientRect().top + AXIS_H + R.y0 - scrollY + HEADER_H / 2 : null; },
-      scrollToRow(rowIndex) { const row = D.rows[rowIndex]; if (row) { if (row.R.collapsed) toggleRank(row.R, false); scrollTo(row.y - 4); render(); } return api; },
+      rowClientY(rowIndex) { const row = D.rows[rowIndex]; if (!row || !row.visible) return null; return over.getBoundingClientRect().top + rowTop(row) + row.h / 2; },
+      rankClientY(rank) { const R = D.rankBy.get(rank); return R ? over.getBoundingClientRect().top + rankTop(R) + HEADER_H / 2 : null; },
+      scrollToRow(rowIndex) { const row = D.rows[rowIndex]; if (row) { if (row.R.collapsed) toggleRank(row.R, false); if (!row.pinned) scrollTo(row.y - 4); render(); } return api; },
+      /** Pin (or unpin, or toggle when `on` is omitted) a row: pinned rows stay at the top. */
+      pinRow(rowIndex, on) { const row = D.rows[rowIndex]; if (row) togglePin(row, on); return api; },
+      pinnedRows() { return [...pinned]; },
+      /** Scroll the unpinned rows by dy CSS px. */
+      scrollBy(dy) { scrollTo(scrollY + dy); render(); return api; },
       partnerOf: (i) => partner(i),
       /** Busy fraction of a row over the current view, per CSS-pixel column, and its mean. */
       utilisation(rowIndex) {

@@ -289,3 +289,105 @@ def test_drag_over_rows_gives_a_table_by_name_and_busy_idle_per_row(page):
     page.keyboard.press("Escape")
     assert page.evaluate("viewer.getAggregate()") is None
     assert not table.is_visible()
+
+
+YELLOW_JS = """() => { const c = document.querySelector('.tt-base');
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; let n = 0;
+  for (let i = 0; i < d.length; i += 4)
+    if (d[i] > 240 && d[i+1] > 195 && d[i+1] < 230 && d[i+2] < 60) n++;
+  return n; }"""
+
+
+def test_find_by_name_highlights_counts_and_steps_through_matches(page):
+    want = sorted(
+        (s["ts"], i)
+        for i, s in enumerate(slice_at(TL, i) for i in range(len(TL["slices"]["ts"])))
+        if "layer_norm" in s["name"].lower()
+    )
+    assert page.evaluate(YELLOW_JS) == 0
+    box = page.locator(".tt-search")
+    box.fill("LAYER_norm")  # case-insensitive
+    page.wait_for_function(
+        f"document.querySelector('.tt-match-count').textContent.includes('{len(want):,}')"
+    )
+    next_frame(page)
+    assert page.evaluate(YELLOW_JS) > 200  # the matches are marked
+    shot(page, "find-matches")
+    box.press("Enter")
+    first = page.evaluate("viewer.getSelection()")
+    assert "layer_norm" in first["name"]
+    assert page.locator(".tt-match-count").inner_text() == f"1 / {len(want):,}"
+    assert first["index"] == want[0][1]
+    box.press("Enter")
+    second = page.evaluate("viewer.getSelection()")
+    assert second["index"] == want[1][1] and second["start"] >= first["start"]
+    v = page.evaluate("viewer.getView()")
+    assert v["t0"] <= second["start"] and second["end"] <= v["t1"]  # brought into view
+    box.press("Shift+Enter")
+    assert page.evaluate("viewer.getSelection()")["index"] == want[0][1]
+    assert page.locator(".tt-match-count").inner_text() == f"1 / {len(want):,}"
+    box.press("Escape")
+    next_frame(page)
+    assert page.evaluate(YELLOW_JS) == 0
+
+
+def test_longest_kernel_whole_trace_and_in_a_selection(page):
+    kernels = [
+        slice_at(TL, i) for i, c in enumerate(TL["slices"]["cat"]) if TL["cats"][c] == "kernel"
+    ]
+    top = max(kernels, key=lambda k: k["dur"])
+    page.get_by_role("button", name="Longest kernel").first.click()
+    sel = page.evaluate("viewer.getSelection()")
+    assert sel["index"] == top["index"] and sel["dur"] == pytest.approx(top["dur"])
+    v = page.evaluate("viewer.getView()")
+    assert v["t0"] <= top["ts"] and top["ts"] + top["dur"] <= v["t1"]
+    assert (v["t1"] - v["t0"]) < 5 * top["dur"]
+    # within a range over rank 2's compute stream, the L key picks that range's longest
+    gpu2 = row_index(2, "gpu")
+    span = TL["span"][1]
+    a, b = span * 0.3, span * 0.4
+    inside = [
+        k
+        for k in slices_in_row(gpu2)
+        if k["cat"] == "kernel" and k["ts"] < b and k["ts"] + k["dur"] > a
+    ]
+    page.evaluate(f"viewer.setRange({a}, {b}, [{gpu2}])")
+    box = page.evaluate("viewer.canvas.getBoundingClientRect().toJSON()")
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 100)
+    page.keyboard.press("l")
+    sel = page.evaluate("viewer.getSelection()")
+    assert sel["index"] == max(inside, key=lambda k: k["dur"])["index"]
+
+
+def test_pinned_rows_stay_at_the_top(page):
+    gpu3 = row_index(3, "gpu")
+    cpu0 = row_index(0, "cpu")
+    top = page.evaluate("viewer.canvas.getBoundingClientRect().top")
+    assert (
+        page.evaluate(f"viewer.rowClientY({gpu3})") is None
+        or page.evaluate(f"viewer.rowClientY({gpu3})") > top + 500
+    )
+    page.evaluate(f"viewer.pinRow({gpu3}, true)")
+    y_pin = page.evaluate(f"viewer.rowClientY({gpu3})")
+    assert top + 30 < y_pin < top + 30 + 60  # right under the time axis
+    y_cpu = page.evaluate(f"viewer.rowClientY({cpu0})")
+    assert y_cpu > y_pin
+    page.evaluate("viewer.scrollBy(300)")
+    assert page.evaluate(f"viewer.rowClientY({gpu3})") == pytest.approx(y_pin)
+    assert page.evaluate(f"viewer.rowClientY({cpu0})") == pytest.approx(y_cpu - 300)
+    next_frame(page)
+    shot(page, "pinned-row")
+    # its slices are hit where they are drawn
+    k = next(k for k in slices_in_row(gpu3) if k["dur"] > 100)
+    page.evaluate(f"viewer.zoomTo({k['ts'] - k['dur']}, {k['ts'] + 2 * k['dur']})")
+    kb = page.evaluate(f"viewer.sliceBox({k['index']})")
+    page.mouse.click(kb["x"] + kb["w"] / 2, kb["y"] + kb["h"] / 2)
+    assert page.evaluate("viewer.getSelection()")["index"] == k["index"]
+    # the pin at the right end of the label unpins it; P over a row pins that row
+    x_label_end = page.evaluate("viewer.timeToClientX(viewer.getView().t0)")
+    page.mouse.click(x_label_end - 8, y_pin)
+    assert page.evaluate("viewer.pinnedRows()") == []
+    page.evaluate("viewer.scrollBy(-10000)")
+    page.mouse.move(x_label_end + 200, page.evaluate(f"viewer.rowClientY({cpu0})"))
+    page.keyboard.press("p")
+    assert page.evaluate("viewer.pinnedRows()") == [cpu0]
