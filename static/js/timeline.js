@@ -304,8 +304,9 @@
       item.append(document.createTextNode(' ' + k[k.length - 1]));
       keyList.append(item);
     }
-    const hoverHint = el('span', 'tt-key tt-hover-hint', 'Keys work while the pointer is over the timeline — no click needed');
+    const hoverHint = el('span', 'tt-hover-hint', 'Keys work while the pointer is over the timeline — no click needed');
     keyList.prepend(hoverHint);
+    keyList.append(el('span', 'tt-touch-hint', 'Touch: drag to pan, pinch to zoom, tap a slice for details'));
     keyList.title = 'Wheel over the row labels (or the scrollbar, PageUp/PageDown) scrolls the rows; hold Alt while dragging to not snap to slice edges';
     const usedCats = new Set();
     for (let i = 0; i < D.n; i++) usedCats.add(D.catA[i]);
@@ -381,6 +382,7 @@
     for (const row of D.rows) labelW = Math.max(labelW, bctx.measureText(row.name).width + 34);
     for (const R of D.ranks) labelW = Math.max(labelW, bctx.measureText(R.label).width + 90);
     labelW = Math.min(260, Math.ceil(labelW));
+    const labelFullW = labelW;
 
     const nameW = new Float32Array(D.names.length).fill(-1);
     const truncCache = new Map();
@@ -446,7 +448,9 @@
 
     function resize() {
       dpr = Math.max(1, global.devicePixelRatio || 1);
-      cssW = Math.max(320, Math.floor(stage.clientWidth || container.clientWidth || 960));
+      cssW = Math.max(200, Math.floor(stage.clientWidth || container.clientWidth || 960));
+      // a narrow label column on narrow screens (a phone): about a quarter of the width
+      labelW = cssW < 700 ? Math.min(labelFullW, Math.max(84, Math.round(cssW * 0.26))) : labelFullW;
       for (const c of [base, over]) {
         c.width = Math.round(cssW * dpr); c.height = Math.round(height * dpr);
         c.style.width = cssW + 'px'; c.style.height = height + 'px';
@@ -781,11 +785,14 @@
           else { ctx.moveTo(cx - 5, cy - 3); ctx.lineTo(cx + 5, cy - 3); ctx.lineTo(cx, cy + 3); }
           ctx.fill();
           ctx.font = FONT_H;
-          ctx.fillText(it.R.label, 24, cy);
+          const rl = clip(ctx, it.R.label, X0 - 30);
+          ctx.fillText(rl, 24, cy);
+          const lw = ctx.measureText(rl).width;
           ctx.font = FONT;
           ctx.fillStyle = TH.muted;
           const note = it.R.collapsed ? it.R.rows.length + ' rows hidden' : it.R.rows.length + ' rows';
-          ctx.fillText(note, X0 - 8 - ctx.measureText(note).width, cy);
+          const nw = ctx.measureText(note).width;
+          if (24 + lw + 10 + nw <= X0 - 8) ctx.fillText(note, X0 - 8 - nw, cy);
         } else {
           ctx.fillStyle = TH.sep;
           ctx.fillRect(0, y + it.h - 1, cssW, 1 / dpr);
@@ -844,7 +851,7 @@
       ctx.font = FONT;
       ctx.textBaseline = 'alphabetic';
       ctx.fillStyle = TH.muted;
-      ctx.fillText('time since trace start', 8, 19);
+      ctx.fillText(clip(ctx, X0 >= 150 ? 'time since trace start' : 'time', X0 - 12), 8, 19);
       ctx.save();
       ctx.beginPath();
       ctx.rect(X0, 0, W, AXIS_H);
@@ -1361,7 +1368,65 @@
 
     // ---- input
     function pos(e) { const r = over.getBoundingClientRect(); return { x: e.clientX - r.left, y: e.clientY - r.top }; }
+    // ---- touch: one finger drags (pans time, scrolls rows), two fingers pinch-zoom, a tap selects
+    const touches = new Map(); // pointerId -> {x, y}
+    function touchStart(e) {
+      const p = pos(e);
+      touches.set(e.pointerId, p);
+      try { over.setPointerCapture(e.pointerId); } catch (err) { /* synthetic events */ }
+      tip.hidden = true;
+      if (touches.size === 1) drag = { mode: 'touch', x: p.x, y: p.y, v0: t0, v1: t1, s: scrollY, moved: false };
+      else if (touches.size === 2) {
+        const [a, b] = [...touches.values()];
+        const mx = (a.x + b.x) / 2;
+        drag = { mode: 'pinch', d0: Math.max(8, Math.hypot(a.x - b.x, a.y - b.y)), tm: xt(mx), v0: t0, v1: t1, moved: true };
+      }
+      e.preventDefault();
+    }
+    function touchMove(e) {
+      if (!touches.has(e.pointerId)) return;
+      const p = pos(e);
+      touches.set(e.pointerId, p);
+      if (!drag) return;
+      if (drag.mode === 'pinch' && touches.size >= 2) {
+        const [a, b] = [...touches.values()];
+        const d = Math.max(8, Math.hypot(a.x - b.x, a.y - b.y));
+        const span = ((drag.v1 - drag.v0) * drag.d0) / d;
+        const fx = ((a.x + b.x) / 2 - trackX0()) / trackW();
+        setView(drag.tm - fx * span, drag.tm + (1 - fx) * span);
+      } else if (drag.mode === 'touch') {
+        const dx = p.x - drag.x, dy = p.y - drag.y;
+        if (!drag.moved && Math.abs(dx) + Math.abs(dy) >= DRAG_PX * 2) drag.moved = true;
+        if (!drag.moved) return;
+        const dt = (dx * (drag.v1 - drag.v0)) / trackW();
+        setView(drag.v0 - dt, drag.v1 - dt);
+        scrollTo(drag.s - dy);
+      }
+      e.preventDefault();
+    }
+    function touchEnd(e) {
+      if (!touches.has(e.pointerId)) return;
+      const p = pos(e);
+      touches.delete(e.pointerId);
+      const d = drag;
+      if (touches.size === 1) {
+        // a pinch became a one-finger drag: restart it from the remaining finger
+        const q = [...touches.values()][0];
+        drag = { mode: 'touch', x: q.x, y: q.y, v0: t0, v1: t1, s: scrollY, moved: true };
+        return;
+      }
+      drag = null;
+      if (d && d.mode === 'touch' && !d.moved && e.type === 'pointerup') {
+        // a tap: fold a rank header, pin from the label, or select the slice under it
+        const h = laneAt(p.y);
+        if (h && h.it.type === 'rank') { toggleRank(h.it.R); return; }
+        if (p.x < trackX0()) { if (h && h.it.type === 'row' && p.x >= trackX0() - PIN_W - 2) togglePin(h.it.row); return; }
+        select(hitTest(p.x, p.y));
+      }
+      invalidate(false);
+    }
     function onPointerDown(e) {
+      if (e.pointerType === 'touch') { touchStart(e); return; }
       over.focus({ preventScroll: true });
       const p = pos(e);
       mouse = p;
@@ -1386,7 +1451,8 @@
       tip.hidden = true;
     }
     function onPointerMove(e) {
-      if (e.pointerType !== 'touch') pointerIn = true;
+      if (e.pointerType === 'touch') { touchMove(e); return; }
+      pointerIn = true;
       const p = pos(e);
       mouse = p;
       if (drag) {
@@ -1420,6 +1486,7 @@
     }
     function isRankHeader(y) { const h = laneAt(y); return !!(h && h.it.type === 'rank'); }
     function onPointerUp(e) {
+      if (e.pointerType === 'touch') { touchEnd(e); return; }
       const p = pos(e);
       const d = drag;
       drag = null;
@@ -1447,7 +1514,8 @@
       if (h && h.it.type === 'row') cursor = items.indexOf(h.it);
       select(i);
     }
-    function onLeave() { pointerIn = false; mouse = null; if (hoverLabelRow >= 0) { hoverLabelRow = -1; invalidate(true); } if (!drag) { hover = -1; tip.hidden = true; invalidate(false); } }
+    function onLeave(e) {
+      if (e && e.pointerType === 'touch') return; pointerIn = false; mouse = null; if (hoverLabelRow >= 0) { hoverLabelRow = -1; invalidate(true); } if (!drag) { hover = -1; tip.hidden = true; invalidate(false); } }
     function onWheel(e) {
       e.preventDefault();
       const p = pos(e);
@@ -1643,7 +1711,7 @@
     over.addEventListener('pointerdown', onPointerDown);
     over.addEventListener('pointermove', onPointerMove);
     over.addEventListener('pointerup', onPointerUp);
-    over.addEventListener('pointercancel', () => { drag = null; invalidate(false); });
+    over.addEventListener('pointercancel', (e) => { if (e.pointerType === 'touch') { touchEnd(e); return; } drag = null; invalidate(false); });
     over.addEventListener('pointerleave', onLeave);
     over.addEventListener('pointerenter', (e) => { if (e.pointerType !== 'touch') pointerIn = true; });
     over.addEventListener('wheel', onWheel, { passive: false });

@@ -391,3 +391,53 @@ def test_pinned_rows_stay_at_the_top(page):
     page.mouse.move(x_label_end + 200, page.evaluate(f"viewer.rowClientY({cpu0})"))
     page.keyboard.press("p")
     assert page.evaluate("viewer.pinnedRows()") == [cpu0]
+
+
+def touch(cdp, kind: str, points: list[tuple[float, float]]) -> None:
+    cdp.send(
+        "Input.dispatchTouchEvent",
+        {
+            "type": kind,
+            "touchPoints": [{"x": x, "y": y, "id": i} for i, (x, y) in enumerate(points)],
+        },
+    )
+
+
+def test_touch_drag_pans_pinch_zooms_tap_selects(browser, server):
+    ctx, pg, errors = open_demo(
+        browser, server, viewport={"width": 390, "height": 800}, has_touch=True, is_mobile=True
+    )
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 390
+    cdp = ctx.new_cdp_session(pg)
+    box = pg.evaluate("viewer.canvas.getBoundingClientRect().toJSON()")
+    label_w = pg.evaluate("viewer.timeToClientX(viewer.getView().t0)") - box["x"]
+    assert label_w <= 0.3 * box["width"]
+    y = box["y"] + 150
+    xm = box["x"] + label_w + (box["width"] - label_w) / 2
+    # pinch out: the fingers move apart around the middle → zoom in about 3×
+    v0 = pg.evaluate("viewer.getView()")
+    touch(cdp, "touchStart", [(xm - 20, y), (xm + 20, y)])
+    for k in range(1, 6):
+        touch(cdp, "touchMove", [(xm - 20 - 8 * k, y), (xm + 20 + 8 * k, y)])
+    touch(cdp, "touchEnd", [])
+    v1 = pg.evaluate("viewer.getView()")
+    assert (v1["t1"] - v1["t0"]) == pytest.approx((v0["t1"] - v0["t0"]) / 3, rel=0.1)
+    # one finger drags the timeline to the left → later times come into view
+    touch(cdp, "touchStart", [(xm + 60, y)])
+    for k in range(1, 6):
+        touch(cdp, "touchMove", [(xm + 60 - 24 * k, y)])
+    touch(cdp, "touchEnd", [])
+    v2 = pg.evaluate("viewer.getView()")
+    assert v2["t0"] > v1["t0"]
+    assert (v2["t1"] - v2["t0"]) == pytest.approx(v1["t1"] - v1["t0"])
+    assert pg.evaluate("viewer.getRange()") is None  # a drag is not a selection on touch
+    # a tap on a slice shows its details
+    k = next(k for k in slices_in_row(row_index(0, "gpu")) if k["dur"] > 100)
+    pg.evaluate(f"viewer.zoomTo({k['ts'] - k['dur']}, {k['ts'] + 2 * k['dur']})")
+    pg.evaluate(f"viewer.scrollToRow({row_index(0, 'gpu')})")
+    kb = pg.evaluate(f"viewer.sliceBox({k['index']})")
+    pg.touchscreen.tap(kb["x"] + kb["w"] / 2, kb["y"] + kb["h"] / 2)
+    assert pg.evaluate("viewer.getSelection()")["index"] == k["index"]
+    shot(pg, "touch-390px", full_page=True)
+    assert not errors, errors
+    ctx.close()
