@@ -37,7 +37,8 @@
   const UTIL_H = 16; // the utilisation strip under each GPU / NCCL stream
   const ROW_PAD = 3;
   const SB_W = 10;
-  const PIN_W = 16; // the pin toggle at the right end of a row's label
+  const PIN_W = 16;
+  const LABEL_H = 16; // an evidence label's box // the pin toggle at the right end of a row's label
   const TEXT_MIN_PX = 30;
   const DRAG_PX = 4;
   const SNAP_PX = 6;
@@ -362,6 +363,7 @@
     let agg = null; // the aggregate table of the range (computed once when the range is set)
     let drag = null;
     let highlights = [];
+    let hlDrawn = [], hlLabels = []; // what the last overlay frame drew for the evidence
     let cursor = 0; // index into items (keyboard row cursor)
     let hasFocus = false, spaceHeld = false;
     let mouse = null; // {x, y} inside the stage
@@ -986,7 +988,13 @@
           out.push({ y: rankTop(R), h: R.y1 - R.y0 });
           continue;
         }
+        const n0 = out.length;
         for (const row of R.rows) if (row.visible && (row.kind === kind || row.name === kind)) out.push({ y: rowTop(row), h: row.h });
+        if (out.length === n0 && !R.rows.some((r) => r.kind === kind || r.name === kind)) out.push({ y: rankTop(R), h: R.y1 - R.y0 });
+      }
+      if (!out.length && wantRank !== null && !D.ranks.some((R) => String(R.rank) === String(wantRank))) {
+        // a rank this trace does not have: mark the span across every rank rather than drop it
+        for (const R of D.ranks) out.push({ y: rankTop(R), h: R.y1 - R.y0 });
       }
       return out;
     }
@@ -999,32 +1007,50 @@
       ctx.beginPath();
       ctx.rect(X0, AXIS_H, trackW(), bodyH());
       ctx.clip();
-      // highlights (evidence)
+      // highlights (evidence): every span gets its band(s); labels are laid out afterwards
       ctx.font = FONT_B;
       ctx.textBaseline = 'middle';
-      for (const ev of highlights) {
+      hlDrawn = [];
+      const pending = [];
+      highlights.forEach((ev, ei) => {
         const a = ev.start_us === undefined || ev.start_us === null ? D.span[0] : +ev.start_us;
         const b = ev.end_us === undefined || ev.end_us === null ? D.span[1] : +ev.end_us;
         let x0 = tx(a), x1 = tx(b);
         if (x1 - x0 < 3) { const m = (x0 + x1) / 2; x0 = m - 1.5; x1 = m + 1.5; }
-        if (x1 < X0 || x0 > X1) continue;
+        if (x1 < X0 || x0 > X1) return;
         const bands = bandRects(ev);
-        bands.forEach((r, bi) => {
+        hlDrawn.push({ index: ei, x0, x1, bands: bands.length });
+        bands.forEach((r) => {
           ctx.fillStyle = TH.hlFill;
           ctx.fillRect(x0, r.y, x1 - x0, r.h);
           ctx.strokeStyle = TH.hlEdge;
           ctx.lineWidth = 2;
           ctx.strokeRect(x0 + 1, r.y + 1, x1 - x0 - 2, r.h - 2);
-          if (ev.label && bi === 0) {
-            const tw = ctx.measureText(ev.label).width + 10;
-            const lx = Math.min(Math.max(x0, X0 + 2), X1 - tw - 2);
-            const ly = Math.max(r.y, AXIS_H) + 2;
-            ctx.fillStyle = TH.hlEdge;
-            ctx.fillRect(lx, ly, tw, 16);
-            ctx.fillStyle = '#ffffff';
-            ctx.fillText(ev.label, lx + 5, ly + 8.5);
-          }
         });
+        if (ev.label && bands.length) {
+          const tw = ctx.measureText(ev.label).width + 10;
+          const r = bands[0];
+          pending.push({ label: String(ev.label), x: Math.min(Math.max(x0, X0 + 2), X1 - tw - 2), w: tw, y0: Math.max(r.y, AXIS_H) + 2, yMax: r.y + r.h });
+        }
+      });
+      // labels in lanes: each takes the first lane (a step of LABEL_H + 2 px down from the top of
+      // its band) where its box meets no box already placed, so no two labels ever overlap
+      hlLabels = [];
+      pending.sort((p, q) => p.y0 - q.y0 || p.x - q.x);
+      for (const L of pending) {
+        let y = L.y0;
+        for (let guard = 0; guard < 200; guard++) {
+          const hit = hlLabels.find((o) => L.x < o.x + o.w + 2 && o.x < L.x + L.w + 2 && y < o.y + LABEL_H + 1 && o.y < y + LABEL_H + 1);
+          if (!hit) break;
+          y = hit.y + LABEL_H + 2;
+        }
+        hlLabels.push({ label: L.label, x: L.x, y, w: L.w, h: LABEL_H });
+      }
+      for (const L of hlLabels) {
+        ctx.fillStyle = TH.hlEdge;
+        ctx.fillRect(L.x, L.y, L.w, L.h);
+        ctx.fillStyle = '#ffffff';
+        ctx.fillText(L.label, L.x + 5, L.y + L.h / 2 + 0.5);
       }
       // range selection (committed or being dragged)
       const rg = drag && drag.mode === 'select' && drag.moved ? { t0: Math.min(drag.ta, drag.tb), t1: Math.max(drag.ta, drag.tb) } : range;
@@ -1750,6 +1776,17 @@
       longestKernel() { const i = longestKernel(); render(); return i; },
       highlight(evidence) { highlights = Array.isArray(evidence) ? evidence.slice() : evidence ? [evidence] : []; invalidate(false); return api; },
       clearHighlight() { highlights = []; invalidate(false); return api; },
+      /** What the evidence looks like now: the spans drawn ({index, x0, x1, bands}) and the label
+       *  boxes ({label, x, y, w, h}), in viewport (client) CSS px. Draws first. */
+      highlightLayout() {
+        dirtyOver = true;
+        render();
+        const b = over.getBoundingClientRect();
+        return {
+          spans: hlDrawn.map((d) => ({ index: d.index, x0: b.left + d.x0, x1: b.left + d.x1, bands: d.bands })),
+          labels: hlLabels.map((l) => ({ label: l.label, x: b.left + l.x, y: b.top + l.y, w: l.w, h: l.h })),
+        };
+      },
       on(name, cb) {
         if (!listeners[name]) listeners[name] = [];
         listeners[name].push(cb);

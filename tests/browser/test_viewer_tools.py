@@ -441,3 +441,70 @@ def test_touch_drag_pans_pinch_zooms_tap_selects(browser, server):
     shot(pg, "touch-390px", full_page=True)
     assert not errors, errors
     ctx.close()
+
+
+def engine_case(slug: str, seed: int) -> tuple[dict, list[dict]]:
+    from scenarios.engine import generate
+    from scenarios.engine.export import to_timeline
+
+    t = generate(slug, seed=seed)
+    return to_timeline(t), list(t.key.evidence)
+
+
+def boxes_intersect(a: dict, b: dict) -> bool:
+    return (
+        a["x"] < b["x"] + b["w"]
+        and b["x"] < a["x"] + a["w"]
+        and a["y"] < b["y"] + b["h"]
+        and (b["y"] < a["y"] + a["h"])
+    )
+
+
+SYNTHETIC_EVIDENCE = [  # overlapping spans on one row, as the recompilation key gives
+    {
+        "rank": 0,
+        "row": "python main thread",
+        "start_us": 5000,
+        "end_us": 60000,
+        "label": "a new shape: compile",
+    },
+    {
+        "rank": 0,
+        "row": "python main thread",
+        "start_us": 5200,
+        "end_us": 55000,
+        "label": "compiling",
+    },
+    {"rank": 0, "row": "python main thread", "start_us": 5400, "end_us": 9000, "label": "third"},
+    {"rank": "*", "row": None, "start_us": 5100, "end_us": 7000, "label": "every rank"},
+    {"rank": 1, "row": "nccl", "start_us": 20000, "end_us": 21000, "label": "rank 1 waits"},
+    {"rank": 9, "row": "gpu", "start_us": 30000, "end_us": 31000, "label": "a rank not here"},
+]
+
+
+@pytest.mark.parametrize("case", ["synthetic", "recompilation", "straggler", "input-starvation"])
+def test_evidence_labels_never_overlap_and_every_span_is_drawn(browser, case):
+    if case == "synthetic":
+        tl, evidence = TL, SYNTHETIC_EVIDENCE
+    else:
+        tl, evidence = engine_case(case, seed=1)
+    assert evidence
+    with serve({"t.json": tl}) as (base, _):
+        ctx, pg, errors = open_demo(browser, base, "t.json")
+        pg.evaluate("(ev) => viewer.highlight(ev)", evidence)
+        # the drill page's framing: zoom to all the evidence
+        t0 = min(e["start_us"] for e in evidence)
+        t1 = max(e["end_us"] for e in evidence)
+        pad = (t1 - t0) * 0.4 + 1
+        pg.evaluate(f"viewer.zoomTo({max(0, t0 - pad)}, {t1 + pad})")
+        lay = pg.evaluate("viewer.highlightLayout()")
+        assert sorted(s["index"] for s in lay["spans"]) == list(range(len(evidence)))
+        assert all(s["bands"] >= 1 for s in lay["spans"]), lay["spans"]
+        labels = lay["labels"]
+        assert len(labels) == sum(1 for e in evidence if e.get("label"))
+        for i, a in enumerate(labels):
+            for b in labels[i + 1 :]:
+                assert not boxes_intersect(a, b), (a, b)
+        shot(pg, f"evidence-labels-{case}")
+        assert not errors, errors
+        ctx.close()
