@@ -135,8 +135,20 @@
     if (typeof v === 'number' && /bytes/i.test(k) && Math.abs(v) >= 1024) return fmtNum(v) + ' (' + fmtBytes(v) + ')';
     return fmtNum(v);
   }
-  function toF64(a, n) { const o = new Float64Array(n); if (a) for (let i = 0; i < n; i++) o[i] = +a[i] || 0; return o; }
-  function toI32(a, n) { const o = new Int32Array(n); if (a) for (let i = 0; i < n; i++) o[i] = a[i] | 0; return o; }
+  // Columns → typed arrays. The typed-array constructor copies a plain array of numbers natively
+  // (much faster than an element loop on 200k slices); NaN (a non-number) becomes 0.
+  function toF64(a, n) {
+    if (a && a.length === n) {
+      const o = new Float64Array(a);
+      for (let i = 0; i < n; i++) if (o[i] !== o[i]) o[i] = 0;
+      return o;
+    }
+    const o = new Float64Array(n); if (a) for (let i = 0; i < n; i++) o[i] = +a[i] || 0; return o;
+  }
+  function toI32(a, n) {
+    if (a && a.length === n) return new Int32Array(a);
+    const o = new Int32Array(n); if (a) for (let i = 0; i < n; i++) o[i] = a[i] | 0; return o;
+  }
   /** First index j in sorted `arr` with arr[j] > v (arr.length if none). */
   function upper(arr, v, lo, hi) {
     lo = lo || 0; hi = hi === undefined ? arr.length : hi;
@@ -183,7 +195,6 @@
     for (let i = 0; i < names.length; i++) shadeOfName[i] = strHash(String(names[i])) % 3;
 
     const maxD = new Int32Array(nRows);
-    const laneCount = [];
     for (let i = 0; i < n; i++) {
       const r = rowA[i];
       if (r < 0 || r >= nRows) continue;
@@ -197,20 +208,38 @@
     const laneBase = new Int32Array(nRows + 1);
     for (let r = 0; r < nRows; r++) laneBase[r + 1] = laneBase[r] + rows[r].nLanes;
     const nL = laneBase[nRows];
-    for (let l = 0; l < nL; l++) laneCount.push(0);
-    for (let i = 0; i < n; i++) { const r = rowA[i]; if (r >= 0 && r < nRows) laneCount[laneBase[r] + depA[i]]++; }
-    const lanes = laneCount.map((c) => ({
-      ts: new Float64Array(c), end: new Float64Array(c), pmax: new Float64Array(c),
-      idx: new Int32Array(c), col: new Uint16Array(c), base: new Uint16Array(c), n: 0,
-    }));
+    // lane of every slice (-1: no row), then one flat typed array per field with each lane a
+    // contiguous slice of it (few allocations, monomorphic loops)
+    const laneOf = new Int32Array(n);
+    const cnt = new Int32Array(nL + 1);
     for (let i = 0; i < n; i++) {
       const r = rowA[i];
-      if (r < 0 || r >= nRows) continue;
-      const L = lanes[laneBase[r] + depA[i]];
-      const j = L.n++;
-      L.ts[j] = tsA[i]; L.end[j] = tsA[i] + Math.max(0, durA[i]); L.idx[j] = i;
-      const c = catA[i] >= 0 && catA[i] < cats.length ? catA[i] : 0;
-      L.col[j] = c * 3 + (shadeOfName[nameA[i]] || 0); L.base[j] = c * 3;
+      if (r < 0 || r >= nRows) { laneOf[i] = -1; continue; }
+      const l = laneBase[r] + depA[i];
+      laneOf[i] = l; cnt[l + 1]++;
+    }
+    for (let l = 0; l < nL; l++) cnt[l + 1] += cnt[l];
+    const m0 = cnt[nL];
+    const fTs = new Float64Array(m0), fEnd = new Float64Array(m0), fPmax = new Float64Array(m0);
+    const fIdx = new Int32Array(m0), fCol = new Uint16Array(m0), fBase = new Uint16Array(m0);
+    const at = cnt.slice(0, nL);
+    const nCats = cats.length;
+    for (let i = 0; i < n; i++) {
+      const l = laneOf[i];
+      if (l < 0) continue;
+      const j = at[l]++;
+      const t = tsA[i], d = durA[i];
+      fTs[j] = t; fEnd[j] = d > 0 ? t + d : t; fIdx[j] = i;
+      const ci = catA[i], c = ci >= 0 && ci < nCats ? ci : 0;
+      fBase[j] = c * 3; fCol[j] = c * 3 + (shadeOfName[nameA[i]] | 0);
+    }
+    const lanes = [];
+    for (let l = 0; l < nL; l++) {
+      const a = cnt[l], b = cnt[l + 1];
+      lanes.push({
+        ts: fTs.subarray(a, b), end: fEnd.subarray(a, b), pmax: fPmax.subarray(a, b),
+        idx: fIdx.subarray(a, b), col: fCol.subarray(a, b), base: fBase.subarray(a, b), n: b - a,
+      });
     }
     for (const L of lanes) {
       let sorted = true;
@@ -309,9 +338,9 @@
     keyList.prepend(hoverHint);
     keyList.append(el('span', 'tt-touch-hint', 'Touch: drag to pan, pinch to zoom, tap a slice for details'));
     keyList.title = 'Wheel over the row labels (or the scrollbar, PageUp/PageDown) scrolls the rows; hold Alt while dragging to not snap to slice edges';
-    const usedCats = new Set();
-    for (let i = 0; i < D.n; i++) usedCats.add(D.catA[i]);
-    [...usedCats].sort((a, b) => a - b).forEach((c) => {
+    const catUsed = new Uint8Array(Math.max(1, D.cats.length));
+    for (let i = 0; i < D.n; i++) { const c = D.catA[i]; if (c >= 0 && c < catUsed.length) catUsed[c] = 1; }
+    [...catUsed.keys()].filter((c) => catUsed[c]).forEach((c) => {
       const item = el('span', 'tt-cat');
       const sw = el('span', 'tt-swatch'); sw.style.background = D.palette[c * 3] ? D.palette[c * 3].fill : '#888';
       item.append(sw, document.createTextNode(CAT_LABEL[D.cats[c]] || D.cats[c] || 'other'));
@@ -524,23 +553,25 @@
     // Per-category weights of the device-pixel column being merged (sub-pixel slices): the column
     // is painted with the category that covers most of its time, never simply the first slice's.
     const colW = new Float64Array(Math.max(1, D.cats.length));
+    const touched = new Int32Array(Math.max(1, D.cats.length) * 2);
     function drawLane(L, y, h, withText) {
       const n = L.n;
       if (!n) return;
       const k = scale(), o = trackX0() - t0 * k;
       const cl = trackX0(), cr = trackX1();
       const ts = L.ts, end = L.end, base = L.base;
-      const nC = colW.length;
       let j = upper(L.pmax, t0);
       let covered = -1e9; // device-pixel column up to which this lane is painted (exclusive)
       let cur = -1e9; // device-pixel column whose weights are pending in colW
       let lastC = -1, lastM = -1, lastX = 0, lastEnd = -1e9; // the rect painted last (to extend)
       let lastMark = -1e9; // device-pixel column of the last search mark in this lane
+      let bc = 0, bw = -1, nT = 0; // the leading category of the pending column; touched count
       const flush = () => {
         // paint column `cur` with its dominant category, extending the previous rect if it matches
-        let bc = 0, bw = -1;
-        for (let q = 0; q < nC; q++) { if (colW[q] > bw) { bw = colW[q]; bc = q; } colW[q] = 0; }
+        for (let q = 0; q < nT; q++) colW[touched[q]] = 0;
+        nT = 0;
         const c = bc * 3;
+        bw = -1;
         if (c === lastC && lastEnd === cur) { buckets[c][lastM + 2] = (cur + 1) / dpr - lastX; }
         else { lastX = cur / dpr; lastM = bPush(c, lastX, y, 1 / dpr, h); lastC = c; }
         lastEnd = cur + 1;
@@ -569,12 +600,14 @@
           for (; px < d1; px++) {
             if (px !== cur) { if (cur > -1e9) flush(); cur = px; }
             const a = d0 > px ? d0 : px, b = d1 < px + 1 ? d1 : px + 1;
-            colW[cat] += b - a;
+            if (colW[cat] === 0 && nT < touched.length) touched[nT++] = cat;
+            const w = (colW[cat] += b - a);
+            if (w > bw) { bw = w; bc = cat; }
           }
         } else {
           const px0 = Math.floor(x0 * dpr);
           if (cur > -1e9 && cur < px0) flush();
-          cur = -1e9; for (let q = 0; q < nC; q++) colW[q] = 0;
+          cur = -1e9; for (let q = 0; q < nT; q++) colW[touched[q]] = 0; nT = 0; bw = -1;
           const c = L.col[j];
           const px1 = Math.round(x1 * dpr);
           const p0 = Math.max(Math.round(x0 * dpr), covered > px0 ? covered : px0);
@@ -884,11 +917,21 @@
       ctx.beginPath(); ctx.moveTo(x + 6, cy + 1.5); ctx.lineTo(x + 6, cy + 6); ctx.stroke();
       ctx.restore();
     }
+    const clipCache = new Map();
     function clip(ctx, s, w) {
-      if (ctx.measureText(s).width <= w) return s;
-      let lo = 0, hi = s.length;
-      while (lo < hi) { const m = (lo + hi + 1) >> 1; if (ctx.measureText(s.slice(0, m) + '…').width <= w) lo = m; else hi = m - 1; }
-      return s.slice(0, lo) + '…';
+      // the label as it fits in w px (cached: the label column is redrawn every frame)
+      const key = ctx.font + '|' + Math.round(w) + '|' + s;
+      let out = clipCache.get(key);
+      if (out !== undefined) return out;
+      if (ctx.measureText(s).width <= w) out = s;
+      else {
+        let lo = 0, hi = s.length;
+        while (lo < hi) { const m = (lo + hi + 1) >> 1; if (ctx.measureText(s.slice(0, m) + '…').width <= w) lo = m; else hi = m - 1; }
+        out = s.slice(0, lo) + '…';
+      }
+      if (clipCache.size > 4000) clipCache.clear();
+      clipCache.set(key, out);
+      return out;
     }
     function fitName(ni, avail) {
       if (avail < 8) return '';
