@@ -566,18 +566,7 @@
       let lastC = -1, lastM = -1, lastX = 0, lastEnd = -1e9; // the rect painted last (to extend)
       let lastMark = -1e9; // device-pixel column of the last search mark in this lane
       let bc = 0, bw = -1, nT = 0; // the leading category of the pending column; touched count
-      const flush = () => {
-        // paint column `cur` with its dominant category, extending the previous rect if it matches
-        for (let q = 0; q < nT; q++) colW[touched[q]] = 0;
-        nT = 0;
-        const c = bc * 3;
-        bw = -1;
-        if (c === lastC && lastEnd === cur) { buckets[c][lastM + 2] = (cur + 1) / dpr - lastX; }
-        else { lastX = cur / dpr; lastM = bPush(c, lastX, y, 1 / dpr, h); lastC = c; }
-        lastEnd = cur + 1;
-        covered = cur + 1;
-        cur = -1e9;
-      };
+      const cw = colW, tch = touched, mNm = mName, nameA = D.nameA, idx = L.idx, nTch = touched.length;
       for (; j < n; j++) {
         const s = ts[j];
         if (s >= t1) break;
@@ -586,7 +575,7 @@
         let x0 = o + s * k, x1 = o + e * k;
         if (x0 < cl) x0 = cl;
         if (x1 > cr) x1 = cr;
-        if (mName !== null && mName[D.nameA[L.idx[j]]]) {
+        if (mNm !== null && mNm[nameA[idx[j]]]) {
           const mx = Math.floor(x0 * dpr);
           if (mx !== lastMark) { lastMark = mx; mRects[mN++] = x0; mRects[mN++] = y; mRects[mN++] = x1 - x0; mRects[mN++] = h; }
         }
@@ -598,26 +587,50 @@
           if (px < covered) { if (d1 <= covered) continue; px = covered; }
           if (px < cur) px = cur;
           for (; px < d1; px++) {
-            if (px !== cur) { if (cur > -1e9) flush(); cur = px; }
+            if (px !== cur) {
+              if (cur > -1e9) { // flush: paint column `cur` with its dominant category (extending the last rect if it matches)
+              for (let q = 0; q < nT; q++) cw[tch[q]] = 0;
+              nT = 0; bw = -1;
+              const c = bc * 3;
+              if (c === lastC && lastEnd === cur) buckets[c][lastM + 2] = (cur + 1) / dpr - lastX;
+              else { lastX = cur / dpr; lastM = bPush(c, lastX, y, 1 / dpr, h); lastC = c; }
+              lastEnd = cur + 1; covered = cur + 1; cur = -1e9;
+            }
+              cur = px;
+            }
             const a = d0 > px ? d0 : px, b = d1 < px + 1 ? d1 : px + 1;
-            if (colW[cat] === 0 && nT < touched.length) touched[nT++] = cat;
-            const w = (colW[cat] += b - a);
+            if (cw[cat] === 0 && nT < nTch) tch[nT++] = cat;
+            const w = (cw[cat] += b - a);
             if (w > bw) { bw = w; bc = cat; }
           }
         } else {
           const px0 = Math.floor(x0 * dpr);
-          if (cur > -1e9 && cur < px0) flush();
-          cur = -1e9; for (let q = 0; q < nT; q++) colW[touched[q]] = 0; nT = 0; bw = -1;
+          if (cur > -1e9 && cur < px0) { // flush: paint column `cur` with its dominant category (extending the last rect if it matches)
+              for (let q = 0; q < nT; q++) cw[tch[q]] = 0;
+              nT = 0; bw = -1;
+              const c = bc * 3;
+              if (c === lastC && lastEnd === cur) buckets[c][lastM + 2] = (cur + 1) / dpr - lastX;
+              else { lastX = cur / dpr; lastM = bPush(c, lastX, y, 1 / dpr, h); lastC = c; }
+              lastEnd = cur + 1; covered = cur + 1; cur = -1e9;
+            }
+          cur = -1e9; for (let q = 0; q < nT; q++) cw[tch[q]] = 0; nT = 0; bw = -1;
           const c = L.col[j];
           const px1 = Math.round(x1 * dpr);
           const p0 = Math.max(Math.round(x0 * dpr), covered > px0 ? covered : px0);
           const gap = px1 - p0 > 5 * dpr ? dpr : 0; // a one-pixel gap separates adjacent wide slices
           if (px1 - gap > p0) bPush(c, p0 / dpr, y, (px1 - gap - p0) / dpr, h);
           covered = px1; lastC = -1; lastEnd = -1e9;
-          if (withText && x1 - x0 >= TEXT_MIN_PX) texts.push(L.idx[j], x0, x1 - x0, y + h / 2, c);
+          if (withText && x1 - x0 >= TEXT_MIN_PX) texts.push(idx[j], x0, x1 - x0, y + h / 2, c);
         }
       }
-      if (cur > -1e9) flush();
+      if (cur > -1e9) { // flush: paint column `cur` with its dominant category (extending the last rect if it matches)
+              for (let q = 0; q < nT; q++) cw[tch[q]] = 0;
+              nT = 0; bw = -1;
+              const c = bc * 3;
+              if (c === lastC && lastEnd === cur) buckets[c][lastM + 2] = (cur + 1) / dpr - lastX;
+              else { lastX = cur / dpr; lastM = bPush(c, lastX, y, 1 / dpr, h); lastC = c; }
+              lastEnd = cur + 1; covered = cur + 1; cur = -1e9;
+            }
     }
 
     /** Busy fraction of each CSS-pixel column of the track for `row` (union of its top-level
@@ -656,12 +669,9 @@
     }
     function drawUtil(ctx, row, y) {
       // y: top of the strip. A filled area: the stream's busy fraction per pixel column.
+      // (adds a sub-path to the current path; the caller fills all strips at once)
       const u = utilisation(row);
       const X0 = trackX0(), h = UTIL_H - 4, yb = y + UTIL_H - 2;
-      ctx.fillStyle = TH.utilBg;
-      ctx.fillRect(X0, y + 2, trackW(), h);
-      ctx.fillStyle = TH.util;
-      ctx.beginPath();
       ctx.moveTo(X0, yb);
       const buf = utilBuf;
       let prev = -1;
@@ -674,7 +684,6 @@
       ctx.lineTo(X0 + u.cols, prev < 0 ? yb : prev);
       ctx.lineTo(X0 + u.cols, yb);
       ctx.closePath();
-      ctx.fill();
       row.utilView = u.span > 0 ? u.busy / u.span : 0;
     }
 
@@ -755,12 +764,27 @@
       }
       stats.lastRects = rects;
       if (showUtil) {
+        ctx.fillStyle = TH.utilBg;
+        let any = false;
         for (let i = i0; i < i1; i++) {
           const it = items[i];
           if (it.type !== 'row' || !hasUtil(it.row)) continue;
           const y = itemTop(it) + ROW_PAD + it.row.nLanes * LANE_H;
           if (y + UTIL_H < Y0 || y > Y1) continue;
-          drawUtil(ctx, it.row, y);
+          ctx.fillRect(X0, y + 2, W, UTIL_H - 4);
+          any = true;
+        }
+        if (any) {
+          ctx.beginPath();
+          for (let i = i0; i < i1; i++) {
+            const it = items[i];
+            if (it.type !== 'row' || !hasUtil(it.row)) continue;
+            const y = itemTop(it) + ROW_PAD + it.row.nLanes * LANE_H;
+            if (y + UTIL_H < Y0 || y > Y1) continue;
+            drawUtil(ctx, it.row, y);
+          }
+          ctx.fillStyle = TH.util;
+          ctx.fill();
         }
       }
       // names on slices wide enough
@@ -795,7 +819,9 @@
         }
       }
       ctx.restore();
-      // label column
+      // label column (the font is only set when it changes: setting it is not free)
+      let curFont = '';
+      const setFont = (f) => { if (f !== curFont) { ctx.font = f; curFont = f; } };
       ctx.fillStyle = TH.label;
       ctx.fillRect(0, Y0, X0, bh);
       ctx.save();
@@ -819,11 +845,11 @@
           if (it.R.collapsed) { ctx.moveTo(cx - 3, cy - 5); ctx.lineTo(cx + 3, cy); ctx.lineTo(cx - 3, cy + 5); }
           else { ctx.moveTo(cx - 5, cy - 3); ctx.lineTo(cx + 5, cy - 3); ctx.lineTo(cx, cy + 3); }
           ctx.fill();
-          ctx.font = FONT_H;
+          setFont(FONT_H);
           const rl = clip(ctx, it.R.label, X0 - 30);
           ctx.fillText(rl, 24, cy);
           const lw = ctx.measureText(rl).width;
-          ctx.font = FONT;
+          setFont(FONT);
           ctx.fillStyle = TH.muted;
           const note = it.R.collapsed ? it.R.rows.length + ' rows hidden' : it.R.rows.length + ' rows';
           const nw = ctx.measureText(note).width;
@@ -832,18 +858,18 @@
           ctx.fillStyle = TH.sep;
           ctx.fillRect(0, y + it.h - 1, cssW, 1 / dpr);
           ctx.fillStyle = TH.labelText;
-          ctx.font = FONT_B;
+          setFont(FONT_B);
           const ny = y + Math.min(it.h / 2, LANE_H / 2 + ROW_PAD);
           const rowName = it.row.pinned && D.ranks.length > 1 ? it.row.R.label + ' · ' + it.row.name : it.row.name;
           ctx.fillText(clip(ctx, rowName, X0 - 20 - PIN_W), 20, ny);
           drawPin(ctx, X0 - PIN_W + 2, ny, it.row.pinned, hoverLabelRow === it.row.index);
           if (hasUtil(it.row) && it.row.utilView !== undefined) {
-            ctx.font = FONT;
+            setFont(FONT);
             ctx.fillStyle = TH.muted;
             ctx.fillText(clip(ctx, 'busy ' + fmtPct(it.row.utilView) + ' of view', X0 - 28), 20, y + ROW_PAD + it.row.nLanes * LANE_H + UTIL_H / 2);
           }
           if (it.row.nLanes > 1) {
-            ctx.font = FONT;
+            setFont(FONT);
             ctx.fillStyle = TH.muted;
             ctx.fillText((KIND_LABEL[it.row.kind] || it.row.kind), 20, y + ROW_PAD + LANE_H * 1.5);
           }
