@@ -3,20 +3,28 @@
  *
  *   const viewer = TraceTimeline.mount(container, timelineData, {height: 520});
  *     options: height (px of the timeline canvas), details: false (no built-in details panel —
- *     listen to "select" instead), legend: false (no key legend), measureRaster (bench only)
+ *     listen to "select" instead), legend: false (no key legend), utilisation: false (no busy
+ *     strips under the GPU/NCCL streams), measureRaster (bench only)
  *   viewer.zoomTo(t0_us, t1_us); viewer.getView() -> {t0, t1}
  *   viewer.highlight([{rank, row, start_us, end_us, label}]); viewer.clearHighlight();
+ *     (every span is drawn; labels are laid out in lanes so no two overlap: highlightLayout())
+ *   viewer.setRange(t0, t1, [rowIndex…]); viewer.getRange(); viewer.getAggregate()
+ *     -> {t0, t1, dur, slices, names: [{name, count, total, mean, max, share}],
+ *         rows: [{row, name, rank, busy, idle, busyShare}]}   (µs; total/share inside the range)
+ *   viewer.utilisation(rowIndex) -> {busy, columns}; viewer.find(q) -> count; viewer.findNext(±1);
+ *   viewer.longestKernel(); viewer.pinRow(rowIndex, on?); viewer.pinnedRows()
  *   viewer.on("select", cb)  // cb({name, start, dur, end, row, rowKind, rowIndex, rank, cat, corr, depth, args, index})
- *   viewer.on("range", cb)   // cb({t0, t1, dur})
+ *   viewer.on("range", cb)   // cb({t0, t1, dur, rows})
  *   viewer.destroy();
  *
  * Data format: docs/contracts.md §2 (columnar; times in µs from the trace start).
  *
  * Rendering: two stacked canvases (slices underneath; hover, selection, range and highlights on
  * top). Slices are split per (row, depth) into "lanes" of sorted typed arrays when mounted; each
- * frame binary-searches the visible window of every visible lane, merges sub-pixel slices into one
- * rect per device-pixel column, batches fillRect by colour, and only labels slices wider than
- * TEXT_MIN_PX. Redraws are coalesced with requestAnimationFrame.
+ * frame binary-searches the visible window of every visible lane, merges sub-pixel slices into
+ * device-pixel columns painted in the category that covers most of each column's time, batches
+ * fillRect by colour, and only labels slices wider than TEXT_MIN_PX. GPU/NCCL rows carry a strip of
+ * their busy fraction per pixel column. Redraws are coalesced with requestAnimationFrame.
  *
  * Mouse/keys (Perfetto-like):
  *   The keys work while the pointer is over the timeline (no click needed, as in Perfetto) or
@@ -26,7 +34,10 @@
  *   range (snaps to slice edges within a few px; hold Alt to not snap) · Space+drag or middle-drag
  *   pans · click a slice for details · ↑/↓ move the row cursor, Enter folds a rank / picks a slice ·
  *   ←/→ previous/next slice in the row · F zooms to the selection · M marks the selected slice as
- *   the range · 0 / Home shows everything · Esc clears the range, then the selection.
+ *   the range · 0 / Home shows everything · Esc clears the range, then the selection ·
+ *   L longest kernel (in the range, if any) · P pins the row under the pointer · / find by name.
+ *   Dragging across rows selects them too (from the axis: every row) → the range table.
+ * Touch: one finger drags (pan, scroll rows), two fingers pinch-zoom, a tap selects.
  */
 (function (global) {
   'use strict';
