@@ -2,7 +2,7 @@
 
 Plain pytest (no Django): a local static server on 127.0.0.1 serves the repository and the
 generated timeline; tests/browser/timeline-demo.html mounts the viewer as `window.viewer`.
-Screenshots go to /tmp/viewer-shots/.
+Screenshots go to test-artifacts/viewer/ (git-ignored).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.browser.timeline_fixture import make_timeline, serve, slice_at
 
 pytestmark = pytest.mark.browser
 
-SHOTS = Path("/tmp/viewer-shots")
+SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "viewer"
 TL = make_timeline(20_000, n_ranks=4, seed=3)
 ROWS = TL["rows"]
 

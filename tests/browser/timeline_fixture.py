@@ -275,3 +275,43 @@ def serve(data: dict[str, dict | bytes] | None = None) -> Iterator[tuple[str, di
 
 def encode(tl: dict) -> bytes:
     return json.dumps(tl, separators=(",", ":")).encode()
+
+
+def make_symmetric_timeline(n_kernels: int = 3000, n_ranks: int = 2) -> dict:
+    """Ranks with the same GPU work, only shifted in phase: every tenth slice on each compute
+    stream is a 1 µs memcpy; on rank 0 the stream starts with one, on the others it starts with a
+    kernel. Kernels are 6-9 µs with 1 µs gaps, so at the fitted zoom many share a pixel."""
+    nm = _Names()
+    rows: list[dict] = []
+    ev: list[tuple] = []  # (row, ts, dur, name, cat)
+    for rank in range(n_ranks):
+        r_gpu = len(rows)
+        rows.append({"rank": rank, "kind": "gpu", "name": f"GPU {rank} · stream 7", "depth": 1})
+        t = 10.0
+        for j in range(n_kernels):
+            if (j + 5 * rank) % 10 == 0:
+                ev.append((r_gpu, t, 1.0, nm("Memcpy HtoD (Pinned -> Device)"), _C["gpu_memcpy"]))
+                t += 2.0
+            else:
+                ev.append((r_gpu, t, 6.0 + (j % 4), nm(f"gemm_kernel_{j % 3}"), _C["kernel"]))
+                t += 7.0 + (j % 4)
+    span_end = max(e[1] + e[2] for e in ev) + 10.0
+    sl: dict[str, list] = {k: [] for k in ("row", "ts", "dur", "depth", "name", "cat", "corr")}
+    for row, ts, dur, name, cat in sorted(ev):
+        sl["row"].append(row)
+        sl["ts"].append(ts)
+        sl["dur"].append(dur)
+        sl["depth"].append(0)
+        sl["name"].append(name)
+        sl["cat"].append(cat)
+        sl["corr"].append(0)
+    return {
+        "v": 1,
+        "span": [0.0, span_end],
+        "ranks": [{"rank": r, "label": f"rank {r}"} for r in range(n_ranks)],
+        "rows": rows,
+        "names": nm.names,
+        "cats": CATS,
+        "slices": sl,
+        "args": {},
+    }
