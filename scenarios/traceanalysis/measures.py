@@ -46,7 +46,6 @@ LAUNCH_RE = re.compile(
     r"^(cuda|hip)(LaunchKernel|LaunchKernelExC|LaunchCooperativeKernel|ExtLaunchKernel|"
     r"ModuleLaunchKernel|MemcpyAsync|MemsetAsync)$|^cuLaunchKernel"
 )
-LAUNCH_ONLY_RE = re.compile(r"Launch", re.I)
 DATALOADER_RE = re.compile(r"DataLoader.*__next__|enumerate\(DataLoader\)")
 COMPILE_RE = re.compile(
     r"_compile\.compile_inner|call_user_compiler|compile_fx|TorchDynamo Compile|"
@@ -350,7 +349,7 @@ def launch_stats(v: RankView) -> dict:
     pairs = [
         (i, v.rt_by_corr[c])
         for i, c in zip(g.tolist(), r.corr[g].tolist(), strict=True)
-        if c in v.rt_by_corr and LAUNCH_ONLY_RE.search(r.names[r.name[v.rt_by_corr[c]]])
+        if c in v.rt_by_corr and LAUNCH_RE.search(r.names[r.name[v.rt_by_corr[c]]])
     ]
     if not pairs:
         return {"launches": 0}
