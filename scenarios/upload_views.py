@@ -4,7 +4,6 @@ else gets 404."""
 
 from __future__ import annotations
 
-
 from django import forms
 from django.conf import settings
 from django.contrib import messages

@@ -23,7 +23,7 @@ TOP_KERNELS = 15
 
 
 def rank_skew(per_rank: list[dict]) -> dict:
-    """Per step number present on every rank: the spread of compute and of step time across ranks."""
+    """Per step present on every rank: the spread of compute and step time across ranks."""
     if len(per_rank) < 2:
         return {"ranks": len(per_rank), "steps": []}
     by_step: dict = {}

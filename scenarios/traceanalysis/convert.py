@@ -287,7 +287,7 @@ def to_perfetto(ranks: list[RankTrace]) -> bytes:
                 "args": {"sort_index": 2 * r.rank + 1},
             },
         ]
-        for (pid, tid), tname in r.thread_names.items():
+        for (_pid, tid), tname in r.thread_names.items():
             if tid >= 0:
                 meta.append(
                     {

@@ -1,4 +1,4 @@
-"""The one error the analysis and the ingestion raise for bad input: its text is shown to the user."""
+"""The one error analysis and ingestion raise for bad input; its text is shown to the user."""
 
 
 class TraceError(ValueError):

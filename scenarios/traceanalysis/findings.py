@@ -34,7 +34,7 @@ THRESHOLDS = {k: v for k, v in globals().items() if k.isupper() and isinstance(v
 
 
 def _steps(a: dict) -> list[tuple[int, dict]]:
-    out = []
+    out: list[tuple[int, dict]] = []
     for pr in a["per_rank"]:
         st = [s for s in pr["steps"] if not s["last"]]
         # first profiled step often carries warm-up; keep it (a recompile can be there too)
@@ -146,7 +146,8 @@ def evaluate(a: dict) -> list[dict]:
                 "Synchronising calls leave the GPU idle",
                 f"{median(calls):.0f} synchronising calls per step; GPU idle after them "
                 f"{median(refill):.1%} of the step",
-                f">= {SYNC_CALLS_MIN:.0f} calls and >= {SYNC_REFILL_SHARE:.0%} of the step idle after them",
+                f">= {SYNC_CALLS_MIN:.0f} calls and >= {SYNC_REFILL_SHARE:.0%} of the step "
+                "idle after them",
                 median(refill),
                 [_ev(r, "cuda_api", s["start_us"], s["end_us"], "synchronising calls")],
             )
@@ -229,17 +230,19 @@ def evaluate(a: dict) -> list[dict]:
                     [_ev(r, "nccl", s["start_us"], s["end_us"], "exposed communication")],
                 )
             )
-        elif bw_bound:
+        elif bw_bound and link is not None:
             out.append(
                 _finding(
                     "bandwidth-bound-collective",
                     "The collective runs at the link's speed",
                     f"{big['collective']} of {big['bytes'] / 1e6:.1f} MB: bus bandwidth "
                     f"{big['busbw_gbps']:.0f} GB/s = {link_pct:.0f}% of {link['name']} "
-                    f"({link['gbps']:.0f} GB/s), overlapped {min(overl or [0]):.0f}%+ yet still exposed "
+                    f"({link['gbps']:.0f} GB/s), overlapped {min(overl or [0]):.0f}%+ "
+                    "yet still exposed "
                     f"{median(exposed):.0%} of the step on every rank",
-                    f"overlap >= {OVERLAP_MAX:.0f}%, bus bandwidth >= {BUSBW_SHARE:.0%} of the achievable "
-                    f"{link['achievable_fraction']:.0%} of the link, exposed >= {EXPOSED_SHARE:.0%}",
+                    f"overlap >= {OVERLAP_MAX:.0f}%, bus bandwidth >= {BUSBW_SHARE:.0%} of the "
+                    f"achievable {link['achievable_fraction']:.0%} of the link, "
+                    f"exposed >= {EXPOSED_SHARE:.0%}",
                     median(exposed),
                     [_ev(r, "nccl", s["start_us"], s["end_us"], "collective")],
                 )
@@ -253,7 +256,8 @@ def evaluate(a: dict) -> list[dict]:
             _finding(
                 "pipeline-bubbles",
                 "Pipeline stages sit idle waiting for each other",
-                f"point-to-point send/recv between ranks; GPU idle median {median(idle):.0%} of the step",
+                "point-to-point send/recv between ranks; GPU idle median "
+                f"{median(idle):.0%} of the step",
                 f"send/recv present and idle >= {BUBBLE_SHARE:.0%} of the step",
                 median(idle),
                 [_ev(r, "gpu", s["start_us"], s["end_us"], "bubble")],
@@ -273,7 +277,8 @@ def evaluate(a: dict) -> list[dict]:
                 _finding(
                     "launch-bound",
                     "The CPU cannot launch kernels fast enough",
-                    f"rank {pr['rank']}: {ls['short_kernel_pct']:.0f}% of kernels run shorter than their "
+                    f"rank {pr['rank']}: {ls['short_kernel_pct']:.0f}% of kernels run shorter "
+                    "than their "
                     f"launch call (median kernel {ls['gpu_median_us']:.1f} µs, launch "
                     f"{ls['cpu_median_us']:.1f} µs); GPU busy {util:.0%} of the step",
                     f">= {LAUNCH_SHORT:.0f}% short kernels and GPU busy < {LAUNCH_UTIL:.0%}",
@@ -309,7 +314,8 @@ def evaluate(a: dict) -> list[dict]:
                     "Low-arithmetic kernels take a big share of the GPU",
                     f"rank {pr['rank']}: {low_ms / comp_ms:.0%} of compute-kernel time is in "
                     f"{', '.join(f['family'] for f in low[:3])} kernels (top: {top[:70]})",
-                    f">= {MEMBOUND_SHARE:.0%} of compute-kernel time outside GEMM / attention / convolution",
+                    f">= {MEMBOUND_SHARE:.0%} of compute-kernel time outside GEMM / attention / "
+                    "convolution",
                     low_ms / comp_ms / 2,
                     [_ev(pr["rank"], "gpu", s["start_us"], s["end_us"], top[:40])],
                 )
@@ -333,7 +339,8 @@ def evaluate(a: dict) -> list[dict]:
                 _finding(
                     slug,
                     "Low GPU utilisation",
-                    f"GPU idle {median(_share(x, 'idle_ms') for _, x in steps):.0%} of the step (median); "
+                    f"GPU idle {median(_share(x, 'idle_ms') for _, x in steps):.0%} of the step "
+                    "(median); "
                     f"longest gap {s['longest_gap_ms']:.1f} ms",
                     f"idle >= {IDLE_SHARE:.0%} of the step in half the steps or more",
                     median(_share(x, "idle_ms") for _, x in steps),

@@ -105,7 +105,7 @@ class _GunzipStream(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, b) -> int:  # type: ignore[override]
+    def readinto(self, b) -> int:
         while not self.buf and not self.done:
             chunk = self.d.unconsumed_tail or self.raw.read(CHUNK)
             if not chunk:

@@ -140,17 +140,19 @@ def _classify(cat: str, name: str, args: dict) -> int | None:
 
 def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> RankTrace:
     """Columns for one rank's Kineto object (the JSON object form, or a bare event array)."""
+    events: list
     if isinstance(obj, list):
         head: dict = {}
         events = obj
     elif isinstance(obj, dict):
         head = obj
-        events = obj.get("traceEvents")
-        if not isinstance(events, list):
+        maybe = obj.get("traceEvents")
+        if not isinstance(maybe, list):
             raise TraceError(
                 f'{source}: this JSON has no "traceEvents" list, so it is not a PyTorch profiler '
                 "(Kineto) or Chrome trace."
             )
+        events = maybe
     else:
         raise TraceError(f"{source}: the JSON is a {type(obj).__name__}, not a trace object.")
     if max_events is not None and len(events) > max_events:
@@ -158,7 +160,8 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
             f"{source}: {len(events):,} events is more than the {max_events:,} this server accepts."
         )
 
-    dist = head.get("distributedInfo") if isinstance(head.get("distributedInfo"), dict) else {}
+    dist_raw = head.get("distributedInfo")
+    dist: dict = dist_raw if isinstance(dist_raw, dict) else {}
     rank = _int(dist.get("rank"), -1)
     world = _int(dist.get("world_size"), -1)
     device_name = None
@@ -203,7 +206,8 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
             continue
         ph = ev.get("ph")
         if ph == "M":
-            a = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            a_raw = ev.get("args")
+            a: dict = a_raw if isinstance(a_raw, dict) else {}
             nm = ev.get("name")
             pid = intern_id(pid_ids, ev.get("pid"))
             if nm == "thread_name" and isinstance(a.get("name"), str):
@@ -222,7 +226,8 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
         name = name if isinstance(name, str) else str(name)
         cat = ev.get("cat")
         cat = cat if isinstance(cat, str) else ""
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        args_raw = ev.get("args")
+        args: dict = args_raw if isinstance(args_raw, dict) else {}
         kind = _classify(cat, name, args)
         if kind is None:
             continue
@@ -232,7 +237,7 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
             names.append(name)
         corr = _int(args.get("correlation"), -1)
         pid = intern_id(pid_ids, ev.get("pid"))
-        if kind in GPU_KINDS or kind == GPU_SYNC or kind == GPU_ANNOT:
+        if kind in GPU_KINDS or kind in (GPU_SYNC, GPU_ANNOT):
             stream = _int(args.get("stream"), -1)
             tid = stream if stream >= 0 else intern_id(tid_ids, ev.get("tid"))
         else:

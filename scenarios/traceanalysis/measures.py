@@ -68,16 +68,6 @@ FAMILIES: list[tuple[str, re.Pattern[str]]] = [
     ("memcpy", re.compile(r"^Memcpy", re.I)),
     ("memset", re.compile(r"^Memset", re.I)),
 ]
-# families that do little arithmetic per byte moved (candidates for "memory-bound")
-MEMORY_FAMILIES = {
-    "normalization",
-    "softmax",
-    "optimizer",
-    "reduction",
-    "embedding",
-    "elementwise",
-    "triton (fused)",
-}
 DTYPE_BYTES = {
     "float": 4, "float32": 4, "fp32": 4, "float16": 2, "half": 2, "fp16": 2, "bfloat16": 2,
     "bf16": 2, "float64": 8, "double": 8, "int8": 1, "uint8": 1, "int8_t": 1, "char": 1,
@@ -135,7 +125,7 @@ class RankView:
         self.end = end
         k = r.kind
         rt = k == RUNTIME
-        rt_names = {i: n for i, n in enumerate(r.names)}
+        rt_names = dict(enumerate(r.names))
         used_rt = set(r.name[rt].tolist())
         sync_ids = {i for i in used_rt if SYNC_RE.search(rt_names[i])}
         alloc_ids = {i for i in used_rt if ALLOC_RE.search(rt_names[i])}
@@ -192,10 +182,12 @@ class RankView:
     def windows(self) -> list[dict]:
         """Step windows: [start, next start) and the last step to its own end."""
         if not self.steps:
-            b = self.sets_all["busy"]
-            if not len(b[0]):
+            busy = self.sets_all["busy"]
+            if not len(busy[0]):
                 return []
-            return [{"step": None, "start": float(b[0][0]), "end": float(b[1][-1]), "last": False}]
+            return [
+                {"step": None, "start": float(busy[0][0]), "end": float(busy[1][-1]), "last": False}
+            ]
         out = []
         for j, (num, (a, b)) in enumerate(self.steps):
             nxt = self.steps[j + 1][1][0] if j + 1 < len(self.steps) else None
@@ -237,24 +229,17 @@ def step_breakdown(v: RankView, w: dict) -> dict:
     alloc_m = v.is_alloc & inw
     launches = v.is_launch & inw
     step_us = b - a
-    # GPU idle that follows a synchronising call: from its return to the next GPU start
+    # GPU idle that follows a synchronising call: from its return to the next GPU start, when
+    # the GPU was idle at the return (the call drained the queue)
     refill = 0.0
+    bs, be = S["busy"]
     ends = v.end[sync_m]
-    if len(ends) and len(S["busy"][0]):
-        nxt = np.searchsorted(S["busy"][0], ends)
-        ok = nxt < len(S["busy"][0])
-        # only if the GPU was idle when the call returned
-        prev = np.searchsorted(S["busy"][1], ends)
-        for e, ni, okk in zip(ends.tolist(), nxt.tolist(), ok.tolist(), strict=True):
-            if not okk:
+    if len(ends) and len(bs):
+        nxt = np.searchsorted(bs, ends)
+        for e, ni in zip(ends.tolist(), nxt.tolist(), strict=True):
+            if ni >= len(bs) or (ni > 0 and float(be[ni - 1]) > e):
                 continue
-            start_next = float(S["busy"][0][ni])
-            # idle at e: not inside a busy interval
-            j = ni - 1
-            if j >= 0 and float(S["busy"][1][j]) > e:
-                continue
-            refill += min(start_next, b) - e if start_next > e else 0.0
-        del prev
+            refill += max(0.0, min(float(bs[ni]), b) - e)
     return {
         "step": w["step"],
         "last": w["last"],

@@ -113,8 +113,12 @@ def test_bad_single_files(data, message):
 def test_zip_bomb_rejected_before_decompressing():
     bomb = zipped({"rank-0.json": b"{" + b" " * (8 << 20) + b"}"})
     assert len(bomb) < SMALL.max_upload_bytes
-    with pytest.raises(TraceError, match="unpacks to more than|bomb"):
-        run(bomb, "bomb.zip")
+    with pytest.raises(TraceError, match="unpacks to more than 4 MiB"):
+        run(bomb, "bomb.zip")  # the declared size is over the cap
+    roomy = Limits(max_upload_bytes=1 << 20, max_unpacked_bytes=64 << 20, max_ratio=50,
+                   max_ranks=4, max_events=5000)  # fmt: skip
+    with pytest.raises(TraceError, match="decompression bomb"):
+        run(bomb, "bomb.zip", roomy)  # the declared ratio is over the cap
 
 
 def test_gzip_bomb_stopped_while_decompressing():
