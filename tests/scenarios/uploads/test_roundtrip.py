@@ -14,12 +14,11 @@ from scenarios import engine
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 from upload_roundtrip import verdict
 
-SEEDS = (7, 8)
+SEED = 7
 
 
 @pytest.mark.parametrize("slug", list(engine.SCENARIOS))
 def test_findings_name_the_injected_scenario(slug):
-    results = [verdict(slug, seed) for seed in SEEDS]
-    # the sample is small: require the top finding on at least one seed and a hit on both
-    assert sum(top for top, _, _ in results) >= 1, results
-    assert all(anyhit for _, anyhit, _ in results), results
+    top, _, found = verdict(slug, SEED)
+    # healthy: no finding at all; every other scenario: the first (most costly) finding names it
+    assert top, f"{slug} seed {SEED}: findings {found}"

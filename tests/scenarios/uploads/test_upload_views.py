@@ -136,3 +136,18 @@ def test_status_partial_polls_until_done(learner_client, learner):
     Upload.objects.filter(pk=up.pk).update(status=Upload.Status.READY)
     r = learner_client.get(url, headers={"HX-Request": "true"})
     assert r["HX-Refresh"] == "true"
+
+
+def test_real_two_rank_job_as_tar_gz(learner_client):
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for r in (0, 1):
+            t.add(REAL / f"sampled_rank-{r}.json.gz", arcname=f"job/sampled_rank-{r}.json.gz")
+    page = post(learner_client, "job.tar.gz", buf.getvalue())
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.READY, up.error
+    assert up.n_ranks == 2 and up.analysis["world_size"] == 128  # two of a 128-rank job
+    html = page.content.decode()
+    assert html.count("<td>1</td><td>#") >= 2  # rank 1's steps are in the overview
