@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from scenarios import engine
+from scenarios.tasks import process_upload
 from scenarios.uploads import Upload, delete_expired
 
 pytestmark = pytest.mark.django_db
@@ -35,10 +36,12 @@ def zipped_hta(slug: str, seed: int) -> bytes:
 
 
 @pytest.fixture(autouse=True)
-def _run_on_commit(django_capture_on_commit_callbacks):
-    """Tests run inside a transaction; run the queued task as a commit would."""
+def _run_on_commit(django_capture_on_commit_callbacks, monkeypatch):
+    """Tests run inside a transaction; run the queued task as a commit would, in this process
+    even when a broker is configured (the real worker is tested with the pool)."""
     global _capture
     _capture = django_capture_on_commit_callbacks
+    monkeypatch.setattr(process_upload, "delay", lambda *a: process_upload.apply(args=a))
 
 
 def post(client, name: str, data: bytes):
