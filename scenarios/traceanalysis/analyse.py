@@ -66,6 +66,12 @@ def analyse(ranks: list[RankTrace]) -> dict:
         v = RankView(r)
         steps = [step_breakdown(v, w) for w in v.windows()]
         kernels, families = kernel_table(v)
+        counted = [s for s in steps if not s["last"]] or steps
+        idle_while = {
+            k: round(sum(s[f"idle_{k}_ms"] for s in counted), 3)
+            for k in ("input", "compile", "sync", "allocator")
+        }
+        idle_while["total"] = round(sum(s["idle_ms"] for s in counted), 3)
         per_rank.append(
             {
                 "rank": r.rank,
@@ -77,6 +83,7 @@ def analyse(ranks: list[RankTrace]) -> dict:
                 "temporal": temporal(v),
                 "overlap_pct": overlap(v),
                 "idle_by_stream": idle_breakdown(v),
+                "idle_while_cpu_in": idle_while,
                 "launch": launch_stats(v),
                 "top_kernels": kernels[:TOP_KERNELS],
                 "kernel_families": families,

@@ -91,7 +91,10 @@ def test_serialised_allreduce_is_exposed():
 
 
 def test_dataloader_wait_every_step_is_starvation():
-    f = analyse(job(dataloader=400.0, comm_at=100.0))["findings"]
+    a = analyse(job(dataloader=400.0, comm_at=100.0))
+    # 3 analysed steps, each idle for the 400 µs the main thread waits on the loader
+    assert a["per_rank"][0]["idle_while_cpu_in"]["input"] == pytest.approx(1.2)
+    f = a["findings"]
     assert f[0]["slug"] == "input-starvation"
     ev = f[0]["evidence"][0]
     assert ev["end_us"] - ev["start_us"] == pytest.approx(401, abs=1)
