@@ -62,6 +62,11 @@ KEEP_ARGS = (
 
 
 def _num(v: Any) -> float | None:
+    t = type(v)
+    if t is float:
+        return v if v == v and v not in (_INF, -_INF) else None
+    if t is int:
+        return float(v)
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
@@ -76,7 +81,12 @@ def _num(v: Any) -> float | None:
     return f if np.isfinite(f) else None
 
 
+_INF = float("inf")
+
+
 def _int(v: Any, default: int = -1) -> int:
+    if type(v) is int:
+        return v
     f = _num(v)
     return int(f) if f is not None else default
 
@@ -199,6 +209,7 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
     thread_names: dict[tuple[int, int], str] = {}
     labels: dict[int, str] = {}
     skipped = 0
+    kind_cache: dict[tuple[str, str], int | None] = {}
 
     for ev in events:
         if not isinstance(ev, dict):
@@ -228,7 +239,12 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
         cat = cat if isinstance(cat, str) else ""
         args_raw = ev.get("args")
         args: dict = args_raw if isinstance(args_raw, dict) else {}
-        kind = _classify(cat, name, args)
+        ck = (cat, name)
+        kind = kind_cache.get(ck, -1) if cat else -1
+        if kind == -1:
+            kind = _classify(cat, name, args)
+            if cat:
+                kind_cache[ck] = kind
         if kind is None:
             continue
         ni = name_ids.get(name)
