@@ -84,11 +84,14 @@ def _num(v: Any) -> float | None:
 _INF = float("inf")
 
 
+_BIG = 1 << 62  # ids beyond this do not fit the int64 columns
+
+
 def _int(v: Any, default: int = -1) -> int:
-    if type(v) is int:
+    if type(v) is int and -_BIG < v < _BIG:
         return v
     f = _num(v)
-    return int(f) if f is not None else default
+    return int(f) if f is not None and -_BIG < f < _BIG else default
 
 
 @dataclass
@@ -188,7 +191,7 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
     def intern_id(table: dict[Any, int], v: Any) -> int:
         if isinstance(v, bool) or v is None:
             v = str(v)
-        if isinstance(v, (int, float)) and float(v).is_integer():
+        if isinstance(v, (int, float)) and float(v).is_integer() and -_BIG < v < _BIG:
             return int(v)
         key = str(v)
         if key not in table:
