@@ -142,7 +142,8 @@ def test_quirks_string_ts_missing_fields_bare_array():
         {"ph": "X", "cat": "kernel", "name": "k", "pid": "GPU 0", "tid": "stream 7",
          "ts": "100.5", "dur": "10", "args": {"stream": 7, "correlation": 1}},
         {"ph": "X", "cat": "kernel", "name": "no-dur", "pid": 0, "tid": 7, "ts": 1},
-        {"ph": "X", "name": "no-cat", "ts": 5, "dur": 1, "pid": 2**70, "args": {"correlation": 2**80}},
+        {"ph": "X", "name": "no-cat", "ts": 5, "dur": 1, "pid": 2**70,
+         "args": {"correlation": 2**80}},
         {"ph": "i", "name": "instant", "ts": 3},
         "not an event",
     ]  # fmt: skip
