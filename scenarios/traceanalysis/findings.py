@@ -271,13 +271,14 @@ def evaluate(a: dict) -> list[dict]:
         if not ls.get("launches") or not st:
             continue
         util = median(1 - _share(s, "idle_ms") for s in st)
-        if (ls["short_kernel_pct"] or 0) >= LAUNCH_SHORT and util < LAUNCH_UTIL:
+        short = ls.get("short_compute_kernel_pct") or 0
+        if short >= LAUNCH_SHORT and util < LAUNCH_UTIL:
             s = sorted(st, key=lambda x: x["step_ms"])[len(st) // 2]
             out.append(
                 _finding(
                     "launch-bound",
                     "The CPU cannot launch kernels fast enough",
-                    f"rank {pr['rank']}: {ls['short_kernel_pct']:.0f}% of kernels run shorter "
+                    f"rank {pr['rank']}: {short:.0f}% of kernels run shorter "
                     "than their "
                     f"launch call (median kernel {ls['gpu_median_us']:.1f} µs, launch "
                     f"{ls['cpu_median_us']:.1f} µs); GPU busy {util:.0%} of the step",
@@ -334,11 +335,22 @@ def evaluate(a: dict) -> list[dict]:
                 "idle_compile_ms": "recompilation",
             }
             best = max(keys, key=lambda k2: s[k2])
-            slug = keys[best] if s[best] > 0.2 * s["idle_ms"] else "input-starvation"
+            # nothing the CPU was visibly waiting on: if the GPU mostly waited for launches
+            # (HTA's host_wait), the host is too slow to feed it; otherwise it waited on
+            # other streams or events
+            host = sum(
+                b["host_wait_ms"] for p in a["per_rank"] for b in p["idle_by_stream"].values()
+            )
+            other = sum(b["other_ms"] for p in a["per_rank"] for b in p["idle_by_stream"].values())
+            guess = "launch-bound" if host >= other else "sync-stalls"
+            slug = keys[best] if s[best] > 0.2 * s["idle_ms"] else guess
+            title = "Low GPU utilisation" + (
+                ": the GPU waits on the host" if slug == "launch-bound" else ""
+            )
             out.append(
                 _finding(
                     slug,
-                    "Low GPU utilisation",
+                    title,
                     f"GPU idle {median(_share(x, 'idle_ms') for _, x in steps):.0%} of the step "
                     "(median); "
                     f"longest gap {s['longest_gap_ms']:.1f} ms",

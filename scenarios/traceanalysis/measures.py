@@ -229,15 +229,19 @@ def step_breakdown(v: RankView, w: dict) -> dict:
     alloc_m = v.is_alloc & inw
     launches = v.is_launch & inw
     step_us = b - a
-    # GPU idle that follows a synchronising call: from its return to the next GPU start, when
-    # the GPU was idle at the return (the call drained the queue)
+    # GPU idle that follows a synchronising call that waited for the GPU (busy when the call
+    # began, idle when it returned: the call drained the queue): from its return to the next
+    # GPU start
     refill = 0.0
     bs, be = S["busy"]
-    ends = v.end[sync_m]
+    starts, ends = r.ts[sync_m], v.end[sync_m]
     if len(ends) and len(bs):
+        i0 = np.searchsorted(bs, starts, side="right") - 1
         nxt = np.searchsorted(bs, ends)
-        for e, ni in zip(ends.tolist(), nxt.tolist(), strict=True):
-            if ni >= len(bs) or (ni > 0 and float(be[ni - 1]) > e):
+        for st_, e, j, ni in zip(starts.tolist(), ends.tolist(), i0.tolist(), nxt.tolist(),
+                                 strict=True):  # fmt: skip
+            waited = j >= 0 and float(be[j]) > st_
+            if not waited or ni >= len(bs) or (ni > 0 and float(be[ni - 1]) > e):
                 continue
             refill += max(0.0, min(float(bs[ni]), b) - e)
     return {
@@ -342,8 +346,11 @@ def launch_stats(v: RankView) -> dict:
     ci = np.array([p[1] for p in pairs])
     gd, cd = r.dur[gi], r.dur[ci]
     delay = r.ts[gi] - r.ts[ci]
+    kern = np.isin(r.kind[gi], (KERNEL, COMM))
     return {
         "launches": len(pairs),
+        "kernel_launches": int(kern.sum()),
+        "short_compute_kernel_pct": _pct(float((gd[kern] < cd[kern]).sum()), int(kern.sum())),
         "cpu_median_us": _r(float(np.median(cd))),
         "gpu_median_us": _r(float(np.median(gd))),
         "short_kernels": int((gd < cd).sum()),
