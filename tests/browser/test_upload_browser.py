@@ -12,7 +12,7 @@ import pytest
 from scenarios import perfetto_ui
 from scenarios.uploads import Upload
 from tests.browser.test_drill_e2e import sign_up
-from tests.browser.test_perfetto_ui import PROBE, watch
+from tests.browser.test_perfetto_ui import ARTIFACTS, PROBE, watch
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "sampled_rank-0.json.gz"
@@ -35,6 +35,8 @@ def test_upload_view_perfetto_delete(browser, live_server):
         page.locator("button.show-me").first.click()
         after = page.evaluate("document.getElementById('timeline').viewer.getView()")
         assert after["t1"] - after["t0"] < before["t1"] - before["t0"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "upload-detail.png"), full_page=True)
     if perfetto_ui.available():
         with context.expect_page() as info:
             page.locator("#open-perfetto").click()
