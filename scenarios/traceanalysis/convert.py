@@ -298,7 +298,8 @@ def to_perfetto(ranks: list[RankTrace]) -> bytes:
                         "args": {"name": tname},
                     }
                 )
-        parts.extend(dumps(m) for m in meta)
+        # one dumps per rank: a small orjson.dumps per event keeps ~1 KiB of buffer each
+        evs: list[dict] = meta
         ts = r.ts.round(3).tolist()
         dur = r.dur.round(3).tolist()
         kinds = r.kind.tolist()
@@ -333,10 +334,12 @@ def to_perfetto(ranks: list[RankTrace]) -> bytes:
                 }
                 if k != RUNTIME:
                     fl["bp"] = "e"
-                parts.append(dumps(fl))
+                evs.append(fl)
             if a:
                 ev["args"] = a
-            parts.append(dumps(ev))
+            evs.append(ev)
+        parts.append(dumps(evs)[1:-1])
+        del evs
     return b'{"displayTimeUnit": "ms", "traceEvents": [' + b",".join(parts) + b"]}"
 
 
