@@ -61,3 +61,6 @@ class Trace(models.Model):
 
     def load(self):
         return engine.loads(zlib.decompress(bytes(self.payload)))
+
+
+from scenarios.uploads import Upload  # noqa: E402,F401  (uploaded traces live in their own module)

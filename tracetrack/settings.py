@@ -210,6 +210,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "scenarios.tasks.refill_all",
         "schedule": env_float("POOL_REFILL_INTERVAL_S", 60.0, lo=5.0, hi=3600.0),
     },
+    "delete-expired-uploads": {
+        "task": "scenarios.tasks.delete_expired_uploads",
+        "schedule": 3600.0,
+    },
     "assignment-reminders": {
         "task": "cohorts.tasks.send_due_reminders",
         "schedule": 3600.0,
@@ -227,6 +231,13 @@ TRACETRACK = {
     # Sign-in brake (accounts/login_throttle.py): failures per (username, address) per window.
     "LOGIN_FAILURE_LIMIT": env_int("LOGIN_FAILURE_LIMIT", 10, lo=0, hi=10_000),
     "LOGIN_LOCKOUT_S": env_int("LOGIN_LOCKOUT_S", 900, lo=1, hi=86_400),
+    # Uploaded traces (scenarios/uploads.py): limits sized for a 2-core, 24 GiB worker.
+    "UPLOAD_MAX_BYTES": env_int("UPLOAD_MAX_MB", 64, lo=1, hi=2048) << 20,
+    "UPLOAD_MAX_UNPACKED_BYTES": env_int("UPLOAD_MAX_UNPACKED_MB", 512, lo=1, hi=16384) << 20,
+    "UPLOAD_MAX_RATIO": env_int("UPLOAD_MAX_RATIO", 60, lo=2, hi=1000),
+    "UPLOAD_MAX_RANKS": env_int("UPLOAD_MAX_RANKS", 64, lo=1, hi=4096),
+    "UPLOAD_MAX_EVENTS": env_int("UPLOAD_MAX_EVENTS", 1_500_000, lo=1000, hi=50_000_000),
+    "UPLOAD_EXPIRY_DAYS": env_int("UPLOAD_EXPIRY_DAYS", 7, lo=1, hi=3650),
 }
 if TRACETRACK["POOL_LOW_WATER"] > TRACETRACK["POOL_TARGET"]:
     raise ImproperlyConfigured("POOL_LOW_WATER must not exceed POOL_TARGET.")

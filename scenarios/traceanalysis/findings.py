@@ -1,0 +1,388 @@
+"""Findings: rules with stated thresholds, each naming the likely pathology from the catalogue and
+the span of the trace that shows it (in the spirit of Nsight Systems' expert rules).
+
+Every rule reads the analysed steps (the last step is left out when there are two or more) of every
+rank. A finding carries: the slug, a title, what was measured against which threshold, a severity
+(the share of the step it costs, 0–1) and the evidence span (rank, row kind, start/end in µs)."""
+
+from __future__ import annotations
+
+from statistics import median
+
+# Thresholds (a change here changes what users see: keep the page's wording in step).
+INPUT_SHARE = 0.15  # GPU idle while the main thread waits in DataLoader.__next__, share of step
+INPUT_STEPS = 0.75  # ... in at least this share of steps
+COMPILE_SHARE = 0.20  # GPU idle during compilation in a step
+COMPILE_STEPS_MAX = 0.60  # ... in at most this share of steps (every step = not a recompile)
+OUTLIER_STEP = 1.8  # a step this many times the median, GPU mostly idle, counts as a recompile
+SYNC_REFILL_SHARE = 0.04  # GPU idle after synchronising calls, share of step
+SYNC_CALLS_MIN = 2.0  # synchronising calls per step
+ALLOC_SHARE = 0.02  # time in cudaMalloc/cudaFree per steady-state step, share of step
+EXPOSED_SHARE = 0.10  # communication not hidden under compute, share of step
+OVERLAP_MAX = 30.0  # comm/compute overlap %, below = exposed
+STRAGGLER_RATIO = 1.08  # one rank's compute over the median rank's
+STRAGGLER_STEPS = 0.6  # ... the same rank in at least this share of steps
+BUSBW_SHARE = 0.60  # bus bandwidth at least this share of the link = bandwidth-bound
+BUBBLE_SHARE = 0.10  # GPU idle share of step with point-to-point (pipeline) traffic
+LAUNCH_SHORT = 50.0  # % of kernels shorter than their launch call
+LAUNCH_UTIL = 0.60  # GPU busy share of step below which launch overhead matters
+MEMBOUND_SHARE = 0.25  # low-intensity kernels' share of compute-kernel time
+IDLE_SHARE = 0.30  # generic: GPU idle share of step
+PAGEABLE_PER_STEP = 2.0  # generic: pageable copies per step
+
+THRESHOLDS = {k: v for k, v in globals().items() if k.isupper() and isinstance(v, float)}
+
+
+def _steps(a: dict) -> list[tuple[int, dict]]:
+    out: list[tuple[int, dict]] = []
+    for pr in a["per_rank"]:
+        st = [s for s in pr["steps"] if not s["last"]]
+        # first profiled step often carries warm-up; keep it (a recompile can be there too)
+        out.extend((pr["rank"], s) for s in st)
+    return out
+
+
+def _share(s: dict, key: str) -> float:
+    return s[key] / s["step_ms"] if s["step_ms"] > 0 else 0.0
+
+
+def _ev(rank: int, row: str, a: float, b: float, label: str) -> dict:
+    return {
+        "rank": rank,
+        "row": row,
+        "start_us": round(a, 3),
+        "end_us": round(b, 3),
+        "label": label,
+    }
+
+
+def _median_step(steps: list[tuple[int, dict]], rank: int | None = None) -> tuple[int, dict]:
+    cand = [x for x in steps if rank is None or x[0] == rank] or steps
+    cand = sorted(cand, key=lambda x: x[1]["step_ms"])
+    return cand[len(cand) // 2]
+
+
+def _finding(slug, title, measured, threshold, severity, evidence, detail=""):
+    return {
+        "slug": slug,
+        "title": title,
+        "measured": measured,
+        "threshold": threshold,
+        "severity": round(max(0.0, min(1.0, severity)), 4),
+        "evidence": evidence,
+        "detail": detail,
+    }
+
+
+def evaluate(a: dict) -> list[dict]:
+    steps = _steps(a)
+    if not steps:
+        return []
+    out: list[dict] = []
+    n = len(steps)
+    med_step = median(s["step_ms"] for _, s in steps)
+
+    # input starvation: every step waits on the data loader with the GPU idle
+    inp = [_share(s, "idle_input_ms") for _, s in steps]
+    hit = [x >= INPUT_SHARE for x in inp]
+    if sum(hit) >= INPUT_STEPS * n:
+        r, s = _median_step(steps)
+        out.append(
+            _finding(
+                "input-starvation",
+                "The GPU waits for the data loader every step",
+                f"GPU idle inside DataLoader __next__: median {median(inp):.0%} of the step, "
+                f"in {sum(hit)} of {n} steps",
+                f">= {INPUT_SHARE:.0%} of the step in >= {INPUT_STEPS:.0%} of steps",
+                median(inp),
+                [
+                    _ev(
+                        r,
+                        "cpu",
+                        s["start_us"],
+                        s["start_us"] + s["input_ms"] * 1e3 + 1,
+                        "waiting for the next batch",
+                    )
+                ],
+            )
+        )
+
+    # recompilation: a few steps lose the GPU to compilation (or are outliers with an idle GPU)
+    comp_steps = [(r, s) for r, s in steps if _share(s, "idle_compile_ms") >= COMPILE_SHARE]
+    outliers = [
+        (r, s)
+        for r, s in steps
+        if s["step_ms"] >= OUTLIER_STEP * med_step and _share(s, "idle_ms") >= 0.5
+    ]
+    rec = comp_steps or outliers
+    if rec and len({x[1]["step"] for x in rec}) <= COMPILE_STEPS_MAX * len(
+        {x[1]["step"] for x in steps}
+    ):
+        r, s = max(rec, key=lambda x: x[1]["idle_ms"])
+        lost = sum(x[1]["idle_ms"] for x in rec) / max(1, len(a["per_rank"]))
+        total = sum(x[1]["step_ms"] for x in steps) / max(1, len(a["per_rank"]))
+        what = "compiling" if comp_steps else "with the GPU idle"
+        out.append(
+            _finding(
+                "recompilation",
+                "A few steps stall while the CPU compiles",
+                f"{len({x[1]['step'] for x in rec})} of {len({x[1]['step'] for x in steps})} steps "
+                f"lose the GPU {what}; {lost:.0f} ms in all",
+                f">= {COMPILE_SHARE:.0%} of a step idle while compiling (or a step >= "
+                f"{OUTLIER_STEP}x the median, mostly idle), in <= {COMPILE_STEPS_MAX:.0%} of steps",
+                lost / total if total else 0.0,
+                [_ev(r, "*", s["start_us"], s["end_us"], "compile stall")],
+            )
+        )
+
+    # sync stalls: synchronising calls drain the queue and the GPU idles until relaunch
+    refill = [_share(s, "sync_refill_ms") for _, s in steps]
+    calls = [s["sync_calls"] for _, s in steps]
+    if median(refill) >= SYNC_REFILL_SHARE and median(calls) >= SYNC_CALLS_MIN:
+        r, s = _median_step(steps)
+        out.append(
+            _finding(
+                "sync-stalls",
+                "Synchronising calls leave the GPU idle",
+                f"{median(calls):.0f} synchronising calls per step; GPU idle after them "
+                f"{median(refill):.1%} of the step",
+                f">= {SYNC_CALLS_MIN:.0f} calls and >= {SYNC_REFILL_SHARE:.0%} of the step "
+                "idle after them",
+                median(refill),
+                [_ev(r, "cuda_api", s["start_us"], s["end_us"], "synchronising calls")],
+            )
+        )
+
+    # allocator stalls: cudaMalloc/cudaFree in steady state
+    steady = [(r, s) for r, s in steps if s["step"] != min(x[1]["step"] for x in steps)] or steps
+    al = [_share(s, "alloc_ms") for _, s in steady]
+    if median(al) >= ALLOC_SHARE:
+        r, s = _median_step(steady)
+        out.append(
+            _finding(
+                "allocator-stalls",
+                "cudaMalloc / cudaFree in steady-state steps",
+                f"median {median(s2['alloc_calls'] for _, s2 in steady):.0f} calls, "
+                f"{median(al):.1%} of the step in the allocator",
+                f">= {ALLOC_SHARE:.0%} of a steady-state step",
+                median(al) * 2,
+                [_ev(r, "cuda_api", s["start_us"], s["end_us"], "allocator calls")],
+            )
+        )
+
+    # collectives: straggler / bandwidth-bound / exposed
+    skew = a["skew"]["steps"]
+    straggler_rank = None
+    if skew:
+        slow = [
+            x
+            for x in skew
+            if (x["compute_max_over_median"] or 0) >= STRAGGLER_RATIO
+            and x["slowest_comm_ms"] < x["others_comm_median_ms"]
+        ]
+        if slow:
+            top = max(
+                {x["slowest_rank"] for x in slow},
+                key=lambda rk: sum(1 for x in slow if x["slowest_rank"] == rk),
+            )
+            k = sum(1 for x in slow if x["slowest_rank"] == top)
+            if k >= STRAGGLER_STEPS * len(skew):
+                straggler_rank = top
+                ratio = median(
+                    x["compute_max_over_median"] for x in slow if x["slowest_rank"] == top
+                )
+                r, s = _median_step(steps, top)
+                out.append(
+                    _finding(
+                        "straggler",
+                        f"Rank {top} is slower and the others wait for it",
+                        f"rank {top}'s compute is {ratio:.2f}x the median rank's in {k} of "
+                        f"{len(skew)} steps, and it spends the least time in collectives",
+                        f">= {STRAGGLER_RATIO}x in >= {STRAGGLER_STEPS:.0%} of steps",
+                        ratio - 1.0,
+                        [_ev(top, "gpu", s["start_us"], s["end_us"], "the slow rank")],
+                    )
+                )
+
+    colls = [c for pr in a["per_rank"] for c in pr["collectives"]]
+    p2p = [c for c in colls if c["collective"] == "sendrecv"]
+    exposed = [_share(s, "exposed_comm_ms") for _, s in steps]
+    overl = [pr["overlap_pct"] for pr in a["per_rank"] if pr["overlap_pct"] is not None]
+    link = a.get("link")
+    if straggler_rank is None and colls and not p2p and median(exposed) >= EXPOSED_SHARE:
+        big = max(colls, key=lambda c: c["total_ms"])
+        link_pct = big.get("link_pct")
+        bw_bound = (
+            link is not None
+            and link_pct is not None
+            and link_pct >= 100 * BUSBW_SHARE * link["achievable_fraction"]
+        )
+        r, s = _median_step(steps)
+        if overl and max(overl) < OVERLAP_MAX:
+            out.append(
+                _finding(
+                    "exposed-allreduce",
+                    "Communication runs after compute, not under it",
+                    f"comm/compute overlap {min(overl):.0f}–{max(overl):.0f}% across ranks; "
+                    f"exposed communication {median(exposed):.0%} of the step",
+                    f"overlap < {OVERLAP_MAX:.0f}% and exposed >= {EXPOSED_SHARE:.0%} of the step",
+                    median(exposed),
+                    [_ev(r, "nccl", s["start_us"], s["end_us"], "exposed communication")],
+                )
+            )
+        elif bw_bound and link is not None:
+            out.append(
+                _finding(
+                    "bandwidth-bound-collective",
+                    "The collective runs at the link's speed",
+                    f"{big['collective']} of {big['bytes'] / 1e6:.1f} MB: bus bandwidth "
+                    f"{big['busbw_gbps']:.0f} GB/s = {link_pct:.0f}% of {link['name']} "
+                    f"({link['gbps']:.0f} GB/s), overlapped {min(overl or [0]):.0f}%+ "
+                    "yet still exposed "
+                    f"{median(exposed):.0%} of the step on every rank",
+                    f"overlap >= {OVERLAP_MAX:.0f}%, bus bandwidth >= {BUSBW_SHARE:.0%} of the "
+                    f"achievable {link['achievable_fraction']:.0%} of the link, "
+                    f"exposed >= {EXPOSED_SHARE:.0%}",
+                    median(exposed),
+                    [_ev(r, "nccl", s["start_us"], s["end_us"], "collective")],
+                )
+            )
+
+    # pipeline bubbles: point-to-point traffic and a large idle share that differs by stage
+    idle = [_share(s, "idle_ms") for _, s in steps]
+    if p2p and median(idle) >= BUBBLE_SHARE:
+        r, s = _median_step(steps)
+        out.append(
+            _finding(
+                "pipeline-bubbles",
+                "Pipeline stages sit idle waiting for each other",
+                "point-to-point send/recv between ranks; GPU idle median "
+                f"{median(idle):.0%} of the step",
+                f"send/recv present and idle >= {BUBBLE_SHARE:.0%} of the step",
+                median(idle),
+                [_ev(r, "gpu", s["start_us"], s["end_us"], "bubble")],
+            )
+        )
+
+    # launch-bound: kernels shorter than their launches and a GPU that is mostly idle
+    for pr in a["per_rank"]:
+        ls = pr["launch"]
+        st = [s for s in pr["steps"] if not s["last"]]
+        if not ls.get("launches") or not st:
+            continue
+        util = median(1 - _share(s, "idle_ms") for s in st)
+        short = ls.get("short_compute_kernel_pct") or 0
+        if short >= LAUNCH_SHORT and util < LAUNCH_UTIL:
+            s = sorted(st, key=lambda x: x["step_ms"])[len(st) // 2]
+            out.append(
+                _finding(
+                    "launch-bound",
+                    "The CPU cannot launch kernels fast enough",
+                    f"rank {pr['rank']}: {short:.0f}% of kernels run shorter "
+                    "than their "
+                    f"launch call (median kernel {ls['gpu_median_us']:.1f} µs, launch "
+                    f"{ls['cpu_median_us']:.1f} µs); GPU busy {util:.0%} of the step",
+                    f">= {LAUNCH_SHORT:.0f}% short kernels and GPU busy < {LAUNCH_UTIL:.0%}",
+                    1 - util,
+                    [
+                        _ev(
+                            pr["rank"],
+                            "gpu",
+                            s["start_us"],
+                            s["start_us"] + min(s["step_ms"] * 1e3, 2000),
+                            "tiny kernels",
+                        )
+                    ],
+                )
+            )
+            break
+
+    # memory-bound kernels: low-arithmetic kernels take a big share of compute-kernel time
+    for pr in a["per_rank"]:
+        fams = pr["kernel_families"]
+        comp_ms = sum(f["total_ms"] for f in fams if f["family"] not in NOT_COMPUTE)
+        low = [
+            f for f in fams if f["family"] not in HIGH_INTENSITY and f["family"] not in NOT_COMPUTE
+        ]
+        low_ms = sum(f["total_ms"] for f in low)
+        if comp_ms > 0 and low_ms / comp_ms >= MEMBOUND_SHARE:
+            mk = [k for k in pr["top_kernels"] if k["family"] not in HIGH_INTENSITY | NOT_COMPUTE]
+            top = mk[0]["name"] if mk else low[0]["family"]
+            r, s = _median_step(steps, pr["rank"])
+            out.append(
+                _finding(
+                    "memory-bound-kernel",
+                    "Low-arithmetic kernels take a big share of the GPU",
+                    f"rank {pr['rank']}: {low_ms / comp_ms:.0%} of compute-kernel time is in "
+                    f"{', '.join(f['family'] for f in low[:3])} kernels (top: {top[:70]})",
+                    f">= {MEMBOUND_SHARE:.0%} of compute-kernel time outside GEMM / attention / "
+                    "convolution",
+                    low_ms / comp_ms / 2,
+                    [_ev(pr["rank"], "gpu", s["start_us"], s["end_us"], top[:40])],
+                )
+            )
+            break
+
+    # generic rules when nothing specific explains them
+    if not out:
+        hi = [(r, s) for r, s in steps if _share(s, "idle_ms") >= IDLE_SHARE]
+        if len(hi) >= 0.5 * n:
+            r, s = max(hi, key=lambda x: x[1]["longest_gap_ms"])
+            keys = {
+                "idle_input_ms": "input-starvation",
+                "idle_sync_ms": "sync-stalls",
+                "idle_allocator_ms": "allocator-stalls",
+                "idle_compile_ms": "recompilation",
+            }
+            best = max(keys, key=lambda k2: s[k2])
+            # nothing the CPU was visibly waiting on: if the GPU mostly waited for launches
+            # (HTA's host_wait), the host is too slow to feed it; otherwise it waited on
+            # other streams or events
+            host = sum(
+                b["host_wait_ms"] for p in a["per_rank"] for b in p["idle_by_stream"].values()
+            )
+            other = sum(b["other_ms"] for p in a["per_rank"] for b in p["idle_by_stream"].values())
+            guess = "launch-bound" if host >= other else "sync-stalls"
+            slug = keys[best] if s[best] > 0.2 * s["idle_ms"] else guess
+            title = "Low GPU utilisation" + (
+                ": the GPU waits on the host" if slug == "launch-bound" else ""
+            )
+            out.append(
+                _finding(
+                    slug,
+                    title,
+                    f"GPU idle {median(_share(x, 'idle_ms') for _, x in steps):.0%} of the step "
+                    "(median); "
+                    f"longest gap {s['longest_gap_ms']:.1f} ms",
+                    f"idle >= {IDLE_SHARE:.0%} of the step in half the steps or more",
+                    median(_share(x, "idle_ms") for _, x in steps),
+                    [
+                        _ev(
+                            r,
+                            "gpu",
+                            s["longest_gap_at_us"],
+                            s["longest_gap_at_us"] + s["longest_gap_ms"] * 1e3,
+                            "GPU gap",
+                        )
+                    ],
+                )
+            )
+        pages = sum(pr["pageable_memcpy"] for pr in a["per_rank"]) / max(1, n)
+        if pages >= PAGEABLE_PER_STEP:
+            r, s = _median_step(steps)
+            out.append(
+                _finding(
+                    "sync-stalls",
+                    "Copies to pageable host memory",
+                    f"{pages:.1f} pageable memcpy per step: each one synchronises the host",
+                    f">= {PAGEABLE_PER_STEP:.0f} per step",
+                    0.01,
+                    [_ev(r, "gpu", s["start_us"], s["end_us"], "pageable copies")],
+                )
+            )
+    out.sort(key=lambda f: -f["severity"])
+    return out
+
+
+HIGH_INTENSITY = {"gemm", "attention", "convolution"}
+NOT_COMPUTE = {"communication", "memcpy", "memset"}

@@ -1,0 +1,163 @@
+"""Bring your own trace: the Upload model and the rules around it (create, process, expire,
+delete). Processing runs in a Celery task (scenarios.tasks.process_upload), never on the request."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import logging
+import uuid
+from datetime import timedelta
+
+import orjson
+from django.conf import settings
+from django.db import models, transaction
+from django.utils import timezone
+
+from scenarios.traceanalysis import analyse, to_perfetto, to_timeline
+from scenarios.traceanalysis.errors import TraceError
+from scenarios.traceanalysis.ingest import Limits, load
+
+log = logging.getLogger(__name__)
+
+
+def limits() -> Limits:
+    cfg = settings.TRACETRACK
+    return Limits(
+        max_upload_bytes=cfg["UPLOAD_MAX_BYTES"],
+        max_unpacked_bytes=cfg["UPLOAD_MAX_UNPACKED_BYTES"],
+        max_ratio=cfg["UPLOAD_MAX_RATIO"],
+        max_ranks=cfg["UPLOAD_MAX_RANKS"],
+        max_events=cfg["UPLOAD_MAX_EVENTS"],
+    )
+
+
+class UploadQuerySet(models.QuerySet["Upload"]):
+    def owned_by(self, user) -> UploadQuerySet:
+        return self.filter(owner=user)
+
+    def expired(self, now=None) -> UploadQuerySet:
+        return self.filter(expires_at__lte=now or timezone.now())
+
+
+class Upload(models.Model):
+    """One uploaded trace (one or many ranks), its stored conversions and its analysis."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "waiting to be processed"
+        PROCESSING = "processing", "being processed"
+        READY = "ready", "ready"
+        FAILED = "failed", "could not be read"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="trace_uploads"
+    )
+    filename = models.CharField(max_length=200)
+    size_bytes = models.PositiveBigIntegerField()
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    raw = models.BinaryField(help_text="the uploaded bytes, kept only until processed")
+    timeline_gz = models.BinaryField(default=b"", help_text="gzip of the viewer timeline JSON")
+    perfetto_gz = models.BinaryField(default=b"", help_text="gzip of the all-ranks Perfetto JSON")
+    analysis = models.JSONField(null=True, blank=True)
+    n_ranks = models.PositiveIntegerField(default=0)
+    n_events = models.PositiveIntegerField(default=0)
+
+    objects = UploadQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["owner", "-created_at"], name="upload_owner_idx")]
+
+    def __str__(self) -> str:
+        return f"upload {self.id}"
+
+    @property
+    def done(self) -> bool:
+        return self.status in (self.Status.READY, self.Status.FAILED)
+
+
+def create_upload(owner, filename: str, fileobj, size: int) -> Upload:
+    """Store the raw bytes (size-checked) and queue processing. Raises TraceError when too big."""
+    lim = limits()
+    if size > lim.max_upload_bytes:
+        raise TraceError(
+            f"The file is larger than {lim.max_upload_bytes / (1 << 20):,.0f} MiB, this server's "
+            "upload limit."
+        )
+    data = fileobj.read(lim.max_upload_bytes + 1)
+    if len(data) > lim.max_upload_bytes:
+        raise TraceError("The file is larger than this server's upload limit.")
+    if not data:
+        raise TraceError("The file is empty.")
+    days = settings.TRACETRACK["UPLOAD_EXPIRY_DAYS"]
+    up = Upload.objects.create(
+        owner=owner,
+        filename=filename[-200:],
+        size_bytes=len(data),
+        raw=data,
+        expires_at=timezone.now() + timedelta(days=days),
+    )
+    from scenarios.tasks import process_upload
+
+    transaction.on_commit(lambda: process_upload.delay(str(up.pk)))
+    return up
+
+
+def convert(filename: str, data: bytes) -> dict:
+    """The stored forms of one upload: pure work, no database. Raises TraceError."""
+    ranks = load(filename, io.BytesIO(data), limits())
+    timeline = to_timeline(ranks)
+    perfetto = to_perfetto(ranks)
+    report = analyse(ranks)
+    return {
+        "timeline_gz": gzip.compress(orjson.dumps(timeline), 6),
+        "perfetto_gz": gzip.compress(perfetto, 6),
+        "analysis": report,
+        "n_ranks": len(ranks),
+        "n_events": sum(r.n for r in ranks),
+    }
+
+
+def process(upload_id) -> str:
+    """Process one queued upload; idempotent (a redelivered task finds it done)."""
+    with transaction.atomic():
+        up = Upload.objects.select_for_update().filter(pk=upload_id).first()
+        if up is None or up.done:
+            return "gone" if up is None else up.status
+        up.status = Upload.Status.PROCESSING
+        up.save(update_fields=["status"])
+        filename, data = up.filename, bytes(up.raw)
+    try:
+        out = convert(filename, data)
+    except TraceError as e:
+        Upload.objects.filter(pk=upload_id).update(
+            status=Upload.Status.FAILED, error=str(e), raw=b""
+        )
+        return Upload.Status.FAILED
+    except MemoryError:
+        Upload.objects.filter(pk=upload_id).update(
+            status=Upload.Status.FAILED,
+            error="The trace needs more memory than this server allows.",
+            raw=b"",
+        )
+        return Upload.Status.FAILED
+    except Exception:
+        log.exception("processing upload %s failed", upload_id)
+        Upload.objects.filter(pk=upload_id).update(
+            status=Upload.Status.FAILED,
+            error="Something went wrong while reading this trace; nothing was kept.",
+            raw=b"",
+        )
+        return Upload.Status.FAILED
+    # one write: either everything is stored, or (row deleted meanwhile) nothing
+    Upload.objects.filter(pk=upload_id).update(status=Upload.Status.READY, raw=b"", error="", **out)
+    return Upload.Status.READY
+
+
+def delete_expired(now=None) -> int:
+    n, _ = Upload.objects.expired(now).delete()
+    return n

@@ -1,0 +1,59 @@
+"""Bring your own trace in Chromium: upload a real Kineto trace, wait for processing, read it in
+the viewer, use a finding's "Show me", open it in Perfetto, delete it."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from scenarios import perfetto_ui
+from scenarios.uploads import Upload
+from tests.browser.test_drill_e2e import sign_up
+from tests.browser.test_perfetto_ui import ARTIFACTS, PROBE, watch
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "sampled_rank-0.json.gz"
+
+
+def test_upload_view_perfetto_delete(browser, live_server):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    sign_up(page, live_server, "hopper")
+    page.click("nav >> text=My traces")
+    page.set_input_files("#id_trace", str(REAL))
+    page.click("#upload-form button[type=submit]")
+    page.wait_for_url(re.compile(r"/traces/upload/[0-9a-f-]{36}/$"))
+    # processing finishes (in-process here); the page shows the viewer and the overview
+    page.wait_for_selector("#timeline canvas", timeout=60_000)
+    assert page.locator("#overview-table tbody tr").count() >= 2
+    assert page.locator("#findings li, #no-findings").count() >= 1
+    if page.locator("button.show-me").count():
+        before = page.evaluate("document.getElementById('timeline').viewer.getView()")
+        page.locator("button.show-me").first.click()
+        after = page.evaluate("document.getElementById('timeline').viewer.getView()")
+        assert after["t1"] - after["t0"] < before["t1"] - before["t0"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "upload-detail.png"), full_page=True)
+    if perfetto_ui.available():
+        with context.expect_page() as info:
+            page.locator("#open-perfetto").click()
+        tab = info.value
+        dialogs = watch(tab)
+        deadline = time.monotonic() + 150
+        refs: list[str] = []
+        while time.monotonic() < deadline and not any(r.startswith("rank 0 GPU") for r in refs):
+            state = tab.evaluate(PROBE)
+            assert not dialogs and state["modal"] is None and state["failure"] is None, state
+            refs = [r for r in state["refs"] if r]
+            time.sleep(0.5)
+        assert any(r.startswith("rank 0 GPU") for r in refs), refs
+        tab.close()
+    page.once("dialog", lambda d: d.accept())
+    page.click("#delete-upload")
+    page.wait_for_url(f"{live_server.url}/traces/upload/")
+    assert not Upload.objects.exists()
+    assert "No uploads yet" in page.content()
+    context.close()

@@ -1,0 +1,153 @@
+"""The analysis on hand-made Kineto traces whose numbers are known by construction."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from scenarios.traceanalysis import analyse, assemble, parse, to_perfetto, to_timeline
+
+STEP = 1000.0
+DATALOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
+
+
+def job(*, comm_at=500.0, dataloader=0.0, malloc=0.0, ranks=2, steps=4, slow_rank=None):
+    """Per step (1000 µs): compute kernels [0,300) and [310,600), an all-reduce [comm_at,+300),
+    a 20 µs memcpy at 850. Optional: a DataLoader wait at the step start (kernels shifted after
+    it), a cudaMalloc, one rank's compute slower."""
+    docs = []
+    for r in range(ranks):
+        ev: list[dict] = []
+        corr = 1
+        for i in range(steps):
+            t = i * STEP
+            ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}",
+                       "pid": 10, "tid": 10, "ts": t, "dur": STEP - 1})  # fmt: skip
+            off = dataloader
+            if dataloader:
+                ev.append({"ph": "X", "cat": "user_annotation", "pid": 10, "tid": 10, "ts": t,
+                           "dur": dataloader, "name": DATALOADER})  # fmt: skip
+            if malloc:
+                ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaMalloc", "pid": 10,
+                           "tid": 10, "ts": t + off + 1, "dur": malloc})  # fmt: skip
+            k = 1.2 if slow_rank == r else 1.0
+            spans = [
+                ("kernel", "sm90_xmma_gemm_bf16", 7, off, 300 * k, {}),
+                ("kernel", "sm90_xmma_gemm_bf16", 7, off + 300 * k + 10, 290 * k, {}),
+                ("kernel", "ncclKernel_AllReduce_RING_LL_Sum_bfloat16(ncclDevComm*)", 20,
+                 comm_at + off, 300 if slow_rank is None or slow_rank == r else 360,
+                 {"Collective name": "allreduce", "In msg nelems": 1_000_000,
+                  "dtype": "BFloat16", "Group size": ranks}),
+                ("gpu_memcpy", "Memcpy DtoD (Device -> Device)", 7, 850, 20, {}),
+            ]  # fmt: skip
+            for cat, name, stream, ts, dur, args in spans:
+                ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                           "pid": 10, "tid": 10, "ts": t + 0.1 * corr, "dur": 5,
+                           "args": {"correlation": corr}})  # fmt: skip
+                ev.append({"ph": "X", "cat": cat, "name": name, "pid": r, "tid": stream,
+                           "ts": t + ts, "dur": dur,
+                           "args": {"stream": stream, "correlation": corr, **args}})  # fmt: skip
+                corr += 1
+        docs.append(
+            {"distributedInfo": {"rank": r, "world_size": ranks},
+             "deviceProperties": [{"name": "NVIDIA H100 80GB HBM3"}], "traceEvents": ev}
+        )  # fmt: skip
+    return assemble([parse(d, source=f"rank-{i}.json") for i, d in enumerate(docs)])
+
+
+def test_step_breakdown_adds_up_to_known_numbers():
+    a = analyse(job())
+    s = a["per_rank"][0]["steps"][1]
+    assert s["step_ms"] == pytest.approx(1.0)
+    assert s["compute_ms"] == pytest.approx(0.590)
+    assert s["comm_ms"] == pytest.approx(0.300)
+    assert s["exposed_comm_ms"] == pytest.approx(0.200)  # comm from 600 to 800 has no compute
+    assert s["memcpy_ms"] == pytest.approx(0.020)
+    assert s["launch_overhead_ms"] == pytest.approx(0.010)  # the 10 µs gap between kernels
+    assert s["host_wait_ms"] == pytest.approx(0.180)  # 800→850 and 870→1000
+    parts = ("compute_ms", "exposed_comm_ms", "memcpy_ms", "launch_overhead_ms", "host_wait_ms")
+    assert sum(s[k] for k in parts) == pytest.approx(s["step_ms"])
+    assert [x["last"] for x in a["per_rank"][0]["steps"]] == [False, False, False, True]
+
+
+def test_overlap_collectives_and_link():
+    a = analyse(job())
+    pr = a["per_rank"][0]
+    assert pr["overlap_pct"] == pytest.approx(100 / 3, abs=0.01)
+    (c,) = pr["collectives"]
+    assert c["collective"] == "allreduce" and c["bytes"] == 2_000_000 and c["group_size"] == 2
+    assert c["busbw_gbps"] == pytest.approx(2e6 / 300e-6 / 1e9 * 1.0, abs=0.1)  # 2(n-1)/n = 1
+    assert a["link"]["name"] == "NVLink4" and c["link_gbps"] == 450.0
+
+
+def test_healthy_shape_raises_nothing():
+    assert analyse(job())["findings"] == []
+
+
+def test_serialised_allreduce_is_exposed():
+    f = analyse(job(comm_at=610.0))["findings"]  # comm only after compute: overlap 0 %
+    assert f and f[0]["slug"] == "exposed-allreduce"
+    assert f[0]["evidence"][0]["row"] == "nccl"
+
+
+def test_dataloader_wait_every_step_is_starvation():
+    a = analyse(job(dataloader=400.0, comm_at=100.0))
+    # 3 analysed steps, each idle for the 400 µs the main thread waits on the loader
+    assert a["per_rank"][0]["idle_while_cpu_in"]["input"] == pytest.approx(1.2)
+    f = a["findings"]
+    assert f[0]["slug"] == "input-starvation"
+    ev = f[0]["evidence"][0]
+    assert ev["end_us"] - ev["start_us"] == pytest.approx(401, abs=1)
+
+
+def test_steady_state_malloc_is_allocator_stalls():
+    f = analyse(job(malloc=60.0))["findings"]
+    assert "allocator-stalls" in [x["slug"] for x in f]
+
+
+def test_slow_rank_is_a_straggler():
+    f = analyse(job(ranks=4, slow_rank=2))["findings"]
+    assert f and f[0]["slug"] == "straggler" and f[0]["evidence"][0]["rank"] == 2
+
+
+def test_timeline_is_the_viewer_format():
+    tl = to_timeline(job())
+    s = tl["slices"]
+    n = len(s["ts"])
+    assert all(len(s[k]) == n for k in ("row", "dur", "depth", "name", "cat", "corr"))
+    assert [r["rank"] for r in tl["rows"]] == sorted(r["rank"] for r in tl["rows"])
+    kinds = {r["kind"] for r in tl["rows"]}
+    assert {"cpu", "cuda_api", "gpu", "nccl"} <= kinds
+    keys = list(zip(s["row"], s["ts"], strict=True))
+    assert keys == sorted(keys)
+    # every kernel's correlation has its launch in the same rank's CUDA API row
+    api = {(tl["rows"][r]["rank"], c) for r, c in zip(s["row"], s["corr"], strict=True)
+           if c and tl["rows"][r]["kind"] == "cuda_api"}  # fmt: skip
+    gpu = {(tl["rows"][r]["rank"], c) for r, c in zip(s["row"], s["corr"], strict=True)
+           if c and tl["rows"][r]["kind"] in ("gpu", "nccl")}  # fmt: skip
+    assert gpu and gpu <= api
+
+
+def test_perfetto_export_keeps_ranks_apart():
+    doc = orjson.loads(to_perfetto(job()))
+    ev = doc["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in ev if e.get("name") == "process_name"}
+    assert len(names) == 4 and len(set(names)) == 4  # CPU and GPU per rank, no pid shared
+    starts = [e["id"] for e in ev if e.get("ph") == "s"]
+    assert len(starts) == len(set(starts))  # flow ids unique across ranks
+
+
+def test_quirks_string_ts_missing_fields_bare_array():
+    doc = [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": "GPU 0", "tid": "stream 7",
+         "ts": "100.5", "dur": "10", "args": {"stream": 7, "correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "no-dur", "pid": 0, "tid": 7, "ts": 1},
+        {"ph": "X", "name": "no-cat", "ts": 5, "dur": 1, "pid": 2**70,
+         "args": {"correlation": 2**80}},
+        {"ph": "i", "name": "instant", "ts": 3},
+        "not an event",
+    ]  # fmt: skip
+    (r,) = assemble([parse(doc, source="bare.json")])
+    assert r.n == 2 and r.skipped == 2  # ids too big for int64 (found by the fuzz test) are kept
+    tl = to_timeline([r])
+    assert tl["span"][1] == pytest.approx(110.5 - 5)  # times start at the first event (ts 5)

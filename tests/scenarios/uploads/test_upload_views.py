@@ -1,0 +1,156 @@
+"""The upload pages: upload → processed (in-process Celery) → viewer, Perfetto, overview, findings;
+private to the owner; delete; expiry; CSRF."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import orjson
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from scenarios import engine
+from scenarios.tasks import process_upload
+from scenarios.uploads import Upload, delete_expired
+
+pytestmark = pytest.mark.django_db
+_capture = None
+REAL = Path(__file__).resolve().parents[2] / "data" / "real"
+
+
+def zipped_hta(slug: str, seed: int) -> bytes:
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for r, data in engine.hta_bytes(engine.generate(slug, seed)).items():
+            z.writestr(f"rank-{r}.json", data)
+    return buf.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def _run_on_commit(django_capture_on_commit_callbacks, monkeypatch):
+    """Tests run inside a transaction; run the queued task as a commit would, in this process
+    even when a broker is configured (the real worker is tested with the pool)."""
+    global _capture
+    _capture = django_capture_on_commit_callbacks
+    monkeypatch.setattr(process_upload, "delay", lambda *a: process_upload.apply(args=a))
+
+
+def post(client, name: str, data: bytes):
+    with _capture(execute=True):
+        client.post(reverse("scenarios:upload_list"), {"trace": SimpleUploadedFile(name, data)})
+    up = Upload.objects.order_by("-created_at").first()
+    return client.get(reverse("scenarios:upload_detail", args=[up.pk]))
+
+
+def test_upload_real_trace_renders_viewer_overview_and_perfetto(learner_client):
+    data = (REAL / "nccl_a100_rank0.json.gz").read_bytes()
+    page = post(learner_client, "nccl.json.gz", data)
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.READY and up.n_ranks == 1
+    assert bytes(up.raw) == b""  # the raw upload is not kept once converted
+    html = page.content.decode()
+    assert 'id="timeline"' in html and "overview-table" in html and "Open in Perfetto" in html
+    assert "A100" in html
+    tl = learner_client.get(reverse("scenarios:upload_timeline", args=[up.pk]))
+    doc = json.loads(gzip.decompress(tl.content) if tl.get("Content-Encoding") else tl.content)
+    assert doc["v"] == 1 and len(doc["slices"]["ts"]) > 10_000
+    pf = learner_client.get(reverse("scenarios:upload_perfetto", args=[up.pk]) + "?inline=1")
+    body = gzip.decompress(pf.content) if pf.get("Content-Encoding") else pf.content
+    assert any(e.get("cat") == "kernel" for e in orjson.loads(body)["traceEvents"])
+
+
+def test_engine_export_upload_names_the_scenario(learner_client):
+    page = post(learner_client, "job.zip", zipped_hta("input-starvation", 0))
+    assert Upload.objects.get().n_ranks > 1
+    assert 'data-slug="input-starvation"' in page.content.decode()
+
+
+def test_bad_upload_fails_with_a_message_and_stores_nothing(learner_client):
+    page = post(learner_client, "x.json.gz", gzip.compress(b'{"traceEvents": [')[:-8])
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.FAILED
+    assert "truncated" in up.error and "truncated" in page.content.decode()
+    assert bytes(up.timeline_gz) == b"" and bytes(up.perfetto_gz) == b"" and up.analysis is None
+    assert learner_client.get(reverse("scenarios:upload_timeline", args=[up.pk])).status_code == 404
+
+
+def test_other_users_get_404(learner_client, make_user):
+    post(learner_client, "t.json.gz", (REAL / "event_sync_a100.json.gz").read_bytes())
+    up = Upload.objects.get()
+    other = Client()
+    other.force_login(make_user("mallory"))
+    for name in ("upload_detail", "upload_timeline", "upload_perfetto"):
+        assert other.get(reverse(f"scenarios:{name}", args=[up.pk])).status_code == 404
+    assert other.post(reverse("scenarios:upload_delete", args=[up.pk])).status_code == 404
+    assert Upload.objects.filter(pk=up.pk).exists()
+    assert "event_sync" not in other.get(reverse("scenarios:upload_list")).content.decode()
+
+
+def test_delete_removes_file_and_rows(learner_client):
+    post(learner_client, "t.json.gz", (REAL / "event_sync_a100.json.gz").read_bytes())
+    up = Upload.objects.get()
+    r = learner_client.post(reverse("scenarios:upload_delete", args=[up.pk]), follow=True)
+    assert r.status_code == 200 and not Upload.objects.exists()
+    assert learner_client.get(reverse("scenarios:upload_detail", args=[up.pk])).status_code == 404
+
+
+def test_expiry_cleanup_deletes_only_expired(learner_client):
+    post(learner_client, "a.json.gz", (REAL / "event_sync_a100.json.gz").read_bytes())
+    post(learner_client, "b.json.gz", (REAL / "event_sync_a100.json.gz").read_bytes())
+    old = Upload.objects.get(filename="a.json.gz")
+    Upload.objects.filter(pk=old.pk).update(expires_at=timezone.now() - timedelta(minutes=1))
+    assert delete_expired() == 1
+    assert list(Upload.objects.values_list("filename", flat=True)) == ["b.json.gz"]
+
+
+def test_upload_needs_csrf_and_login(learner):
+    c = Client(enforce_csrf_checks=True)
+    c.force_login(learner)
+    r = c.post(reverse("scenarios:upload_list"), {"trace": SimpleUploadedFile("t.json", b"{}")})
+    assert r.status_code == 403 and not Upload.objects.exists()
+    anon = Client().get(reverse("scenarios:upload_list"))
+    assert anon.status_code == 302
+
+
+def test_oversize_upload_refused_on_the_request(learner_client, settings):
+    settings.TRACETRACK = {**settings.TRACETRACK, "UPLOAD_MAX_BYTES": 1000}
+    r = learner_client.post(
+        reverse("scenarios:upload_list"), {"trace": SimpleUploadedFile("t.json", b" " * 2000)}
+    )
+    assert r.status_code == 422 and "upload limit" in r.content.decode()
+    assert not Upload.objects.exists()
+
+
+def test_status_partial_polls_until_done(learner_client, learner):
+    up = Upload.objects.create(owner=learner, filename="q.json", size_bytes=2, raw=b"{}",
+                               expires_at=timezone.now() + timedelta(days=1))  # fmt: skip
+    url = reverse("scenarios:upload_detail", args=[up.pk]) + "?part=status"
+    r = learner_client.get(url, headers={"HX-Request": "true"})
+    assert 'hx-trigger="every 1s"' in r.content.decode() and "HX-Refresh" not in r
+    Upload.objects.filter(pk=up.pk).update(status=Upload.Status.READY)
+    r = learner_client.get(url, headers={"HX-Request": "true"})
+    assert r["HX-Refresh"] == "true"
+
+
+def test_real_two_rank_job_as_tar_gz(learner_client):
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for r in (0, 1):
+            t.add(REAL / f"sampled_rank-{r}.json.gz", arcname=f"job/sampled_rank-{r}.json.gz")
+    page = post(learner_client, "job.tar.gz", buf.getvalue())
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.READY, up.error
+    assert up.n_ranks == 2 and up.analysis["world_size"] == 128  # two of a 128-rank job
+    html = page.content.decode()
+    assert html.count("<td>1</td><td>#") >= 2  # rank 1's steps are in the overview
