@@ -126,7 +126,8 @@ class ScenarioCell:
     correct: int = 0
     retrievability: float | None = None
     card_due: datetime | None = None
-    overdue_days: int | None = None
+    overdue_days: int | None = None  # whole days past due (at least one)
+    due_now: bool = False  # due, but not a whole day late yet
     state: dict | None = field(default=None, repr=False)
     r_now: float = field(default=0.0, repr=False)  # unrounded, for the retention goal
 
@@ -202,8 +203,10 @@ def scenario_stats(
         cell.r_now = scheduling.retrievability(state, now)
         cell.retrievability = round(cell.r_now, 2)
         cell.card_due = due
-        if due <= now:
+        if (now - due).days >= 1:
             cell.overdue_days = (now - due).days
+        elif due <= now:
+            cell.due_now = True
     return out
 
 

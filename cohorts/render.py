@@ -54,8 +54,11 @@ def scenario_cells(row: dict[str, Any]) -> SafeString:
             d = c.overdue_days
             overdue = (
                 f'<span class="overdue-mark" title="review overdue by {d} '
-                f'day{"" if d == 1 else "s"}">!{d}</span>'
+                f'day{"" if d == 1 else "s"}">!{d}d</span>'
             )
+        elif c.due_now:
+            overdue = '<span class="due-mark" title="due for review now">due</span>'
+
         parts.append(
             f'<td class="sc {c.heat}" data-acc="{acc}" data-r="{r}" data-attempts="{n}">'
             f'<span class="acc">{acc + "%" if n else "–"}</span><small class="n">{n}</small>'
