@@ -108,3 +108,12 @@ def test_replaying_raw_attempts_reproduces_the_live_cards(seed, monkeypatch):
     assert cards_of(bob) == live_bob
     call_command("rebuild_cards")  # idempotent
     assert cards_of(ada) == live_ada
+
+    # --user rebuilds that learner only; --dry-run writes nothing.
+    Card.objects.filter(user=bob).update(reviews=7)
+    call_command("rebuild_cards", user=ada.username)
+    assert set(Card.objects.filter(user=bob).values_list("reviews", flat=True)) == {7}
+    call_command("rebuild_cards", user=bob.username, dry_run=True)
+    assert set(Card.objects.filter(user=bob).values_list("reviews", flat=True)) == {7}
+    call_command("rebuild_cards", user=bob.username)
+    assert cards_of(bob) == live_bob

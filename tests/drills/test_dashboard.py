@@ -1,14 +1,12 @@
 """The accuracy dashboard: numbers against a hand-built history, flat query counts, isolation
-between learners, the streak opt-in, and rebuilding cards from raw attempts."""
+between learners, the streak opt-in. (Rebuilding cards: test_card_replay.py.)"""
 
 from __future__ import annotations
 
-import itertools
 import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -16,37 +14,20 @@ from django.utils import timezone
 from drills import scheduling
 from drills.models import Attempt, Card, LearnerProfile, MathAttempt
 from drills.stats import dashboard
-from drills.trainer import services
-from drills.trainer.grading import Diagnosis
 from scenarios import engine
 from scenarios.models import Trace
+from tests.factories import TraceFactory
 
 pytestmark = pytest.mark.django_db
 
 S, B = "straggler", "bandwidth-bound-collective"
 RC, ST = "recompilation", "input-starvation"
-_seeds = itertools.count(1)
 
 
 def trace_for(scenario: str) -> Trace:
-    """A Trace row with tiny dummy payloads (no engine call)."""
-    return Trace(
-        scenario=scenario,
-        seed=next(_seeds),
-        hardware="h100",
-        generator_version="test",
-        prompt={},
-        key={
-            "scenario": scenario,
-            "measurement": "m-right",
-            "fix": "f-right",
-            "expected_step_ms": 100.0,
-            "twin": scheduling.twin_of(scenario),
-        },
-        n_events=1,
-        payload=b"x",
-        timeline_gz=b"x",
-    )
+    """An unsaved Trace row of ``scenario`` with the key the engine wrote (tests/factories.py);
+    the statistics read only the attempts' stored grade fields."""
+    return TraceFactory.build(scenario=scenario)
 
 
 def build(user, scenario, answer, when, *, elapsed=60.0, mode="timed", m=True, f=True, w=True):
@@ -333,75 +314,3 @@ def test_streak_toggle_refuses_offsite_redirects(learner_client):
         "/dashboard/streak/", {"streak_opt_in": "1", "next": "https://evil.example/"}
     )
     assert response["Location"] == "/"
-
-
-# --------------------------------------------------------------------------- rebuild_cards
-
-
-def _drill(user, scenario, answer, served, elapsed, monkeypatch, *, mode="timed", right=True):
-    trace = trace_for(scenario)
-    trace.save()
-    attempt = Attempt.objects.create(
-        user=user, trace=trace, scenario=scenario, mode=mode, served_at=served
-    )
-    monkeypatch.setattr(timezone, "now", lambda: served + timedelta(seconds=elapsed))
-    diagnosis = Diagnosis(
-        scenario=answer,
-        measurement="m-right" if right else "m-wrong",
-        fix="f-right",
-        expected_step_ms=100.0,
-    )
-    services.submit_diagnosis(attempt, diagnosis)
-
-
-def _cards(user):
-    return {
-        c.item: (c.state, c.due, c.reviews, c.last_review)
-        for c in Card.objects.filter(user=user, kind=Card.Kind.SCENARIO)
-    }
-
-
-def test_rebuild_cards_reproduces_incremental_cards(two_learners, monkeypatch):
-    ada, bob = two_learners
-    start = datetime(2025, 1, 6, 10, 0, tzinfo=UTC)
-    plan = [
-        (S, S, 1, 40, "timed", True),
-        (S, B, 2, 70, "timed", True),  # twin confusion: pulls B due now
-        (B, B, 2.2, 95, "timed", True),
-        (RC, RC, 3, 30, "timed", False),
-        (RC, ST, 5, 50, "timed", True),  # pulls starvation (never drilled) due now
-        (S, S, 6, 130, "timed", True),  # over time
-        (S, S, 6.5, 20, "practice", True),  # never counted
-        (ST, ST, 9, 45, "perfetto", True),
-        (S, S, 12, 60, "timed", True),
-    ]
-    for true, answer, day, elapsed, mode, right in plan:
-        _drill(
-            ada,
-            true,
-            answer,
-            start + timedelta(days=day),
-            elapsed,
-            monkeypatch,
-            mode=mode,
-            right=right,
-        )
-    _drill(bob, B, S, start, 30, monkeypatch)
-    monkeypatch.undo()
-    incremental_ada, incremental_bob = _cards(ada), _cards(bob)
-    assert set(incremental_ada) == {S, B, RC, ST}
-
-    Card.objects.filter(user=ada).delete()
-    Card.objects.filter(user=bob, item=B).update(reviews=99)
-    call_command("rebuild_cards")
-    assert _cards(ada) == incremental_ada
-    assert _cards(bob) == incremental_bob
-
-    # Idempotent, and --user leaves others alone.
-    call_command("rebuild_cards")
-    assert _cards(ada) == incremental_ada
-    Card.objects.filter(user=bob, item=B).update(reviews=7)
-    call_command("rebuild_cards", user="ada")
-    assert Card.objects.get(user=bob, item=B).reviews == 7
-    call_command("rebuild_cards", user="bob")
-    assert _cards(bob) == incremental_bob
