@@ -24,6 +24,16 @@ urlpatterns = [
     path("<int:cohort_id>/export.csv", views.export_csv, name="export"),
     path("<int:cohort_id>/attempts.csv", views.attempts_csv, name="attempts"),
     path("<int:cohort_id>/learners/<int:user_id>/", views.learner_detail, name="learner"),
+    path(
+        "<int:cohort_id>/learners/<int:user_id>/attempts/<uuid:attempt_id>/",
+        views.learner_attempt,
+        name="learner_attempt",
+    ),
+    path(
+        "<int:cohort_id>/learners/<int:user_id>/attempts/<uuid:attempt_id>/timeline.json",
+        views.learner_attempt_timeline,
+        name="learner_attempt_timeline",
+    ),
     path("<int:cohort_id>/instructors/add/", views.add_instructor, name="add_instructor"),
     path(
         "<int:cohort_id>/members/<int:user_id>/remove/", views.remove_member, name="remove_member"

@@ -23,6 +23,8 @@ from accounts.roles import is_instructor
 from drills.models import Attempt
 from drills.stats.dashboard import sentence_accuracy_over_time
 from drills.stats.views import sentence_table
+from drills.trainer import reveal
+from scenarios.views import gzipped_json
 
 from . import progress, render
 from .forms import AssignmentForm, CohortForm, CoInstructorForm, ExtensionForm, JoinForm
@@ -218,15 +220,50 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
         "recent": Attempt.objects.filter(user=learner)
         .graded()
         .order_by("-submitted_at")
-        .values("scenario", "answer_scenario", "scenario_correct", "elapsed_s", "submitted_at")[
-            :20
-        ],
+        .values(
+            "pk", "scenario", "answer_scenario", "scenario_correct", "elapsed_s", "submitted_at"
+        )[:20],
         "titles": {s.slug: s.title for s in scen},
         "sentence_table": sentence_table(
             sentence_accuracy_over_time(Attempt.objects.filter(user=learner), now=now)
         ),
     }
     return TemplateResponse(request, "cohorts/learner.html", context)
+
+
+def _learners_graded_attempt(request: HttpRequest, cohort_id: int, user_id: int, attempt_id):
+    """A cohort learner's submitted attempt, for that cohort's instructors; 404 for anyone else,
+    for another cohort's learner, and for an attempt still open (its answer is not out yet)."""
+    cohort = _taught(request, cohort_id)
+    membership = get_object_or_404(
+        Membership.objects.select_related("user"), cohort=cohort, user_id=user_id
+    )
+    attempt = get_object_or_404(
+        Attempt.objects.graded().select_related("trace"), pk=attempt_id, user_id=user_id
+    )
+    return cohort, membership.user, attempt
+
+
+@require_http_methods(["GET"])
+def learner_attempt(request: HttpRequest, cohort_id: int, user_id: int, attempt_id) -> HttpResponse:
+    cohort, learner, attempt = _learners_graded_attempt(request, cohort_id, user_id, attempt_id)
+    context = {
+        "cohort": cohort,
+        "learner": learner,
+        "attempt": attempt,
+        "prompt": attempt.trace.prompt,
+        "reveal": reveal.build(attempt),
+        "read_only": True,
+    }
+    return TemplateResponse(request, "cohorts/attempt.html", context)
+
+
+@require_http_methods(["GET"])
+def learner_attempt_timeline(
+    request: HttpRequest, cohort_id: int, user_id: int, attempt_id
+) -> HttpResponse:
+    _c, _l, attempt = _learners_graded_attempt(request, cohort_id, user_id, attempt_id)
+    return gzipped_json(request, bytes(attempt.trace.timeline_gz))
 
 
 # --------------------------------------------------------------------------- assign, extend

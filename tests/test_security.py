@@ -13,6 +13,7 @@ The URL tests enumerate ``get_resolver()``: a new named URL without a case here 
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import re
 import threading
@@ -36,6 +37,7 @@ from drills.models import Attempt, Card, MathAttempt, MathSprint
 from drills.trainer import services
 from scenarios import engine, perfetto_ui
 from scenarios.models import Trace
+from scenarios.uploads import Upload
 from tests.conftest import PASSWORD, needs_postgres, right_answer
 
 pytestmark = pytest.mark.django_db
@@ -138,6 +140,7 @@ class World:
     assignment: Assignment
     extension: Extension
     clients: dict[str, Client] = field(default_factory=dict)
+    upload: Any = None
 
 
 @pytest.fixture
@@ -191,9 +194,21 @@ def world(people, cheap_scheduler) -> World:
     )
     assert r.status_code == 302, r.content[:500]
     extension = Extension.objects.get(assignment=assignment, learner=ada)
+    # A's uploaded trace, processed.
+    upload = Upload.objects.create(
+        owner=ada,
+        filename="mine.json",
+        size_bytes=2,
+        status=Upload.Status.READY,
+        expires_at=now + timedelta(days=1),
+        raw=b"",
+        timeline_gz=gzip.compress(b'{"slices": {}}'),
+        perfetto_gz=gzip.compress(b'{"traceEvents": []}'),
+        analysis={},
+    )
     return World(
         ada, bob, teacher, stranger, submitted, opened, math, sprint, cohort, assignment,
-        extension, clients={"ada": a, "teacher": t},
+        extension, clients={"ada": a, "teacher": t}, upload=upload,
     )  # fmt: skip
 
 
@@ -267,6 +282,16 @@ PER_OBJECT: dict[str, Case] = {
     "cohorts:export": Case(lambda w: [w.cohort.pk], ("GET",), cohort=True),
     "cohorts:attempts": Case(lambda w: [w.cohort.pk], ("GET",), cohort=True),
     "cohorts:learner": Case(lambda w: [w.cohort.pk, w.ada.pk], ("GET",), cohort=True),
+    "scenarios:upload_detail": Case(lambda w: [w.upload.pk], ("GET",)),
+    "scenarios:upload_timeline": Case(lambda w: [w.upload.pk], ("GET",)),
+    "scenarios:upload_perfetto": Case(lambda w: [w.upload.pk], ("GET",)),
+    "scenarios:upload_delete": Case(lambda w: [w.upload.pk], ("POST",)),
+    "cohorts:learner_attempt": Case(
+        lambda w: [w.cohort.pk, w.ada.pk, w.submitted.pk], ("GET",), cohort=True
+    ),
+    "cohorts:learner_attempt_timeline": Case(
+        lambda w: [w.cohort.pk, w.ada.pk, w.submitted.pk], ("GET",), cohort=True
+    ),
     "cohorts:add_instructor": Case(
         lambda w: [w.cohort.pk], ("POST",), lambda w: {"username": "bob"}, cohort=True
     ),
@@ -317,6 +342,7 @@ NOT_PER_OBJECT: dict[str, tuple[Callable[[], list[Any]], tuple[str, ...]]] = {
     "content:walkthrough_timeline": (lambda: [_walk_slug()], ("GET",)),
     "content:walkthrough_perfetto": (lambda: [_walk_slug()], ("GET",)),
     "cohorts:list": (list, ("GET",)),
+    "scenarios:upload_list": (list, ("GET", "POST")),
     "cohorts:new": (list, ("GET", "POST")),
     "cohorts:join": (list, ("GET", "POST")),
     "cohorts:join_link": (lambda: ["ACDEFGHJ"], ("GET", "POST")),
@@ -896,7 +922,7 @@ def test_sign_in_rotates_the_session_and_sign_out_ends_it(client, learner):
     from django.contrib.sessions.models import Session
 
     assert not Session.objects.filter(session_key=signed_in).exists()
-    assert client.get("/").status_code == 302
+    assert client.get("/drill/").status_code == 302
 
 
 @pytest.mark.parametrize("password", ["short1", "12345678901", "password123", "grace123"])
