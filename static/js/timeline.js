@@ -330,7 +330,15 @@
     findBox.append(search, matchOut, bPrev, bNext);
     const bLong = btn('Longest kernel', 'Select and zoom to the longest kernel — in the selected range and rows, if any (L)', () => longestKernel());
     bLong.classList.add('tt-longest');
-    toolbar.append(bIn, bOut, bFit, bFold, findBox, bLong, readout);
+    // touch: a drag pans unless "Select" is on, then it selects a range (and rows) like a mouse drag
+    let touchSelect = false;
+    const bSel = btn('Select', 'Touch: drag to select a range (instead of panning)', () => {
+      touchSelect = !touchSelect;
+      bSel.setAttribute('aria-pressed', String(touchSelect));
+    });
+    bSel.classList.add('tt-touch-select');
+    bSel.setAttribute('aria-pressed', 'false');
+    toolbar.append(bIn, bOut, bFit, bFold, bSel, findBox, bLong, readout);
 
     const legend = el('div', 'tt-legend');
     const keys = [
@@ -1481,7 +1489,10 @@
       touches.set(e.pointerId, p);
       try { over.setPointerCapture(e.pointerId); } catch (err) { /* synthetic events */ }
       tip.hidden = true;
-      if (touches.size === 1) drag = { mode: 'touch', x: p.x, y: p.y, v0: t0, v1: t1, s: scrollY, moved: false };
+      if (touches.size === 1 && touchSelect && p.x >= trackX0() && p.y >= AXIS_H) {
+        const ta = snap(xt(p.x), p.y, false);
+        drag = { mode: 'select', touch: true, x: p.x, y: p.y, ya: p.y, yb: p.y, ta, tb: ta, moved: false };
+      } else if (touches.size === 1) drag = { mode: 'touch', x: p.x, y: p.y, v0: t0, v1: t1, s: scrollY, moved: false };
       else if (touches.size === 2) {
         const [a, b] = [...touches.values()];
         const mx = (a.x + b.x) / 2;
@@ -1500,6 +1511,11 @@
         const span = ((drag.v1 - drag.v0) * drag.d0) / d;
         const fx = ((a.x + b.x) / 2 - trackX0()) / trackW();
         setView(drag.tm - fx * span, drag.tm + (1 - fx) * span);
+      } else if (drag.mode === 'select') {
+        if (!drag.moved && Math.abs(p.x - drag.x) + Math.abs(p.y - drag.y) >= DRAG_PX) drag.moved = true;
+        drag.tb = snap(xt(Math.min(Math.max(p.x, trackX0()), trackX1())), p.y, false);
+        drag.yb = p.y;
+        invalidate(false);
       } else if (drag.mode === 'touch') {
         const dx = p.x - drag.x, dy = p.y - drag.y;
         if (!drag.moved && Math.abs(dx) + Math.abs(dy) >= DRAG_PX * 2) drag.moved = true;
@@ -1522,7 +1538,11 @@
         return;
       }
       drag = null;
-      if (d && d.mode === 'touch' && !d.moved && e.type === 'pointerup') {
+      if (d && d.mode === 'select' && d.moved && e.type === 'pointerup' && Math.abs(tx(d.tb) - tx(d.ta)) >= 1) {
+        setRange(d.ta, d.tb, false, rowsBetween(d.ya, d.yb));
+        return;
+      }
+      if (d && (d.mode === 'touch' || d.mode === 'select') && !d.moved && e.type === 'pointerup') {
         // a tap: fold a rank header, pin from the label, or select the slice under it
         const h = laneAt(p.y);
         if (h && h.it.type === 'rank') { toggleRank(h.it.R); return; }

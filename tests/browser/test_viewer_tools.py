@@ -438,6 +438,27 @@ def test_touch_drag_pans_pinch_zooms_tap_selects(browser, server):
     kb = pg.evaluate(f"viewer.sliceBox({k['index']})")
     pg.touchscreen.tap(kb["x"] + kb["w"] / 2, kb["y"] + kb["h"] / 2)
     assert pg.evaluate("viewer.getSelection()")["index"] == k["index"]
+    # with "Select" on, a one-finger drag over two rows selects a range and shows its table
+    pg.get_by_role("button", name="Touch: drag to select a range (instead of panning)").click()
+    sel_btn = pg.locator(".tt-touch-select")
+    assert sel_btn.get_attribute("aria-pressed") == "true", sel_btn.get_attribute("aria-pressed")
+    pg.evaluate(f"viewer.scrollToRow({row_index(0, 'cuda_api')})")
+    v3 = pg.evaluate("viewer.getView()")
+    ya = pg.evaluate(f"viewer.rowClientY({row_index(0, 'cuda_api')})")
+    yb = pg.evaluate(f"viewer.rowClientY({row_index(0, 'gpu')})")
+    xa, xb = xm - 60, xm + 60
+    touch(cdp, "touchStart", [(xa, ya)])
+    for k in range(1, 6):
+        touch(cdp, "touchMove", [(xa + (xb - xa) * k / 5, ya + (yb - ya) * k / 5)])
+    touch(cdp, "touchEnd", [])
+    assert pg.evaluate("viewer.getView()") == v3  # it did not pan
+    agg = pg.evaluate("viewer.getAggregate()")
+    assert agg and sorted(r["row"] for r in agg["rows"]) == [
+        row_index(0, "cuda_api"),
+        row_index(0, "gpu"),
+    ]
+    assert pg.locator(".tt-agg").is_visible()
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 390
     shot(pg, "touch-390px", full_page=True)
     assert not errors, errors
     ctx.close()
