@@ -24,6 +24,7 @@ install: $(STAMP)  ## create the virtualenv and install TraceTrack with its dev 
 run: install  ## embedded mode: SQLite, in-process tasks, demo accounts, http://127.0.0.1:$(PORT)
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py load_content
+	$(PY) manage.py compress_perfetto_ui
 	$(PY) manage.py fill_pool --target $${POOL_TARGET:-4}
 	$(PY) manage.py create_demo_accounts
 	$(PY) manage.py runserver 127.0.0.1:$(PORT)

@@ -85,3 +85,14 @@ def no_refill(monkeypatch):
     from scenarios import pool
 
     monkeypatch.setattr(pool, "schedule_refill", lambda scenario: None)
+
+
+@pytest.fixture(scope="session")
+def _perfetto_ui_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("perfetto-ui")
+
+
+@pytest.fixture(autouse=True)
+def _perfetto_ui_cache_in_tmp(settings, _perfetto_ui_cache):
+    """The Perfetto UI's compressed copies go to one temporary folder per run, not var/."""
+    settings.PERFETTO_UI_CACHE = _perfetto_ui_cache
