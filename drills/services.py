@@ -13,6 +13,7 @@ from drills import scheduling
 from drills.grading import Diagnosis, GradeResult, grade
 from drills.models import Attempt, Card
 from scenarios import engine, pool
+from scenarios.models import Trace
 
 
 def time_limit_s() -> int:
@@ -43,6 +44,7 @@ def open_attempt(user) -> Attempt | None:
     return (
         Attempt.objects.filter(user=user, submitted_at__isnull=True)
         .select_related("trace")
+        .defer(*Trace.blob_paths("trace"))  # pages stream the trace separately
         .order_by("-served_at")
         .first()
     )
@@ -63,7 +65,12 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
     """
     now = timezone.now()
     with transaction.atomic():
-        locked = Attempt.objects.select_for_update().select_related("trace").get(pk=attempt.pk)
+        locked = (
+            Attempt.objects.select_for_update()
+            .select_related("trace")
+            .defer(*Trace.blob_paths("trace"))
+            .get(pk=attempt.pk)
+        )
         if locked.submitted_at is not None:
             return locked, False
         elapsed = (now - locked.served_at).total_seconds()
