@@ -10,7 +10,9 @@ RUN pip install .
 COPY . .
 RUN SECRET_KEY=build-only-collectstatic-key-0123456789-abcdefghijklmnopqrstuvwxyz \
     DEBUG=false ALLOWED_HOSTS=localhost python manage.py collectstatic --no-input \
- && useradd --system --uid 1000 tracetrack && mkdir -p /app/var && chown tracetrack /app/var
+ && SECRET_KEY=build-only-collectstatic-key-0123456789-abcdefghijklmnopqrstuvwxyz \
+    DEBUG=false ALLOWED_HOSTS=localhost python manage.py compress_perfetto_ui \
+ && useradd --system --uid 1000 tracetrack && mkdir -p /app/var && chown -R tracetrack /app/var
 USER tracetrack
 EXPOSE 8000
 CMD ["gunicorn", "tracetrack.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]

@@ -17,6 +17,10 @@ class TraceQuerySet(models.QuerySet["Trace"]):
         """Traces a user may read: the ones served to them."""
         return self.filter(claimed_by=user)
 
+    def without_blobs(self) -> TraceQuerySet:
+        """Everything but the stored trace bytes (what a page needs: prompt, ids, claim)."""
+        return self.defer(*Trace.BLOB_FIELDS)
+
 
 class Trace(models.Model):
     """One generated trace. Written once; only the claim columns ever change."""
@@ -36,11 +40,20 @@ class Trace(models.Model):
     n_events = models.PositiveIntegerField()
     payload = models.BinaryField(help_text="zlib(engine.dumps(trace))")
     timeline_gz = models.BinaryField(help_text="gzip of the viewer's timeline JSON")
+    perfetto_gz = models.BinaryField(
+        null=True,
+        editable=False,
+        help_text="gzip of the Perfetto (Chrome-trace) JSON export, built with the trace; "
+        "null on rows from before it was stored (built and stored on first download)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     claimed_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
+
+    # The stored trace bytes: never loaded where only the row's small fields are needed.
+    BLOB_FIELDS = ("payload", "timeline_gz", "perfetto_gz")
 
     objects = TraceQuerySet.as_manager()
 
@@ -58,6 +71,11 @@ class Trace(models.Model):
 
     def __str__(self) -> str:
         return f"trace {self.id}"
+
+    @classmethod
+    def blob_paths(cls, relation: str) -> list[str]:
+        """``BLOB_FIELDS`` as seen through a relation, for ``.defer()`` on a related query."""
+        return [f"{relation}__{name}" for name in cls.BLOB_FIELDS]
 
     def load(self):
         return engine.loads(zlib.decompress(bytes(self.payload)))

@@ -53,12 +53,26 @@ def pool_seed(scenario: str, index: int) -> int:
     return int.from_bytes(digest) >> (64 - SEED_BITS)
 
 
+EXPORT_GZIP_LEVEL = 6
+
+
+def gzip_export(data: bytes) -> bytes:
+    """How every stored export is compressed (mtime 0: the same trace gives the same bytes)."""
+    return gzip.compress(data, compresslevel=EXPORT_GZIP_LEVEL, mtime=0)
+
+
 def build_trace(
     scenario: str, seed: int, *, hardware: str | None = None, source: str = Trace.Source.POOL
 ) -> Trace:
-    """Generate one trace and wrap it in an unsaved row (all the heavy work happens here)."""
+    """Generate one trace and wrap it in an unsaved row (all the heavy work happens here).
+
+    A pool row carries its viewer timeline and its Perfetto export already built and gzipped,
+    so requests only ever send stored bytes. A trace generated on the request path (empty pool)
+    skips the Perfetto export to answer sooner; its first download builds and stores it.
+    """
     trace = engine.generate(scenario, seed, hardware=hardware)
     timeline = orjson.dumps(engine.to_timeline(trace))
+    perfetto_gz = gzip_export(engine.perfetto_bytes(trace)) if source == Trace.Source.POOL else None
     return Trace(
         scenario=scenario,
         seed=seed,
@@ -69,7 +83,8 @@ def build_trace(
         key=trace.key.to_dict(),
         n_events=trace.n_events,
         payload=zlib.compress(engine.dumps(trace), 6),
-        timeline_gz=gzip.compress(timeline, compresslevel=6, mtime=0),
+        timeline_gz=gzip_export(timeline),
+        perfetto_gz=perfetto_gz,
     )
 
 
@@ -121,7 +136,8 @@ def claim(user, scenario: str) -> Trace | None:
             Trace.objects.unclaimed()
             .filter(scenario=scenario)
             .order_by("created_at")
-            .select_for_update(skip_locked=True)
+            .without_blobs()  # the claim never reads the trace's bytes
+            .select_for_update(skip_locked=True, of=("self",))
             .first()
         )
         if trace is None:

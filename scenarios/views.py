@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import gzip
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
-from scenarios import engine
+from scenarios import exports
 from scenarios.models import Trace
 
 
@@ -34,10 +34,32 @@ def timeline_json(request: HttpRequest, trace_id) -> HttpResponse:
 
 @require_GET
 def perfetto_json(request: HttpRequest, trace_id) -> HttpResponse:
-    """The whole trace, every rank, as Chrome-trace JSON that Perfetto opens."""
-    trace = _trace_for(request, trace_id)
-    response = HttpResponse(engine.perfetto_bytes(trace.load()), content_type="application/json")
-    if request.GET.get("inline") != "1":
-        response["Content-Disposition"] = f'attachment; filename="trace-{trace.pk.hex[:12]}.json"'
-    response["Cache-Control"] = "private, no-store"
+    """The whole trace, every rank, as Chrome-trace JSON that Perfetto opens: stored bytes."""
+    gzipped = exports.accepts_gzip(request)
+    tag = exports.etag(trace_id, gzipped)
+    revalidating = "If-None-Match" in request.headers
+    # A revalidation reads no bytes; a download reads the stored export and nothing else.
+    fields = ("id",) if revalidating else ("id", "perfetto_gz")
+    trace = get_object_or_404(Trace.objects.visible_to(request.user).only(*fields), pk=trace_id)
+    if exports.not_modified(request, tag):
+        response: HttpResponse | StreamingHttpResponse = HttpResponseNotModified()
+    else:
+        body_gz = exports.perfetto_gz(trace)
+        if gzipped:
+            response = HttpResponse(body_gz, content_type="application/json")
+            response["Content-Encoding"] = "gzip"
+            response["Content-Length"] = str(len(body_gz))
+        else:
+            response = StreamingHttpResponse(
+                exports.inflate_chunks(body_gz), content_type="application/json"
+            )
+            response["Content-Length"] = str(exports.inflated_size(body_gz))
+        if request.GET.get("inline") != "1":
+            response["Content-Disposition"] = (
+                f'attachment; filename="trace-{trace.pk.hex[:12]}.json"'
+            )
+    response["ETag"] = tag
+    response["Vary"] = "Accept-Encoding"
+    # The learner's own browser may keep it, but asks each time (a 304 costs no bytes).
+    response["Cache-Control"] = "private, no-cache"
     return response

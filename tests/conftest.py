@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -99,3 +101,14 @@ def no_refill(monkeypatch):
     from scenarios import pool
 
     monkeypatch.setattr(pool, "schedule_refill", lambda scenario: None)
+
+
+@pytest.fixture(autouse=True)
+def _perfetto_ui_cache_in_tmp(settings):
+    """The Perfetto UI's compressed copies go to a folder under the system temp dir, not var/.
+
+    It outlives the run on purpose: compressing the 11 MB wasm files takes seconds, and a cold
+    cache would put that on the first browser test's clock. (Writes are atomic renames, so
+    concurrent runs can share it; tests of the compression itself use their own tmp_path.)
+    """
+    settings.PERFETTO_UI_CACHE = Path(tempfile.gettempdir()) / "tracetrack-test-perfetto-ui"

@@ -596,12 +596,18 @@ def test_nothing_served_before_the_diagnosis_names_the_scenario(drilled, frozen_
         _assert_clean(f"timeline gzip headers ({slug})", _headers_text(gz), key)
 
         perfetto = c.get(f"/traces/{attempt.trace_id}/perfetto.json")
-        assert perfetto.status_code == 200 and "ETag" not in perfetto
+        # The ETag is the trace's random id: it names nothing about the scenario.
+        assert perfetto.status_code == 200 and perfetto["ETag"] == f'"{attempt.trace_id.hex}"'
         disposition = perfetto["Content-Disposition"]
         assert re.fullmatch(r'attachment; filename="trace-[0-9a-f]{12}\.json"', disposition)
         assert disposition.split('"')[1][6:18] == attempt.trace_id.hex[:12]
-        _assert_clean(f"perfetto.json ({slug})", perfetto.content.decode(), key)
+        perfetto_body = b"".join(perfetto.streaming_content).decode()
+        _assert_clean(f"perfetto.json ({slug})", perfetto_body, key)
         _assert_clean(f"perfetto headers ({slug})", _headers_text(perfetto), key)
+        pgz = c.get(f"/traces/{attempt.trace_id}/perfetto.json", HTTP_ACCEPT_ENCODING="gzip")
+        assert pgz["Content-Encoding"] == "gzip"
+        assert gzip.decompress(pgz.content).decode() == perfetto_body
+        _assert_clean(f"perfetto gzip headers ({slug})", _headers_text(pgz), key)
 
         # Pages that list every scenario (tables, due lists) must not depend on the drill drawn:
         # normalised for the learner's name and attempt id they are identical for all 11.

@@ -134,6 +134,11 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 
+# The served Perfetto UI's precompressed copies (scenarios/perfetto_ui.py), built once.
+PERFETTO_UI_CACHE = Path(
+    env_str("PERFETTO_UI_CACHE", str(VAR_DIR / "perfetto-ui")) or VAR_DIR / "perfetto-ui"
+)
+
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")) or "staticfiles")

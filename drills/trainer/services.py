@@ -16,6 +16,7 @@ from drills.scheduling import cards
 from drills.trainer.grading import Diagnosis, grade
 from scenarios import engine, pool
 from scenarios.engine import diagnosis as engine_diagnosis
+from scenarios.models import Trace
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ def open_attempt(user) -> Attempt | None:
     return (
         Attempt.objects.filter(user=user, submitted_at__isnull=True)
         .select_related("trace")
+        .defer(*Trace.blob_paths("trace"))  # pages stream the trace separately
         .order_by("-served_at")
         .first()
     )
@@ -64,7 +66,12 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
     """
     now = timezone.now()
     with transaction.atomic():
-        locked = Attempt.objects.select_for_update().select_related("trace").get(pk=attempt.pk)
+        locked = (
+            Attempt.objects.select_for_update()
+            .select_related("trace")
+            .defer(*Trace.blob_paths("trace"))
+            .get(pk=attempt.pk)
+        )
         if locked.submitted_at is not None:
             return locked, False
         elapsed = (now - locked.served_at).total_seconds()

@@ -12,12 +12,13 @@ from drills.models import Attempt
 from drills.trainer import reveal, services
 from drills.trainer.forms import DiagnosisForm, StartForm
 from scenarios import perfetto_ui
+from scenarios.models import Trace
 
 
 def _attempt_for(request: HttpRequest, attempt_id) -> Attempt:
-    return get_object_or_404(
-        Attempt.objects.visible_to(request.user).select_related("trace"), pk=attempt_id
-    )
+    attempts = Attempt.objects.visible_to(request.user).select_related("trace")
+    # The page streams the trace from /traces/<id>/…: its stored bytes are never loaded here.
+    return get_object_or_404(attempts.defer(*Trace.blob_paths("trace")), pk=attempt_id)
 
 
 @require_GET

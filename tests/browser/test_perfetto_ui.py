@@ -156,7 +156,21 @@ def test_drill_opens_in_perfetto_before_and_after_the_reveal(context, live_serve
     open_in_perfetto(context, page, live_server.url, record_property, None)
 
 
+def record_encodings(context) -> dict[str, str | None]:
+    """File name -> the Content-Encoding it arrived with, for the UI's files and the trace."""
+    seen: dict[str, str | None] = {}
+
+    def on_response(response):
+        path = response.url.split("?")[0].split("#")[0]
+        if "/perfetto/" in path or path.endswith("/perfetto.json"):
+            seen[path.rsplit("/", 1)[1]] = response.headers.get("content-encoding")
+
+    context.on("response", on_response)
+    return seen
+
+
 def test_perfetto_only_mode_loads_the_trace_in_the_frame(context, live_server, record_property):
+    encodings = record_encodings(context)
     page = context.new_page()
     dialogs = watch(page)
     sign_up(page, live_server, "perfetto-only")
@@ -170,6 +184,12 @@ def test_perfetto_only_mode_loads_the_trace_in_the_frame(context, live_server, r
     frame = frame_el.content_frame()
     assert frame is not None
     wait_for_trace(frame, expected, dialogs)
+    # The UI's big files and the trace itself came compressed (Chromium sends "br, gzip").
+    wasm = [name for name in encodings if name.endswith(".wasm")]
+    assert wasm, f"no WebAssembly fetched: {encodings}"
+    assert encodings["frontend_bundle.js"] == "br", encodings
+    assert all(encodings[name] == "br" for name in wasm), encodings
+    assert encodings["perfetto.json"] == "gzip", encodings
     dismiss_cookie_banner(frame)
     page.wait_for_timeout(500)
     keep_screenshot(page, "perfetto-only.png", record_property)

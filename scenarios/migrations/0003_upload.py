@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("scenarios", "0001_initial"),
+        ("scenarios", "0002_trace_perfetto_gz"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,77 @@
+"""Trace downloads: stored gzip bytes out as they are, or inflated on the fly.
+
+The Perfetto export of a pool trace is built and gzipped once, by the worker that generated the
+trace (``pool.build_trace``). A download sends those bytes with ``Content-Encoding: gzip`` to a
+client that accepts gzip and streams them inflated, chunk by chunk, to one that does not; both
+carry the exact ``Content-Length``. The ETag is the trace's random id (the row never changes),
+so it says nothing about the scenario, and a revalidation answers 304 without reading the bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+
+from django.db.models import Q
+from django.http import HttpRequest
+from django.utils.http import parse_etags
+
+from scenarios import engine, pool
+from scenarios.models import Trace
+
+CHUNK = 256 * 1024
+
+
+def perfetto_gz(trace: Trace) -> bytes:
+    """The trace's stored Perfetto export (gzip); built from its events and stored once if the
+    row predates stored exports (only while the column is still empty: concurrent first
+    downloads write identical bytes, and nothing else about the row changes)."""
+    if trace.perfetto_gz is not None:
+        return bytes(trace.perfetto_gz)
+    full = Trace.objects.only("id", "payload").get(pk=trace.pk)
+    data = pool.gzip_export(engine.perfetto_bytes(full.load()))
+    Trace.objects.filter(Q(pk=trace.pk) & Q(perfetto_gz__isnull=True)).update(perfetto_gz=data)
+    trace.perfetto_gz = data
+    return data
+
+
+def inflated_size(body_gz: bytes) -> int:
+    """The uncompressed size from the gzip trailer (ISIZE; exact below 4 GiB)."""
+    return struct.unpack("<I", body_gz[-4:])[0]
+
+
+def inflate_chunks(body_gz: bytes, chunk: int = CHUNK) -> Iterator[bytes]:
+    """``gzip.decompress(body_gz)`` in pieces, so a worker never holds the whole JSON."""
+    inflater = zlib.decompressobj(wbits=31)
+    view = memoryview(body_gz)
+    for start in range(0, len(view), chunk):
+        out = inflater.decompress(view[start : start + chunk])
+        if out:
+            yield out
+    tail = inflater.flush()
+    if tail:
+        yield tail
+
+
+def accepts_gzip(request: HttpRequest) -> bool:
+    from scenarios.perfetto_ui import choose_encoding
+
+    return choose_encoding(request.headers.get("Accept-Encoding", ""), ("gzip",)) == "gzip"
+
+
+def etag(trace_id, gzipped: bool) -> str:
+    """One tag per representation (gzip and identity bodies differ), from the random id."""
+    return f'"{trace_id.hex}{"-gz" if gzipped else ""}"'
+
+
+def not_modified(request: HttpRequest, tag: str) -> bool:
+    """If-None-Match (weak comparison, as for GET) matches ``tag``."""
+    header = request.headers.get("If-None-Match")
+    if not header:
+        return False
+    tags = parse_etags(header)
+    if tags == ["*"]:
+        return True
+    bare = tag.removeprefix("W/")
+    return any(t.removeprefix("W/") == bare for t in tags)

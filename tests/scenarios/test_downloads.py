@@ -1,0 +1,124 @@
+"""Trace downloads serve the stored export: byte for byte, compressed on the wire, cacheable."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from scenarios import engine, exports, pool
+from scenarios.models import Trace
+
+pytestmark = pytest.mark.django_db
+
+
+def owned_trace(user, scenario="straggler", seed=11, source=Trace.Source.POOL) -> Trace:
+    row = pool.build_trace(scenario, seed, source=source)
+    row.claimed_by, row.claimed_at = user, timezone.now()
+    row.save(force_insert=True)
+    return row
+
+
+def body(response) -> bytes:
+    if response.streaming:
+        return b"".join(response.streaming_content)
+    return response.content
+
+
+def refuse_to_export(monkeypatch):
+    """From now on, fail if anything builds a Perfetto export instead of sending a stored one."""
+
+    def refuse(trace):
+        raise AssertionError("the export was rebuilt on the request path")
+
+    monkeypatch.setattr(engine, "perfetto_bytes", refuse)
+
+
+def test_a_pool_trace_carries_its_perfetto_export_built_by_the_generating_worker():
+    row = pool.build_trace("exposed-allreduce", 5)
+    stored = gzip.decompress(bytes(row.perfetto_gz))
+    assert stored == engine.perfetto_bytes(engine.generate("exposed-allreduce", 5))
+    assert gzip.decompress(bytes(row.timeline_gz))  # the viewer timeline is stored too
+    assert len(row.perfetto_gz) < len(stored) / 4
+
+
+def test_the_download_is_the_stored_gzip_as_is(learner_client, learner, monkeypatch):
+    row = owned_trace(learner)
+    expected = engine.perfetto_bytes(row.load())
+    refuse_to_export(monkeypatch)
+    stored = bytes(Trace.objects.get(pk=row.pk).perfetto_gz)
+    response = learner_client.get(
+        f"/traces/{row.pk}/perfetto.json", HTTP_ACCEPT_ENCODING="gzip, deflate, br"
+    )
+    assert response.status_code == 200
+    assert response["Content-Encoding"] == "gzip"
+    assert response["Content-Type"] == "application/json"
+    sent = body(response)
+    assert sent == stored
+    assert int(response["Content-Length"]) == len(sent)
+    # What the browser ends up with, byte for byte, is the stored export of this trace.
+    assert gzip.decompress(sent) == gzip.decompress(stored) == expected
+    assert response["Content-Disposition"] == f'attachment; filename="trace-{row.pk.hex[:12]}.json"'
+    assert "Accept-Encoding" in response["Vary"]
+
+
+def test_a_client_without_gzip_gets_it_inflated_on_the_fly(learner_client, learner):
+    row = owned_trace(learner)
+    stored = bytes(row.perfetto_gz)
+    response = learner_client.get(f"/traces/{row.pk}/perfetto.json", HTTP_ACCEPT_ENCODING="br")
+    assert response.status_code == 200 and response.streaming
+    assert "Content-Encoding" not in response
+    sent = body(response)
+    assert sent == gzip.decompress(stored) == engine.perfetto_bytes(row.load())
+    assert int(response["Content-Length"]) == len(sent)
+    refused = learner_client.get(f"/traces/{row.pk}/perfetto.json", HTTP_ACCEPT_ENCODING="gzip;q=0")
+    assert "Content-Encoding" not in refused and body(refused) == sent
+
+
+def test_etag_revalidation_answers_304_without_reading_the_bytes(learner_client, learner):
+    row = owned_trace(learner)
+    url = f"/traces/{row.pk}/perfetto.json"
+    first = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")
+    tag = first["ETag"]
+    assert tag == f'"{row.pk.hex}-gz"' and first["Cache-Control"] == "private, no-cache"
+    plain = learner_client.get(url)
+    assert plain["ETag"] != tag  # the two representations differ, so do their tags
+    with CaptureQueriesContext(connection) as queries:
+        again = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH=tag)
+    assert again.status_code == 304 and again.content == b""
+    assert again["ETag"] == tag
+    assert not any("perfetto_gz" in q["sql"] for q in queries.captured_queries)
+    stale = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH='"other"')
+    assert stale.status_code == 200 and body(stale) == bytes(row.perfetto_gz)
+    # Another learner revalidating someone else's trace still gets 404, not 304.
+    other = learner_client.__class__()
+    from django.contrib.auth import get_user_model
+
+    other.force_login(get_user_model().objects.create_user("eve", password="x-long-pass-1"))
+    assert other.get(url, HTTP_IF_NONE_MATCH=tag).status_code == 404
+
+
+def test_a_row_from_before_stored_exports_gets_it_built_once(learner_client, learner, monkeypatch):
+    row = owned_trace(learner, source=Trace.Source.ON_DEMAND)
+    assert Trace.objects.get(pk=row.pk).perfetto_gz is None
+    calls = []
+    real = engine.perfetto_bytes
+    monkeypatch.setattr(engine, "perfetto_bytes", lambda t: calls.append(1) or real(t))
+    url = f"/traces/{row.pk}/perfetto.json"
+    first = body(learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip"))
+    second = body(learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip"))
+    assert calls == [1]
+    stored = bytes(Trace.objects.get(pk=row.pk).perfetto_gz)
+    assert first == second == stored
+    assert gzip.decompress(stored) == real(row.load())
+
+
+def test_inflate_chunks_matches_gzip_decompress():
+    data = b"".join(str(i).encode() * 7 for i in range(50_000))
+    packed = pool.gzip_export(data)
+    chunks = list(exports.inflate_chunks(packed, chunk=1000))
+    assert len(chunks) > 1 and b"".join(chunks) == data
+    assert exports.inflated_size(packed) == len(data)
