@@ -204,10 +204,11 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "tracetrack") or "tracetrack"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+POOL_REFILL_INTERVAL_S = env_float("POOL_REFILL_INTERVAL_S", 60.0, lo=1.0, hi=3600.0)
 CELERY_BEAT_SCHEDULE = {
     "top-up-trace-pool": {
         "task": "scenarios.tasks.refill_all",
-        "schedule": env_float("POOL_REFILL_INTERVAL_S", 60.0, lo=5.0, hi=3600.0),
+        "schedule": POOL_REFILL_INTERVAL_S,
     },
     "assignment-reminders": {
         "task": "content.tasks.send_due_reminders",
@@ -221,6 +222,10 @@ TRACETRACK = {
     "DRILL_TIME_LIMIT_S": env_int("DRILL_TIME_LIMIT_S", 120, lo=30, hi=3600),
     "POOL_TARGET": env_int("POOL_TARGET", 20, lo=1, hi=10_000),
     "POOL_LOW_WATER": env_int("POOL_LOW_WATER", 5, lo=0, hi=10_000),
+    # /healthz says "degraded" once a scenario has been empty or under low water this long.
+    "POOL_DEGRADED_AFTER_S": env_float(
+        "POOL_DEGRADED_AFTER_S", POOL_REFILL_INTERVAL_S, lo=1.0, hi=86_400.0
+    ),
     # Sign-in brake (tracetrack/login_throttle.py): failures per (username, address) per window.
     "LOGIN_FAILURE_LIMIT": env_int("LOGIN_FAILURE_LIMIT", 10, lo=0, hi=10_000),
     "LOGIN_LOCKOUT_S": env_int("LOGIN_LOCKOUT_S", 900, lo=1, hi=86_400),
