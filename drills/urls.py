@@ -13,6 +13,7 @@ urlpatterns = [
         views.submit_diagnosis,
         name="submit",
     ),
+    path("drill/attempts/<uuid:attempt_id>/abandon/", views.abandon, name="abandon"),
     path("math/", math_views.home, name="math"),
     path("math/next/", math_views.next_problem, name="math_next"),
     path("math/attempts/<uuid:attempt_id>/", math_views.attempt_detail, name="math_attempt"),

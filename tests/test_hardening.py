@@ -15,6 +15,7 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
+from drills import services
 from drills.models import Attempt
 from scenarios import engine, pool
 from scenarios.models import PoolLevel
@@ -145,3 +146,170 @@ def test_staff_see_per_scenario_stock_on_the_admin(client, make_user, no_refill)
         assert slug in html
     row = re.search(rf"{CHEAP}</a></th><td class=\"field-unclaimed\">(\d+)</td>", html)
     assert row and row.group(1) == "2", html[-3000:]
+
+
+# ----------------------------------------------------------------- 2. no rerolls
+
+
+@pytest.fixture
+def cheap(monkeypatch, no_refill):
+    monkeypatch.setattr(services, "next_scenario", lambda user, now=None: CHEAP)
+
+
+def _ago(attempt: Attempt, seconds: float) -> None:
+    Attempt.objects.filter(pk=attempt.pk).update(
+        served_at=timezone.now() - timedelta(seconds=seconds)
+    )
+
+
+def test_changing_mode_resumes_the_open_attempt_instead_of_dealing_a_new_trace(
+    learner_client, learner, cheap
+):
+    from scenarios.models import Trace
+
+    seen = set()
+    for mode in ("timed", "perfetto", "timed", "practice", "timed"):
+        response = learner_client.post("/drill/next/", {"mode": mode})
+        assert response.status_code == 302
+        seen.add(response["Location"])
+    assert len(seen) == 1
+    assert Attempt.objects.filter(user=learner).count() == 1
+    assert Trace.objects.filter(claimed_by=learner).count() == 1
+
+
+def test_the_database_refuses_a_second_open_attempt(learner, cheap):
+    from django.db import IntegrityError, transaction
+
+    first = services.start_drill(learner)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Attempt.objects.create(
+            user=learner,
+            trace=pool.claim_or_generate(learner, CHEAP),
+            scenario=CHEAP,
+            served_at=timezone.now(),
+        )
+    assert services.next_drill(learner, "timed") == (first, False)
+
+
+def test_an_abandoned_timed_attempt_is_a_miss_that_updates_the_card_and_the_dashboard(
+    learner_client, learner, cheap
+):
+    from drills.models import Card
+
+    learner_client.post("/drill/next/", {"mode": "timed"})
+    attempt = Attempt.objects.get(user=learner)
+    response = learner_client.post(f"/drill/attempts/{attempt.pk}/abandon/")
+    assert response.status_code == 302
+    attempt.refresh_from_db()
+    assert attempt.closed == "abandoned" and attempt.is_submitted
+    assert attempt.rating == 1 and attempt.counted and attempt.scenario_correct is False
+    card = Card.objects.get(user=learner, item=CHEAP)
+    assert card.reviews == 1
+    stats = learner_client.get("/dashboard/stats.json").json()
+    assert stats["totals"]["graded"] == 1 and stats["totals"]["correct"] == 0
+    page = learner_client.get(f"/drill/attempts/{attempt.pk}/")
+    assert page.status_code == 200 and f'data-scenario="{CHEAP}"' in page.content.decode()
+    # The next start deals a new drill.
+    learner_client.post("/drill/next/", {"mode": "timed"})
+    assert Attempt.objects.filter(user=learner, submitted_at__isnull=True).count() == 1
+    assert Attempt.objects.filter(user=learner).count() == 2
+
+
+def test_an_expired_timed_attempt_is_graded_again_when_the_next_drill_is_asked_for(
+    learner_client, learner, cheap
+):
+    from drills.models import Card
+
+    learner_client.post("/drill/next/", {"mode": "timed"})
+    old = Attempt.objects.get(user=learner)
+    _ago(old, 119)
+    learner_client.post("/drill/next/", {"mode": "perfetto"})
+    assert Attempt.objects.filter(user=learner).count() == 1  # still on the clock: resumed
+    _ago(old, 123)
+    learner_client.post("/drill/next/", {"mode": "timed"})
+    old.refresh_from_db()
+    assert old.closed == "expired" and old.over_time and old.rating == 1 and old.counted
+    assert Card.objects.get(user=learner, item=CHEAP).reviews == 1
+    assert Attempt.objects.filter(user=learner).count() == 2
+
+
+def test_abandoning_practice_changes_no_card(learner_client, learner, cheap):
+    from drills.models import Card
+
+    learner_client.post("/drill/next/", {"mode": "practice"})
+    attempt = Attempt.objects.get(user=learner)
+    learner_client.post(f"/drill/attempts/{attempt.pk}/abandon/")
+    attempt.refresh_from_db()
+    assert attempt.closed == "abandoned" and not attempt.counted
+    assert not Card.objects.filter(user=learner).exists()
+
+
+def test_drills_dealt_per_learner_per_hour_are_capped(learner_client, learner, cheap, settings):
+    settings.TRACETRACK = {**settings.TRACETRACK, "DRILL_CLAIMS_PER_HOUR": 2}
+    for _ in range(2):
+        learner_client.post("/drill/next/", {"mode": "timed"})
+        attempt = Attempt.objects.get(user=learner, submitted_at__isnull=True)
+        learner_client.post(f"/drill/attempts/{attempt.pk}/abandon/")
+    response = learner_client.post("/drill/next/", {"mode": "timed"})
+    assert response.status_code == 429
+    assert "in the last hour" in response.content.decode()
+    assert Attempt.objects.filter(user=learner).count() == 2
+
+
+def test_perfetto_only_gets_a_bounded_loading_allowance(learner_client, learner, cheap, settings):
+    from tests.conftest import right_answer
+
+    settings.TRACETRACK = {**settings.TRACETRACK, "PERFETTO_LOAD_ALLOWANCE_S": 15}
+    learner_client.post("/drill/next/", {"mode": "perfetto"})
+    attempt = Attempt.objects.get(user=learner)
+    _ago(attempt, 130)  # 130 s of wall time, 115 s on the clock
+    lie = {**right_answer(attempt), "elapsed_s": "1", "loaded_at": "2099-01-01T00:00:00Z"}
+    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", lie)
+    attempt.refresh_from_db()
+    assert not attempt.over_time and 114 < attempt.elapsed_s < 118
+
+    learner_client.post("/drill/next/", {"mode": "perfetto"})
+    second = Attempt.objects.get(user=learner, submitted_at__isnull=True)
+    _ago(second, 140)  # past limit + allowance, whatever the client says
+    learner_client.post(f"/drill/attempts/{second.pk}/diagnosis/", right_answer(second))
+    second.refresh_from_db()
+    assert second.over_time
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_starts_by_one_learner_resume_one_attempt(make_user, cheap):
+    import threading
+
+    from django.db import connection
+
+    from tests.conftest import needs_postgres
+
+    needs_postgres()
+    pool.refill(CHEAP, target=3)
+    learner = make_user("racer")
+    n = 12
+    barrier = threading.Barrier(n)
+    got: list[object] = []
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            barrier.wait()
+            attempt, _ = services.next_drill(learner, "timed")
+            got.append(attempt.pk)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=start) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert len(got) == n and len(set(got)) == 1
+    assert Attempt.objects.filter(user=learner).count() == 1
+    from scenarios.models import Trace
+
+    assert Trace.objects.filter(claimed_by=learner).count() == 1

@@ -248,6 +248,7 @@ PER_OBJECT: dict[str, Case] = {
     "drills:submit": Case(
         lambda w: [w.open.pk], ("POST",), lambda w: right_answer(w.open), htmx=True
     ),
+    "drills:abandon": Case(lambda w: [w.open.pk], ("POST",)),
     "drills:math_attempt": Case(lambda w: [w.math.pk], ("GET",)),
     "drills:math_answer": Case(
         lambda w: [w.math.pk], ("POST",), lambda w: {"answer": "1"}, htmx=True

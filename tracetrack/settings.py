@@ -220,6 +220,10 @@ CELERY_BEAT_SCHEDULE = {
 TRACETRACK = {
     "DESIRED_RETENTION": env_float("DESIRED_RETENTION", 0.95, lo=0.70, hi=0.99),
     "DRILL_TIME_LIMIT_S": env_int("DRILL_TIME_LIMIT_S", 120, lo=30, hi=3600),
+    # Loading time of the Perfetto UI that Perfetto-only drills do not count against the clock.
+    "PERFETTO_LOAD_ALLOWANCE_S": env_int("PERFETTO_LOAD_ALLOWANCE_S", 15, lo=0, hi=120),
+    # New drills one learner may be dealt per hour (resuming an open one does not count).
+    "DRILL_CLAIMS_PER_HOUR": env_int("DRILL_CLAIMS_PER_HOUR", 60, lo=1, hi=10_000),
     "POOL_TARGET": env_int("POOL_TARGET", 20, lo=1, hi=10_000),
     "POOL_LOW_WATER": env_int("POOL_LOW_WATER", 5, lo=0, hi=10_000),
     # /healthz says "degraded" once a scenario has been empty or under low water this long.
