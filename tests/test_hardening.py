@@ -313,3 +313,105 @@ def test_concurrent_starts_by_one_learner_resume_one_attempt(make_user, cheap):
     from scenarios.models import Trace
 
     assert Trace.objects.filter(claimed_by=learner).count() == 1
+
+
+# ----------------------------------------------------------------- 3. the sign-in brake
+
+LOGIN = "/accounts/login/"
+
+
+@pytest.fixture
+def brake(settings):
+    settings.TRACETRACK = {
+        **settings.TRACETRACK,
+        "LOGIN_FAILURE_LIMIT": 3,
+        "LOGIN_DELAY_S": 10.0,
+        "LOGIN_LOCKOUT_S": 600,
+    }
+    settings.TRUSTED_PROXIES = ["10.9.0.0/16"]
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """A controllable timezone.now for the brake."""
+    state = {"now": timezone.now()}
+    monkeypatch.setattr(timezone, "now", lambda: state["now"])
+
+    def advance(seconds: float) -> None:
+        state["now"] += timedelta(seconds=seconds)
+
+    return advance
+
+
+def _wrong(c: Client, username: str = "ada", url: str = LOGIN, **extra):
+    return c.post(url, {"username": username, "password": "not-the-password-9"}, **extra)
+
+
+def _right(c: Client, username: str = "ada", url: str = LOGIN, **extra):
+    from tests.conftest import PASSWORD
+
+    return c.post(url, {"username": username, "password": PASSWORD}, **extra)
+
+
+def test_a_compatibility_variant_of_the_username_shares_the_lock(client, learner, brake):
+    for _ in range(4):
+        _wrong(client)
+    variant = "ａｄａ"  # full-width: NFKC makes it "ada", which is what authentication checks
+    assert _right(client, variant).status_code == 429
+    assert "_auth_user_id" not in client.session
+    assert _right(client, " ada ").status_code == 429
+
+
+def test_variants_failing_count_against_the_real_name(client, learner, brake):
+    for name in ("ａｄａ", "ａda", "adａ", "ada"):
+        _wrong(client, name)
+    assert _right(client).status_code == 429
+
+
+def test_the_admin_sign_in_is_braked_too(client, make_user, brake):
+    make_user("root", is_staff=True, is_superuser=True)
+    for _ in range(4):
+        _wrong(client, "root", url="/admin/login/")
+    response = _right(client, "root", url="/admin/login/?next=/admin/")
+    assert response.status_code == 200  # the admin form shows its error, nobody signed in
+    assert "_auth_user_id" not in client.session
+    assert _right(client, "root").status_code == 429  # and the same pair is locked everywhere
+
+
+def test_delays_grow_per_failure_and_end(client, learner, brake, clock):
+    for _ in range(3):
+        assert _wrong(client).status_code == 200  # within the free failures
+    assert _wrong(client).status_code == 200  # the 4th: locked 10 s
+    assert _right(client).status_code == 429
+    clock(11)
+    assert _wrong(client).status_code == 200  # the 5th: locked 20 s
+    clock(11)
+    assert _right(client).status_code == 429
+    clock(10)
+    assert _right(client).status_code == 302  # the lock ended; success clears the pair
+    client.post("/accounts/logout/")
+    for _ in range(3):
+        assert _wrong(client).status_code == 200
+
+
+def test_another_address_is_never_locked_out_by_these_failures(client, learner, brake):
+    for _ in range(6):
+        _wrong(client)
+    assert _right(client).status_code == 429
+    assert _right(Client(REMOTE_ADDR="192.0.2.7")).status_code == 302
+
+
+def test_forwarded_for_is_believed_only_from_trusted_proxies(client, learner, brake):
+    proxy = {"REMOTE_ADDR": "10.9.0.2"}
+    attacker = Client(**proxy, HTTP_X_FORWARDED_FOR="198.51.100.66")
+    for _ in range(6):
+        _wrong(attacker)
+    assert _right(attacker).status_code == 429
+    # The victim behind the same TLS proxy has their own address: not locked out.
+    victim = Client(**proxy, HTTP_X_FORWARDED_FOR="203.0.113.5, 10.9.0.7")
+    assert _right(victim).status_code == 302
+    # A client that is not a trusted proxy cannot pick an address by sending the header.
+    direct = Client(REMOTE_ADDR="198.51.100.99")
+    for i in range(6):
+        _wrong(direct, HTTP_X_FORWARDED_FOR=f"192.0.2.{i}")
+    assert _right(direct, HTTP_X_FORWARDED_FOR="192.0.2.200").status_code == 429

@@ -7,6 +7,7 @@ required and the security settings pass ``manage.py check --deploy``.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 import dj_database_url
@@ -123,6 +124,14 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+AUTHENTICATION_BACKENDS = ["tracetrack.login_throttle.ThrottledModelBackend"]
+# Reverse proxies whose X-Forwarded-For is believed (addresses or CIDR networks, comma-separated).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
+try:
+    for _net in TRUSTED_PROXIES:
+        ipaddress.ip_network(_net, strict=False)
+except ValueError as _exc:
+    raise ImproperlyConfigured(f"TRUSTED_PROXIES: {_exc}") from None
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -230,8 +239,10 @@ TRACETRACK = {
     "POOL_DEGRADED_AFTER_S": env_float(
         "POOL_DEGRADED_AFTER_S", POOL_REFILL_INTERVAL_S, lo=1.0, hi=86_400.0
     ),
-    # Sign-in brake (tracetrack/login_throttle.py): failures per (username, address) per window.
-    "LOGIN_FAILURE_LIMIT": env_int("LOGIN_FAILURE_LIMIT", 10, lo=0, hi=10_000),
+    # Sign-in brake (tracetrack/login_throttle.py), per (address, username): free failures, then
+    # a lock of LOGIN_DELAY_S doubling with each further failure, at most LOGIN_LOCKOUT_S.
+    "LOGIN_FAILURE_LIMIT": env_int("LOGIN_FAILURE_LIMIT", 5, lo=0, hi=10_000),
+    "LOGIN_DELAY_S": env_float("LOGIN_DELAY_S", 2.0, lo=0.1, hi=3600.0),
     "LOGIN_LOCKOUT_S": env_int("LOGIN_LOCKOUT_S", 900, lo=1, hi=86_400),
 }
 if TRACETRACK["POOL_LOW_WATER"] > TRACETRACK["POOL_TARGET"]:
