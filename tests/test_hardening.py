@@ -415,3 +415,77 @@ def test_forwarded_for_is_believed_only_from_trusted_proxies(client, learner, br
     for i in range(6):
         _wrong(direct, HTTP_X_FORWARDED_FOR=f"192.0.2.{i}")
     assert _right(direct, HTTP_X_FORWARDED_FOR="192.0.2.200").status_code == 429
+
+
+# ----------------------------------------------------------------- 4. Redis is not a dependency
+
+DEAD_REDIS = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+
+
+@pytest.fixture
+def redis_down(settings, tmp_path):
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "tracetrack.cache.ResilientRedisCache",
+            "LOCATION": DEAD_REDIS,
+            "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
+        }
+    }
+    settings.REDIS_URL = DEAD_REDIS
+    settings.VAR_DIR = tmp_path
+    settings.TRACETRACK = {**settings.TRACETRACK, "LOGIN_FAILURE_LIMIT": 3}
+
+
+def test_sign_in_walkthroughs_and_timelines_work_with_redis_down(client, learner, redis_down):
+    from content.pages import library
+    from tests.conftest import PASSWORD
+
+    assert _wrong(client).status_code == 200  # the brake still counts (in the database)
+    response = client.post(LOGIN, {"username": "ada", "password": PASSWORD})
+    assert response.status_code == 302 and "_auth_user_id" in client.session
+    walk = library().walkthroughs()[0]
+    assert client.get(f"/walkthroughs/{walk.slug}/").status_code == 200
+    assert client.get(f"/walkthroughs/{walk.slug}/timeline.json").status_code == 200
+    scenario, seed = sorted(library().inline_timelines)[0]
+    assert client.get(f"/track/timelines/{scenario}/{seed}.json").status_code == 200
+    assert client.get("/healthz").status_code == 503  # and health tells the truth
+
+
+def test_every_cache_call_degrades_to_a_miss_with_a_warning(redis_down, caplog):
+    from django.core.cache import caches
+
+    from tracetrack.cache import ResilientRedisCache
+
+    ResilientRedisCache._last_warning = 0.0
+    dead = caches.create_connection("default")
+    with caplog.at_level("WARNING", logger="tracetrack.cache"):
+        assert dead.get("k", "fallback") == "fallback"
+        dead.set("k", 1)
+        assert dead.add("k", 1) is False
+        assert dead.get_many(["k"]) == {}
+        dead.delete("k")
+    assert "cache unavailable" in caplog.text
+
+
+# ----------------------------------------------------------------- 7. bounded content traces
+
+
+def test_only_the_inline_timelines_the_pages_show_are_generated(learner_client, settings, tmp_path):
+    from content import timelines
+    from content.pages import library
+
+    settings.VAR_DIR = tmp_path
+    shown = library().inline_timelines
+    assert shown
+    scenario, seed = sorted(shown)[0]
+    unshown = next(s for s in range(10_000) if (scenario, s) not in shown)
+    assert learner_client.get(f"/track/timelines/{scenario}/{unshown}.json").status_code == 404
+    assert not timelines.store_dir().exists()  # nothing generated for the refused one
+    first = learner_client.get(f"/track/timelines/{scenario}/{seed}.json")
+    assert first.status_code == 200
+    stored = sorted(p.name for p in timelines.store_dir().iterdir())
+    assert stored == [f"{scenario}-{seed}-any.meta.json", f"{scenario}-{seed}-any.timeline.json.gz"]
+    mtimes = [p.stat().st_mtime_ns for p in timelines.store_dir().iterdir()]
+    again = learner_client.get(f"/track/timelines/{scenario}/{seed}.json")
+    assert again.content == first.content
+    assert [p.stat().st_mtime_ns for p in timelines.store_dir().iterdir()] == mtimes

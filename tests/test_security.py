@@ -320,7 +320,7 @@ NOT_PER_OBJECT: dict[str, tuple[Callable[[], list[Any]], tuple[str, ...]]] = {
     "scenarios:perfetto_ui_file": (lambda: ["index.html"], ("GET",)),
     "content:index": (list, ("GET",)),
     "content:download": (lambda: [next(iter(DOWNLOADS))], ("GET",)),
-    "content:inline_timeline": (lambda: [CHEAP, 1], ("GET",)),
+    "content:inline_timeline": (lambda: [CHEAP, 3], ("GET",)),
     "content:page": (lambda: [_page_slug()], ("GET",)),
     "content:toggle_read": (lambda: [_page_slug()], ("POST",)),
     "content:walkthrough": (lambda: [_walk_slug()], ("GET",)),
