@@ -489,3 +489,51 @@ def test_only_the_inline_timelines_the_pages_show_are_generated(learner_client, 
     again = learner_client.get(f"/track/timelines/{scenario}/{seed}.json")
     assert again.content == first.content
     assert [p.stat().st_mtime_ns for p in timelines.store_dir().iterdir()] == mtimes
+
+
+# ----------------------------------------------------------------- 6. no 500s
+
+
+@pytest.fixture
+def strict_client(learner):
+    """A client that lets server errors surface as 500 responses instead of exceptions."""
+    c = Client(raise_request_exception=False)
+    c.force_login(learner)
+    return c
+
+
+@pytest.mark.parametrize("text", ["1e-320", "-1e-320", "4.9e-324", "1e-320 ms", "1e308", "1e320"])
+def test_tiny_and_huge_math_answers_are_graded_not_500(strict_client, text):
+    from drills.mentalmath import families
+
+    for family in families.FAMILIES:
+        response = strict_client.post("/math/next/", {"family": family})
+        attempt_id = re.search(r"/math/attempts/([0-9a-f-]{36})/", response["Location"]).group(1)
+        answered = strict_client.post(f"/math/attempts/{attempt_id}/answer/", {"answer": text})
+        assert answered.status_code < 500, (family, text)
+    response = strict_client.post("/math/sprint/")
+    sprint_id = re.search(r"/math/sprint/([0-9a-f-]{36})/", response["Location"]).group(1)
+    from drills.models import MathAttempt
+
+    for _ in range(len(families.FAMILIES)):
+        current = MathAttempt.objects.filter(sprint_id=sprint_id, submitted_at__isnull=True).first()
+        if current is None:
+            break
+        answered = strict_client.post(
+            f"/math/sprint/{sprint_id}/answer/", {"attempt": str(current.pk), "answer": text}
+        )
+        assert answered.status_code < 500, text
+
+
+@pytest.mark.parametrize(
+    "target", ["0", "dashboard", "home", "drills:dashboard", "", "//x.example"]
+)
+def test_streak_toggle_with_a_bare_word_next_goes_home(strict_client, target):
+    response = strict_client.post("/dashboard/streak/", {"streak_opt_in": "1", "next": target})
+    assert response.status_code == 302 and response["Location"] == "/"
+
+
+def test_a_nul_in_a_join_code_or_a_perfetto_path_is_a_400(strict_client):
+    for url in ("/cohorts/join/AB%00CD/", "/perfetto/a%00b", "/track/a%00b/"):
+        assert strict_client.get(url).status_code == 400, url
+    assert strict_client.post("/cohorts/join/", {"code": "AB\x00CD"}).status_code == 400
