@@ -537,3 +537,29 @@ def test_a_nul_in_a_join_code_or_a_perfetto_path_is_a_400(strict_client):
     for url in ("/cohorts/join/AB%00CD/", "/perfetto/a%00b", "/track/a%00b/"):
         assert strict_client.get(url).status_code == 400, url
     assert strict_client.post("/cohorts/join/", {"code": "AB\x00CD"}).status_code == 400
+
+
+# ----------------------------------------------------------------- 8. Argon2id, PBKDF2 upgraded
+
+
+def test_new_passwords_are_argon2id_and_pbkdf2_accounts_sign_in_and_are_upgraded(
+    client, django_user_model, settings
+):
+    from django.conf import settings as live
+    from django.contrib.auth.hashers import make_password
+
+    from tracetrack.settings import PASSWORD_HASHERS
+
+    settings.PASSWORD_HASHERS = PASSWORD_HASHERS  # the production list (tests default to MD5)
+    assert live.PASSWORD_HASHERS[0] == "tracetrack.hashers.TraceTrackArgon2Hasher"
+    new = django_user_model.objects.create_user("newbie", password="correct-horse-battery-42")
+    assert new.password.startswith("argon2$argon2id$v=19$m=19456,t=2,p=1$")
+    old = django_user_model.objects.create(
+        username="oldtimer",
+        password=make_password("correct-horse-battery-42", hasher="pbkdf2_sha256"),
+    )
+    assert old.password.startswith("pbkdf2_sha256$")
+    response = client.post(LOGIN, {"username": "oldtimer", "password": "correct-horse-battery-42"})
+    assert response.status_code == 302
+    old.refresh_from_db()
+    assert old.password.startswith("argon2$argon2id$")

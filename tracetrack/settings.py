@@ -127,6 +127,13 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Argon2id first (tracetrack/hashers.py); PBKDF2 kept so older hashes still verify (and upgrade).
+PASSWORD_HASHERS = [
+    "tracetrack.hashers.TraceTrackArgon2Hasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
 AUTHENTICATION_BACKENDS = ["tracetrack.login_throttle.ThrottledModelBackend"]
 # Reverse proxies whose X-Forwarded-For is believed (addresses or CIDR networks, comma-separated).
 TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
