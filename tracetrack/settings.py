@@ -221,6 +221,13 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A task taken by a worker that dies (even SIGKILL of the whole worker) stays in Redis's unacked
+# set; after the visibility timeout a live worker puts it back on the queue. Refills are
+# idempotent (fixed seed sequence + unique (scenario, seed)), so a redelivery is harmless.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", 300, lo=2, hi=43_200),
+    "unacked_restore_interval": 5,
+}
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "tracetrack") or "tracetrack"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 POOL_REFILL_INTERVAL_S = env_float("POOL_REFILL_INTERVAL_S", 60.0, lo=1.0, hi=3600.0)
