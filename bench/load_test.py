@@ -279,6 +279,10 @@ def main() -> None:
                     str(args.threads),
                     "--timeout",
                     "120",
+                    # Idle keep-alive connections outlive the clients' think time: no race
+                    # between the server closing one and a client reusing it.
+                    "--keep-alive",
+                    "75",
                 ],
                 cwd=ROOT,
                 stdout=(logs / "gunicorn.log").open("w"),
