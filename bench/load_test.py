@@ -69,14 +69,12 @@ def setup(n_users: int) -> None:
     from django.core.management import call_command
 
     from drills.models import Attempt, Card
-    from scenarios.models import Trace
 
     call_command("migrate", verbosity=0)
     User = get_user_model()
     old = User.objects.filter(username__startswith="load-")
     Attempt.objects.filter(user__in=old).delete()
     Card.objects.filter(user__in=old).delete()
-    Trace.objects.filter(claimed_by__in=old).delete()
     old.delete()
     for i in range(n_users):
         User.objects.create_user(f"load-{i}", password=PASSWORD)
