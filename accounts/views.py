@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse
@@ -18,7 +19,7 @@ def signup(request: HttpRequest) -> HttpResponse:
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        login(request, user, backend=settings.AUTHENTICATION_BACKENDS[0])
         return redirect("home")
     status = 400 if request.method == "POST" else 200
     return TemplateResponse(request, "registration/signup.html", {"form": form}, status=status)

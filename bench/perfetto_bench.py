@@ -87,7 +87,7 @@ def main() -> int:
         from django.core.management import call_command
         from playwright.sync_api import sync_playwright
 
-        from drills import services
+        from drills.trainer import services
         from scenarios import engine, exports, pool
         from scenarios.models import Trace
 

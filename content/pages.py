@@ -15,6 +15,7 @@ Two pieces of syntax on top of Markdown (docs/contracts.md §4):
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import threading
@@ -47,6 +48,7 @@ FOCUS_RE = re.compile(r"^(full|step:\d+|evidence:\d+|rank:\d+)$")
 TIMELINE_RE = re.compile(r"^\[\[timeline((?:\s+[a-z_]+=\S+)*)\s*\]\]\s*$", re.MULTILINE)
 KEY_PLACEHOLDER_RE = re.compile(r"\{\{key:([a-z_]+)\}\}")
 KEY_FIELDS = ("step_ms", "expected_step_ms", "measurement_value")
+_INLINE_SRC_RE = re.compile(r'data-src="/track/timelines/([a-z0-9-]+)/(\d+)\.json"')
 MAX_INLINE_SEED = 9_999  # inline timelines use small, fixed seeds; the endpoint refuses others
 
 # Downloadable lab files: the URL name -> (path under content/, content type). Only these.
@@ -116,6 +118,16 @@ class Library:
         return [
             (key, title, [p for p in self.ordered if p.section == key]) for key, title in SECTIONS
         ]
+
+    @functools.cached_property
+    def inline_timelines(self) -> frozenset[tuple[str, int]]:
+        """The (scenario, seed) pairs that ``[[timeline …]]`` lines on the pages reference."""
+        found = set()
+        for p in self.ordered:
+            for text in [p.html, *(s.body_html for s in p.steps)]:
+                for m in _INLINE_SRC_RE.finditer(text):
+                    found.add((m.group(1), int(m.group(2))))
+        return frozenset(found)
 
     def neighbours(self, page: Page) -> tuple[Page | None, Page | None]:
         i = self.ordered.index(page)

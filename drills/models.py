@@ -84,10 +84,25 @@ class Attempt(models.Model):
     over_time = models.BooleanField(null=True)
     rating = models.PositiveSmallIntegerField(null=True, blank=True)
     counted = models.BooleanField(default=False, help_text="Updated the scheduling card.")
+    closed = models.CharField(
+        max_length=10,
+        choices=[("", "diagnosed"), ("abandoned", "abandoned"), ("expired", "expired")],
+        default="",
+        blank=True,
+        help_text="How an attempt without a diagnosis was closed (graded as a miss).",
+    )
 
     objects = AttemptQuerySet.as_manager()
 
     class Meta:
+        constraints = [
+            # A learner has at most one open attempt: concurrent starts cannot both insert one.
+            models.UniqueConstraint(
+                fields=["user"],
+                condition=models.Q(submitted_at__isnull=True),
+                name="attempt_one_open_per_user",
+            )
+        ]
         indexes = [
             models.Index(fields=["user", "submitted_at"], name="attempt_user_submitted_idx"),
             models.Index(fields=["user", "scenario"], name="attempt_user_scenario_idx"),

@@ -81,4 +81,24 @@ class Trace(models.Model):
         return engine.loads(zlib.decompress(bytes(self.payload)))
 
 
+class PoolLevel(models.Model):
+    """Per scenario, since when its unclaimed stock has been under the low-water mark.
+
+    The refill writes it (and clears it once the scenario is topped up); a claim that leaves the
+    scenario short sets it if unset. ``/healthz`` reads it to say "degraded" when a scenario has
+    been short for longer than the grace period, without ever publishing per-scenario counts.
+    """
+
+    scenario = models.CharField(max_length=40, unique=True)
+    low_since = models.DateTimeField(null=True, blank=True)
+    refilled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "pool stock"
+        verbose_name_plural = "pool stock"
+
+    def __str__(self) -> str:
+        return self.scenario
+
+
 from scenarios.uploads import Upload  # noqa: E402,F401  (uploaded traces live in their own module)

@@ -226,6 +226,8 @@ def precompress_all(progress: Callable[[str, int, int], None] | None = None) -> 
 
 
 def _resolve(root: Path, path: str) -> Path:
+    if "\x00" in path:
+        raise Http404("no such file in the Perfetto UI")
     candidate = (root / (path or "index.html")).resolve()
     if not candidate.is_relative_to(root) or not candidate.is_file():
         raise Http404("no such file in the Perfetto UI")

@@ -19,6 +19,7 @@ import secrets
 import threading
 import zlib
 from collections.abc import Iterable
+from datetime import timedelta
 
 import orjson
 from celery import current_app
@@ -28,7 +29,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from scenarios import engine
-from scenarios.models import Trace
+from scenarios.models import PoolLevel, Trace
 
 log = logging.getLogger(__name__)
 
@@ -107,13 +108,57 @@ def refill(scenario: str, *, target: int | None = None, progress=None) -> int:
         total=Count("id"), unclaimed=Count("id", filter=Q(claimed_at__isnull=True))
     )
     deficit = target - counts["unclaimed"]
+    if counts["unclaimed"] < low_water():
+        record_level(scenario, counts["unclaimed"])
     inserted = 0
     for i in range(max(0, deficit)):
         row = build_trace(scenario, pool_seed(scenario, counts["total"] + i))
         inserted += _insert_once(row)
         if progress is not None:
             progress(1)
+    unclaimed = Trace.objects.unclaimed().filter(scenario=scenario).count()
+    record_level(scenario, unclaimed, refilled=True)
     return inserted
+
+
+def record_level(scenario: str, unclaimed: int, *, refilled: bool = False) -> None:
+    """Remember since when ``scenario`` has been under low water (idempotent, one or two rows).
+
+    Under the mark: ``low_since`` is set unless already set (the first shortfall counts). At or
+    above it: ``low_since`` is cleared. ``refilled`` stamps the end of a refill.
+    """
+    now = timezone.now()
+    PoolLevel.objects.get_or_create(scenario=scenario)
+    rows = PoolLevel.objects.filter(scenario=scenario)
+    if unclaimed < low_water() or unclaimed == 0:
+        rows.filter(low_since__isnull=True).update(low_since=now)
+    else:
+        rows.update(low_since=None)
+    if refilled:
+        rows.update(refilled_at=now)
+
+
+def degraded_after_s() -> float:
+    return settings.TRACETRACK["POOL_DEGRADED_AFTER_S"]
+
+
+def short_scenarios(now=None) -> list[str]:
+    """Scenarios whose stock is empty or under low water and has been for longer than the grace
+    period (``POOL_DEGRADED_AFTER_S``). A short scenario with no record of since when (no refill
+    has ever looked at it) counts as short for long. Operators only: never published per name.
+    """
+    now = now or timezone.now()
+    stock_now = stock()
+    since = dict(PoolLevel.objects.values_list("scenario", "low_since"))
+    grace = timedelta(seconds=degraded_after_s())
+    out = []
+    for slug, n in stock_now.items():
+        if n >= low_water() and n > 0:
+            continue
+        started = since.get(slug)
+        if started is None or now - started > grace:
+            out.append(slug)
+    return out
 
 
 def _insert_once(row: Trace) -> int:
@@ -156,10 +201,12 @@ def claim_or_generate(user, scenario: str) -> Trace:
         trace.claimed_at = timezone.now()
         trace.claimed_by = user
         trace.save(force_insert=True)
+        record_level(scenario, 0)
         schedule_refill(scenario)
         return trace
     remaining = Trace.objects.unclaimed().filter(scenario=scenario).count()
     if remaining < low_water():
+        record_level(scenario, remaining)
         schedule_refill(scenario)
     return trace
 

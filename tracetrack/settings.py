@@ -7,6 +7,7 @@ required and the security settings pass ``manage.py check --deploy``.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 import dj_database_url
@@ -66,6 +67,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "tracetrack.middleware.RejectNulMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
@@ -110,9 +112,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Redis down → a logged warning and a miss, never an error (tracetrack/cache.py).
+            "BACKEND": "tracetrack.cache.ResilientRedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": "tracetrack",
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1.0},
         }
     }
 else:
@@ -124,6 +128,21 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Argon2id first (accounts/hashers.py); PBKDF2 kept so older hashes still verify (and upgrade).
+PASSWORD_HASHERS = [
+    "accounts.hashers.TraceTrackArgon2Hasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
+AUTHENTICATION_BACKENDS = ["accounts.login_throttle.ThrottledModelBackend"]
+# Reverse proxies whose X-Forwarded-For is believed (addresses or CIDR networks, comma-separated).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
+try:
+    for _net in TRUSTED_PROXIES:
+        ipaddress.ip_network(_net, strict=False)
+except ValueError as _exc:
+    raise ImproperlyConfigured(f"TRUSTED_PROXIES: {_exc}") from None
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -208,12 +227,20 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A task taken by a worker that dies (even SIGKILL of the whole worker) stays in Redis's unacked
+# set; after the visibility timeout a live worker puts it back on the queue. Refills are
+# idempotent (fixed seed sequence + unique (scenario, seed)), so a redelivery is harmless.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT_S", 300, lo=2, hi=43_200),
+    "unacked_restore_interval": 5,
+}
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "tracetrack") or "tracetrack"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+POOL_REFILL_INTERVAL_S = env_float("POOL_REFILL_INTERVAL_S", 60.0, lo=1.0, hi=3600.0)
 CELERY_BEAT_SCHEDULE = {
     "top-up-trace-pool": {
         "task": "scenarios.tasks.refill_all",
-        "schedule": env_float("POOL_REFILL_INTERVAL_S", 60.0, lo=5.0, hi=3600.0),
+        "schedule": POOL_REFILL_INTERVAL_S,
     },
     "delete-expired-uploads": {
         "task": "scenarios.tasks.delete_expired_uploads",
@@ -231,10 +258,20 @@ TRACETRACK = {
     "SITE_URL": (env_url("SITE_URL", ("http", "https")) or "http://localhost:8000").rstrip("/"),
     "DESIRED_RETENTION": env_float("DESIRED_RETENTION", 0.95, lo=0.70, hi=0.99),
     "DRILL_TIME_LIMIT_S": env_int("DRILL_TIME_LIMIT_S", 120, lo=30, hi=3600),
+    # Loading time of the Perfetto UI that Perfetto-only drills do not count against the clock.
+    "PERFETTO_LOAD_ALLOWANCE_S": env_int("PERFETTO_LOAD_ALLOWANCE_S", 15, lo=0, hi=120),
+    # New drills one learner may be dealt per hour (resuming an open one does not count).
+    "DRILL_CLAIMS_PER_HOUR": env_int("DRILL_CLAIMS_PER_HOUR", 60, lo=1, hi=10_000),
     "POOL_TARGET": env_int("POOL_TARGET", 20, lo=1, hi=10_000),
     "POOL_LOW_WATER": env_int("POOL_LOW_WATER", 5, lo=0, hi=10_000),
-    # Sign-in brake (accounts/login_throttle.py): failures per (username, address) per window.
-    "LOGIN_FAILURE_LIMIT": env_int("LOGIN_FAILURE_LIMIT", 10, lo=0, hi=10_000),
+    # /healthz says "degraded" once a scenario has been empty or under low water this long.
+    "POOL_DEGRADED_AFTER_S": env_float(
+        "POOL_DEGRADED_AFTER_S", POOL_REFILL_INTERVAL_S, lo=1.0, hi=86_400.0
+    ),
+    # Sign-in brake (accounts/login_throttle.py), per (address, username): free failures, then
+    # a lock of LOGIN_DELAY_S doubling with each further failure, at most LOGIN_LOCKOUT_S.
+    "LOGIN_FAILURE_LIMIT": env_int("LOGIN_FAILURE_LIMIT", 5, lo=0, hi=10_000),
+    "LOGIN_DELAY_S": env_float("LOGIN_DELAY_S", 2.0, lo=0.1, hi=3600.0),
     "LOGIN_LOCKOUT_S": env_int("LOGIN_LOCKOUT_S", 900, lo=1, hi=86_400),
     # Uploaded traces (scenarios/uploads.py): limits sized for a 2-core, 24 GiB worker.
     "UPLOAD_MAX_BYTES": env_int("UPLOAD_MAX_MB", 64, lo=1, hi=2048) << 20,

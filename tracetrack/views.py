@@ -53,44 +53,35 @@ def _broker_ok() -> tuple[bool, str]:
     return True, "ok"
 
 
-def _stock_view(request: HttpRequest, stock: dict[str, int]) -> dict[str, object]:
-    """Per-scenario stock: exact for staff, capped for everyone else.
-
-    Exact counts are a side channel: a learner reading them before and after starting a drill
-    would see which scenario's count dropped, i.e. the answer. Above the low-water mark a claim
-    changes nothing in the capped view; at or below it the pool is refilling and operators need
-    the low counts exactly.
-    """
-    if request.user.is_staff:
-        return {"stock": stock}
-    cap = pool.low_water() + 1
-    return {"stock": {slug: min(n, cap) for slug, n in stock.items()}, "stock_capped_at": cap}
-
-
 @login_not_required
 @require_GET
 @never_cache
 def healthz(request: HttpRequest) -> JsonResponse:
+    """Health only: database, broker, and whether the trace pool is keeping up.
+
+    Never per-scenario counts or names: stock read before and after ``POST /drill/next/`` would
+    tell a learner which scenario was dealt. Staff see the stock on the admin's "Pool stock" page.
+    "degraded" (200) when some scenario has been empty or under low water for longer than
+    ``POOL_DEGRADED_AFTER_S``; 503 when the database or the broker is down.
+    """
     checks: dict[str, object] = {}
-    healthy = True
+    up = True
+    pool_ok = True
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         checks["database"] = "ok"
-        stock = pool.stock()
+        pool_ok = not pool.short_scenarios()
     except Exception as exc:
         log.exception("healthz: database check failed")
         checks["database"] = f"error: {type(exc).__name__}"
-        stock = {}
-        healthy = False
+        up = False
     broker_ok, broker_status = _broker_ok()
     checks["broker"] = broker_status
-    healthy = healthy and broker_ok
-    empty = sorted(slug for slug, n in stock.items() if n == 0)
-    checks["pool"] = {"unclaimed": sum(stock.values()), "empty": empty}
-    checks["pool"].update(_stock_view(request, stock))
-    status = 200 if healthy else 503
-    return JsonResponse({"status": "ok" if healthy else "degraded", **checks}, status=status)
+    up = up and broker_ok
+    checks["pool"] = ("ok" if pool_ok else "short") if checks["database"] == "ok" else "unknown"
+    status = "ok" if up and pool_ok else "degraded"
+    return JsonResponse({"status": status, **checks}, status=200 if up else 503)
 
 
 @login_not_required

@@ -130,7 +130,8 @@ class Graded:
 
 
 def _near(ratio: float, target: float, slack: float = 0.03) -> bool:
-    return ratio > 0 and abs(math.log(ratio / target)) <= slack
+    q = ratio / target  # a subnormal ratio can underflow to 0 here: no log of it then
+    return 0 < q < math.inf and abs(math.log(q)) <= slack
 
 
 def _hint(problem: Problem, value: float, unit_given: str) -> str:

@@ -10,8 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -116,6 +115,10 @@ def streak_opt_in(request: HttpRequest) -> HttpResponse:
     wanted = request.POST.get("streak_opt_in") == "1"
     LearnerProfile.objects.update_or_create(user=request.user, defaults={"streak_opt_in": wanted})
     target = request.POST.get("next") or "/"
-    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+    # A local path only: anything else (another host, a bare word like "0" that redirect()
+    # would try to reverse as a view name) goes home.
+    if not target.startswith("/") or not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}
+    ):
         target = "/"
-    return redirect(target)
+    return HttpResponseRedirect(target)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import logging
 import random
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from drills import scheduling
-from drills.models import Attempt
+from drills.models import Attempt, LearnerProfile
 from drills.scheduling import cards
-from drills.trainer.grading import Diagnosis, grade
+from drills.trainer.grading import Diagnosis, grade, is_over_time
 from scenarios import engine, pool
 from scenarios.engine import diagnosis as engine_diagnosis
 from scenarios.models import Trace
@@ -23,6 +23,44 @@ log = logging.getLogger(__name__)
 
 def time_limit_s() -> int:
     return settings.TRACETRACK["DRILL_TIME_LIMIT_S"]
+
+
+def load_allowance_s(mode: str) -> float:
+    """Seconds of loading time that do not count against the clock: only in Perfetto-only mode,
+    where the Perfetto UI and the trace take a while to load. A fixed server-side bound; nothing
+    the client sends can extend it."""
+    if mode == Attempt.Mode.PERFETTO:
+        return float(settings.TRACETRACK["PERFETTO_LOAD_ALLOWANCE_S"])
+    return 0.0
+
+
+def clock_elapsed_s(attempt: Attempt, now: datetime) -> float:
+    """Time on the clock: server time since serving, less the mode's loading allowance."""
+    raw = (now - attempt.served_at).total_seconds()
+    return max(0.0, raw - load_allowance_s(attempt.mode))
+
+
+def display_remaining_s(attempt: Attempt, now: datetime) -> float:
+    """What the page's clock shows: the limit plus the loading allowance, minus server time."""
+    raw = (now - attempt.served_at).total_seconds()
+    return max(0.0, time_limit_s() + load_allowance_s(attempt.mode) - raw)
+
+
+def is_expired(attempt: Attempt, now: datetime) -> bool:
+    """A timed (or Perfetto-only) attempt whose clock has run out without a diagnosis."""
+    return (
+        attempt.submitted_at is None
+        and attempt.mode != Attempt.Mode.PRACTICE
+        and is_over_time(clock_elapsed_s(attempt, now), time_limit_s())
+    )
+
+
+def claims_per_hour() -> int:
+    return settings.TRACETRACK["DRILL_CLAIMS_PER_HOUR"]
+
+
+class TooManyDrills(Exception):
+    """The learner has started ``DRILL_CLAIMS_PER_HOUR`` drills in the last hour."""
 
 
 def scenario_weights() -> dict[str, int]:
@@ -52,11 +90,86 @@ def open_attempt(user) -> Attempt | None:
 
 
 def start_drill(user, mode: str = Attempt.Mode.TIMED, *, scenario: str | None = None) -> Attempt:
+    """Deal a new drill. The caller has made sure the learner has no open attempt; the database
+    refuses a second one (``attempt_one_open_per_user``) and the claim rolls back with it."""
     scenario = scenario or next_scenario(user)
-    trace = pool.claim_or_generate(user, scenario)
-    return Attempt.objects.create(
-        user=user, trace=trace, scenario=scenario, mode=mode, served_at=timezone.now()
-    )
+    with transaction.atomic():
+        trace = pool.claim_or_generate(user, scenario)
+        return Attempt.objects.create(
+            user=user, trace=trace, scenario=scenario, mode=mode, served_at=timezone.now()
+        )
+
+
+def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
+    """The learner's drill: the open attempt resumed (whatever mode was asked for), or a new one.
+
+    Returns (attempt, dealt_now). An expired timed attempt is closed as a miss first. Concurrent
+    calls by one learner serialise on the learner's profile row (PostgreSQL) and, everywhere, on
+    the one-open-attempt constraint: the loser of a race resumes the winner's attempt. Changing
+    the mode never deals a new trace; only an explicit abandon closes the open attempt.
+    """
+    now = timezone.now()
+    current = open_attempt(user)
+    if current is not None and is_expired(current, now):
+        close_attempt(current, "expired")
+        current = None
+    if current is not None:
+        return current, False
+    LearnerProfile.objects.get_or_create(user=user)
+    try:
+        with transaction.atomic():
+            LearnerProfile.objects.select_for_update().get(user=user)
+            current = open_attempt(user)
+            if current is not None:
+                return current, False
+            since = now - timedelta(hours=1)
+            if Attempt.objects.filter(user=user, served_at__gte=since).count() >= claims_per_hour():
+                raise TooManyDrills
+            return start_drill(user, mode), True
+    except IntegrityError:
+        current = open_attempt(user)
+        if current is None:
+            raise
+        return current, False
+
+
+def close_attempt(attempt: Attempt, reason: str) -> Attempt:
+    """Close an open attempt without a diagnosis ("abandoned" or "expired"): graded as a miss.
+
+    A timed attempt is rated Again and updates the card through ``cards.apply_live``, the path a
+    submitted diagnosis takes (and ``rebuild_cards`` replays); a practice attempt never touches a
+    card. Idempotent.
+    """
+    assert reason in ("abandoned", "expired"), reason
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Attempt.objects.select_for_update().get(pk=attempt.pk)
+        if locked.submitted_at is not None:
+            return locked
+        locked.submitted_at = now
+        locked.closed = reason
+        locked.elapsed_s = clock_elapsed_s(locked, now)
+        locked.scenario_correct = False
+        locked.measurement_correct = False
+        locked.fix_correct = False
+        locked.win_correct = False
+        locked.over_time = locked.mode != Attempt.Mode.PRACTICE and is_over_time(
+            locked.elapsed_s, time_limit_s()
+        )
+        miss = scheduling.Grade(
+            scenario_correct=False,
+            measurement_correct=False,
+            fix_correct=False,
+            win_correct=False,
+            elapsed_s=locked.elapsed_s,
+            over_time=locked.over_time,
+            practice=locked.mode == Attempt.Mode.PRACTICE,
+        )
+        locked.rating = int(scheduling.rating_for(miss))  # Again: the scenario was not named
+        locked.counted = scheduling.counts_for_schedule(miss)
+        locked.save()
+        cards.apply_live(locked.user, miss, item=locked.scenario, when=now)
+    return locked
 
 
 def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, bool]:
@@ -74,7 +187,7 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
         )
         if locked.submitted_at is not None:
             return locked, False
-        elapsed = (now - locked.served_at).total_seconds()
+        elapsed = clock_elapsed_s(locked, now)
         practice = locked.mode == Attempt.Mode.PRACTICE
         result = grade(
             diagnosis,

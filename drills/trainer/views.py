@@ -23,6 +23,10 @@ def _attempt_for(request: HttpRequest, attempt_id) -> Attempt:
 
 @require_GET
 def trainer(request: HttpRequest) -> HttpResponse:
+    return _trainer_page(request)
+
+
+def _trainer_page(request: HttpRequest, status: int = 200) -> HttpResponse:
     return TemplateResponse(
         request,
         "drills/trainer.html",
@@ -33,6 +37,7 @@ def trainer(request: HttpRequest) -> HttpResponse:
             .graded()
             .order_by("-submitted_at")[:10],
         },
+        status=status,
     )
 
 
@@ -42,9 +47,15 @@ def next_drill(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Unknown drill mode.")
         return redirect("trainer:home")
-    attempt = services.open_attempt(request.user)
-    if attempt is None or attempt.mode != form.cleaned_data["mode"]:
-        attempt = services.start_drill(request.user, form.cleaned_data["mode"])
+    try:
+        attempt, _ = services.next_drill(request.user, form.cleaned_data["mode"])
+    except services.TooManyDrills:
+        messages.error(
+            request,
+            f"You have started {services.claims_per_hour()} drills in the last hour: "
+            "take a break and come back in a while.",
+        )
+        return _trainer_page(request, status=429)
     if request.htmx:
         response = _attempt_page(request, attempt, DiagnosisForm(), partial=True)
         response["HX-Push-Url"] = attempt_url(attempt)
@@ -59,6 +70,15 @@ def attempt_url(attempt: Attempt) -> str:
 @require_GET
 def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
     return _attempt_page(request, _attempt_for(request, attempt_id), DiagnosisForm())
+
+
+@require_POST
+def abandon(request: HttpRequest, attempt_id) -> HttpResponse:
+    """Give up the open drill: it is graded as a miss and the next drill can be dealt."""
+    attempt = _attempt_for(request, attempt_id)
+    if not attempt.is_submitted:
+        attempt = services.close_attempt(attempt, "abandoned")
+    return redirect(attempt_url(attempt))
 
 
 @require_POST
@@ -88,14 +108,15 @@ def _attempt_page(
     partial: bool = False,
 ) -> HttpResponse:
     limit = services.time_limit_s()
-    elapsed = (timezone.now() - attempt.served_at).total_seconds()
     context = {
         "attempt": attempt,
         "prompt": attempt.trace.prompt,
         "form": form,
         "limit_s": limit,
-        "remaining_s": max(0.0, limit - elapsed),
+        # Perfetto-only drills show the loading allowance on top of the clock.
+        "remaining_s": services.display_remaining_s(attempt, timezone.now()),
         "timed": attempt.mode != Attempt.Mode.PRACTICE,
+        "load_allowance_s": services.load_allowance_s(attempt.mode),
         "perfetto_only": attempt.mode == Attempt.Mode.PERFETTO,
         "reveal": reveal.build(attempt) if attempt.is_submitted else None,
         **perfetto_ui.link_context(request, reverse("scenarios:perfetto", args=[attempt.trace_id])),

@@ -7,6 +7,7 @@ import json
 import re
 import uuid
 from datetime import timedelta
+from unittest.mock import ANY
 
 import pytest
 from django.utils import timezone
@@ -253,19 +254,14 @@ def test_htmx_start_returns_the_drill_partial(learner_client, no_refill):
     assert 'id="drill-area"' in html and "<html" not in html
 
 
-def test_healthz_reports_database_broker_and_pool_stock(client, make_user, no_refill):
+def test_healthz_reports_database_broker_and_pool_health(client, no_refill):
     from scenarios import pool
 
-    pool.refill("healthy", target=4)  # low water is 1 in tests: the public view caps at 2
+    for slug in engine.SCENARIOS:
+        pool.refill(slug, target=1)  # at the low-water mark (1 in tests): not short
     response = client.get("/healthz")
-    data = response.json()
-    assert response.status_code == (200 if data["status"] == "ok" else 503)
-    assert data["database"] == "ok"
-    assert set(data["pool"]["stock"]) == set(engine.SCENARIOS)
-    assert data["pool"]["stock"]["healthy"] == data["pool"]["stock_capped_at"] == 2
-    assert data["pool"]["unclaimed"] == 4 and "healthy" not in data["pool"]["empty"]
-    client.force_login(make_user("operator", is_staff=True))
-    assert client.get("/healthz").json()["pool"]["stock"]["healthy"] == 4
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok", "broker": ANY, "pool": "ok"}
 
 
 def test_healthz_answers_503_when_the_broker_is_down(client, settings):

@@ -93,7 +93,7 @@ def test_the_reveal_shows_five_sentences_with_values_tolerances_and_evidence(
 
 
 def test_a_healthy_reveal_names_what_only_looked_wrong(learner_client, no_refill):
-    from drills import services
+    from drills.trainer import services
 
     attempt = services.start_drill(attempt_user(learner_client), scenario="healthy")
     learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
