@@ -153,7 +153,7 @@ def test_staff_see_per_scenario_stock_on_the_admin(client, make_user, no_refill)
 
 @pytest.fixture
 def cheap(monkeypatch, no_refill):
-    monkeypatch.setattr(services, "next_scenario", lambda user, now=None: CHEAP)
+    monkeypatch.setattr(services, "next_scenario", lambda user, now=None, **_: CHEAP)
 
 
 def _ago(attempt: Attempt, seconds: float) -> None:

@@ -7,7 +7,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from content.pages import library
-from tests.conftest import PASSWORD
+from drills.models import Attempt
+from tests.conftest import PASSWORD, right_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -44,8 +45,10 @@ def test_a_newcomer_is_pointed_to_the_vocabulary_and_the_first_walkthrough_befor
     assert html.index(steps[0].url) < html.index("Start a drill")
 
 
-def test_the_first_steps_note_goes_away_after_the_first_drill():
+def test_the_first_steps_note_goes_away_after_the_first_submitted_drill():
     c = _learner()
     assert c.post("/drill/next/", {"mode": "practice"}).status_code == 302
-    html = c.get("/").content.decode()
-    assert "New here?" not in html
+    assert "New here?" in c.get("/").content.decode()  # dealing alone changes nothing here
+    attempt = Attempt.objects.select_related("trace").get()
+    c.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    assert "New here?" not in c.get("/").content.decode()

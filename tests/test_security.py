@@ -113,7 +113,7 @@ def _own_cache(settings):
 @pytest.fixture
 def cheap_scheduler(monkeypatch, no_refill):
     """The scheduler always picks the cheap scenario, so the real /drill/next/ flow stays fast."""
-    monkeypatch.setattr(services, "next_scenario", lambda user, now=None: CHEAP)
+    monkeypatch.setattr(services, "next_scenario", lambda user, now=None, **_: CHEAP)
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "streak": streak(Attempt.objects.filter(user=request.user), now) if opted_in else None,
     }
     context["assignments"] = learner_assignments(request.user, now)
-    if not Attempt.objects.filter(user=request.user).exists():
+    if not Attempt.objects.filter(user=request.user).graded().exists():
         context["first_steps"] = library().first_steps()
     return TemplateResponse(request, "home.html", context)
 

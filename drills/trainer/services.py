@@ -67,12 +67,14 @@ def scenario_weights() -> dict[str, int]:
     return {slug: s.weight for slug, s in engine.SCENARIOS.items()}
 
 
-def next_scenario(user, now: datetime | None = None) -> str:
+def next_scenario(user, now: datetime | None = None, *, recent: list[str] | None = None) -> str:
+    """The scenario to deal next (``recent``, oldest first, spares a query when known)."""
     now = now or timezone.now()
     held = cards.load_cards(user)
     states = {slug: (held[slug].state if slug in held else None) for slug in engine.SCENARIOS}
-    newest_first = Attempt.objects.filter(user=user).order_by("-served_at")
-    recent = list(newest_first.values_list("scenario", flat=True)[:5])[::-1]  # oldest first
+    if recent is None:
+        newest_first = Attempt.objects.filter(user=user).order_by("-served_at")
+        recent = list(newest_first.values_list("scenario", flat=True)[:5])[::-1]
     return scheduling.pick_next(
         states, now, rng=random.Random(), weights=scenario_weights(), recent=recent
     )
@@ -92,12 +94,15 @@ def open_attempt(user) -> Attempt | None:
 def start_drill(user, mode: str = Attempt.Mode.TIMED, *, scenario: str | None = None) -> Attempt:
     """Deal a new drill. The caller has made sure the learner has no open attempt; the database
     refuses a second one (``attempt_one_open_per_user``) and the claim rolls back with it."""
-    scenario = scenario or next_scenario(user)
     with transaction.atomic():
-        trace = pool.claim_or_generate(user, scenario)
-        return Attempt.objects.create(
-            user=user, trace=trace, scenario=scenario, mode=mode, served_at=timezone.now()
-        )
+        return _deal(user, mode, scenario or next_scenario(user))
+
+
+def _deal(user, mode: str, scenario: str) -> Attempt:
+    trace = pool.claim_or_generate(user, scenario)
+    return Attempt.objects.create(
+        user=user, trace=trace, scenario=scenario, mode=mode, served_at=timezone.now()
+    )
 
 
 def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
@@ -115,17 +120,27 @@ def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
         current = None
     if current is not None:
         return current, False
-    LearnerProfile.objects.get_or_create(user=user)
+    cap = claims_per_hour()
     try:
         with transaction.atomic():
-            LearnerProfile.objects.select_for_update().get(user=user)
-            current = open_attempt(user)
-            if current is not None:
-                return current, False
+            # One learner's starts serialise here (a no-op lock on SQLite, which has one writer).
+            LearnerProfile.objects.select_for_update().get_or_create(user=user)
+            # The newest attempts answer three questions in one query: is one open (the open
+            # attempt is always the newest), how many were dealt this hour, what was dealt lately.
+            latest = list(
+                Attempt.objects.filter(user=user)
+                .order_by("-served_at")
+                .values_list("scenario", "served_at", "submitted_at")[: max(cap, 5)]
+            )
+            if latest and latest[0][2] is None:
+                current = open_attempt(user)
+                if current is not None:
+                    return current, False
             since = now - timedelta(hours=1)
-            if Attempt.objects.filter(user=user, served_at__gte=since).count() >= claims_per_hour():
+            if sum(1 for _s, served, _sub in latest if served >= since) >= cap:
                 raise TooManyDrills
-            return start_drill(user, mode), True
+            recent = [slug for slug, _served, _sub in latest[:5]][::-1]
+            return _deal(user, mode, next_scenario(user, now, recent=recent)), True
     except IntegrityError:
         current = open_attempt(user)
         if current is None:
