@@ -163,7 +163,11 @@ class ScenarioCell:
 
 
 def _graded(user_ids) -> Any:
-    return Attempt.objects.filter(user_id__in=user_ids, submitted_at__isnull=False)
+    """Graded drill evidence: re-narrations (a walkthrough's trace answered after reading its
+    narration) are no evidence on the scenario and stay out of every per-scenario number."""
+    return Attempt.objects.filter(user_id__in=user_ids, submitted_at__isnull=False).exclude(
+        kind=Attempt.Kind.RENARRATION
+    )
 
 
 def in_time(assignment: Assignment, extended_due: dict[int, datetime]) -> Q:

@@ -14,6 +14,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from content.pages import library
+from content.renarration import due_renarrations
 from content.services import home_assignments
 from drills.models import Attempt, LearnerProfile
 from drills.stats.dashboard import due_overview, streak
@@ -37,6 +38,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "streak": streak(Attempt.objects.filter(user=request.user), now) if opted_in else None,
     }
     context["assignments"] = home_assignments(request.user)
+    context["renarrations"] = due_renarrations(request.user, now)
     if not Attempt.objects.filter(user=request.user).exists():
         context["first_steps"] = library().first_steps()
     return TemplateResponse(request, "home.html", context)

@@ -585,7 +585,10 @@ def math_stats(user, now: datetime) -> list[dict[str, Any]]:
 
 def learner_stats(user, now: datetime) -> dict[str, Any]:
     """Everything the dashboard shows for one learner (the page and stats.json render this)."""
-    attempts = Attempt.objects.filter(user=user)
+    # Re-narrations are answers on a trace the learner has read narrated: no evidence on the
+    # scenario, so they stay out of every per-scenario number (they are counted on their own).
+    attempts = Attempt.objects.filter(user=user).exclude(kind=Attempt.Kind.RENARRATION)
+    renarrations = _graded(Attempt.objects.filter(user=user, kind=Attempt.Kind.RENARRATION))
     scenarios = per_scenario_stats(attempts, now, cards=Card.objects.filter(user=user))
     confusion = confusion_matrix(attempts)
     total = confusion["total"]
@@ -598,6 +601,8 @@ def learner_stats(user, now: datetime) -> dict[str, Any]:
             "correct": confusion["correct"],
             "accuracy": _ratio(confusion["correct"], total),
             "practice": practice,
+            "renarrations": renarrations.count(),
+            "renarrations_right": renarrations.filter(scenario_correct=True).count(),
         },
         "scenarios": scenarios,
         "confusion": confusion,

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from drills import scheduling
-from drills.models import Attempt
+from drills.models import Attempt, MockInterview
 from drills.scheduling import cards
 from drills.trainer.grading import Diagnosis, grade
 from scenarios import engine, pool
@@ -49,11 +49,37 @@ def open_attempt(user) -> Attempt | None:
     )
 
 
-def start_drill(user, mode: str = Attempt.Mode.TIMED, *, scenario: str | None = None) -> Attempt:
+def start_drill(
+    user,
+    mode: str = Attempt.Mode.TIMED,
+    *,
+    scenario: str | None = None,
+    interview: MockInterview | None = None,
+) -> Attempt:
     scenario = scenario or next_scenario(user)
     trace = pool.claim_or_generate(user, scenario)
     return Attempt.objects.create(
-        user=user, trace=trace, scenario=scenario, mode=mode, served_at=timezone.now()
+        user=user,
+        trace=trace,
+        scenario=scenario,
+        mode=mode,
+        served_at=timezone.now(),
+        kind=Attempt.Kind.INTERVIEW if interview else Attempt.Kind.DRILL,
+        interview=interview,
+    )
+
+
+def start_on_trace(user, trace, *, kind: str, item: str = "") -> Attempt:
+    """Serve a given (already stored, claimed) trace as a timed attempt of ``kind``: the
+    re-narration of a walkthrough's own trace."""
+    return Attempt.objects.create(
+        user=user,
+        trace=trace,
+        scenario=trace.scenario,
+        mode=Attempt.Mode.TIMED,
+        served_at=timezone.now(),
+        kind=kind,
+        item=item,
     )
 
 
@@ -101,9 +127,7 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
         locked.rating = int(rating)
         locked.counted = scheduling.counts_for_schedule(result)
         locked.save()
-        cards.apply_live(
-            locked.user, result, item=locked.scenario, when=now, answered=diagnosis.scenario
-        )
+        cards.apply_trace_attempt(locked, result, when=now)
     return locked, True
 
 
