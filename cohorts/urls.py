@@ -24,6 +24,11 @@ urlpatterns = [
     path("<int:cohort_id>/export.csv", views.export_csv, name="export"),
     path("<int:cohort_id>/attempts.csv", views.attempts_csv, name="attempts"),
     path("<int:cohort_id>/learners/<int:user_id>/", views.learner_detail, name="learner"),
+    path(
+        "<int:cohort_id>/interviews/<uuid:interview_id>/",
+        views.shared_interview,
+        name="interview",
+    ),
     path("<int:cohort_id>/instructors/add/", views.add_instructor, name="add_instructor"),
     path(
         "<int:cohort_id>/members/<int:user_id>/remove/", views.remove_member, name="remove_member"
