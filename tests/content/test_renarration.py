@@ -10,8 +10,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from cohorts.models import Assignment, Cohort, Membership
+from cohorts.progress import cohort_grid, learner_assignments
 from content import renarration
-from content.models import ReadMark
+from content.models import ReadMark, WalkthroughSet
 from content.pages import get_page, library
 from drills.models import Attempt, Card
 from drills.scheduling.cards import rebuild_user
@@ -173,3 +175,36 @@ def test_another_learners_renarration_is_404(learner_client, learner, make_user,
     learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
     client.force_login(make_user("bob"))
     assert client.get(f"/renarrations/{attempt.pk}/").status_code == 404
+
+
+@pytest.mark.parametrize("asks_for_renarration", [True, False])
+def test_an_assignment_asking_for_renarration_counts_a_walkthrough_once_re_narrated(
+    learner_client, learner, make_user, asks_for_renarration
+):
+    teacher = make_user("teacher")
+    cohort = Cohort.objects.create(name="C", created_by=teacher)
+    cohort.instructors.add(teacher)
+    Membership.objects.create(cohort=cohort, user=learner)
+    wset = WalkthroughSet.objects.create(slug="one", title="One", walkthroughs=[CHEAP_WALK])
+    now = timezone.now()
+    Assignment.objects.create(
+        cohort=cohort,
+        walkthrough_set=wset,
+        due_at=now + timedelta(days=3),
+        renarration=asks_for_renarration,
+    )
+
+    def statuses() -> tuple[str, str]:
+        (mine,) = learner_assignments(learner, timezone.now())
+        (row,) = cohort_grid(cohort, timezone.now())["rows"]
+        return mine["items"][0]["status"], row["cells"][0]["status"]
+
+    read(learner, CHEAP_WALK, timedelta(days=2))
+    assert statuses() == (("open", "open") if asks_for_renarration else ("done", "done"))
+    attempt = start_over_http(learner_client)
+    assert statuses()[0] == ("open" if asks_for_renarration else "done")  # served, not graded
+    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    assert statuses() == ("done", "done")
+    html = learner_client.get("/").content.decode()
+    expected = "1/1 read and re-narrated" if asks_for_renarration else "1/1 read"
+    assert expected in html
