@@ -80,7 +80,7 @@ def test_a_walkthrough_read_yesterday_comes_back_as_a_renarration(page, live_ser
     say(page, attempt)
     page.wait_for_url(re.compile(r"/renarrations/[0-9a-f-]{36}/$"))
     page.wait_for_selector("#narration")
-    assert walk.title in page.inner_text("h1, .crumb")
+    assert walk.title in page.inner_text("#renarration-title")
     assert page.locator('#sentences tr.sentence[data-correct="yes"]').count() == 7
     assert page.locator("#narration .wt-step").count() == len(walk.steps)
     screenshot(page, "renarration.png")
