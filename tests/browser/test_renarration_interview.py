@@ -83,6 +83,7 @@ def test_a_walkthrough_read_yesterday_comes_back_as_a_renarration(page, live_ser
     assert walk.title in page.inner_text("#renarration-title")
     assert page.locator('#sentences tr.sentence[data-correct="yes"]').count() == 7
     assert page.locator("#narration .wt-step").count() == len(walk.steps)
+    page.wait_for_selector("#timeline canvas")  # "Show me" has the trace to zoom
     screenshot(page, "renarration.png")
     page.goto(f"{live_server.url}/")
     assert "No re-narration due" in page.inner_text("#practice-more")
