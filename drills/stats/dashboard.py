@@ -588,7 +588,9 @@ def learner_stats(user, now: datetime) -> dict[str, Any]:
     # Re-narrations are answers on a trace the learner has read narrated: no evidence on the
     # scenario, so they stay out of every per-scenario number (they are counted on their own).
     attempts = Attempt.objects.filter(user=user).exclude(kind=Attempt.Kind.RENARRATION)
-    renarrations = _graded(Attempt.objects.filter(user=user, kind=Attempt.Kind.RENARRATION))
+    renarrations = _graded(
+        Attempt.objects.filter(user=user, kind=Attempt.Kind.RENARRATION)
+    ).aggregate(graded=Count("pk"), right=Count("pk", filter=Q(scenario_correct=True)))
     scenarios = per_scenario_stats(attempts, now, cards=Card.objects.filter(user=user))
     confusion = confusion_matrix(attempts)
     total = confusion["total"]
@@ -601,9 +603,8 @@ def learner_stats(user, now: datetime) -> dict[str, Any]:
             "correct": confusion["correct"],
             "accuracy": _ratio(confusion["correct"], total),
             "practice": practice,
-            "renarrations": renarrations.count(),
-            "renarrations_right": renarrations.filter(scenario_correct=True).count(),
         },
+        "renarrations": renarrations,
         "scenarios": scenarios,
         "confusion": confusion,
         "lookalikes": lookalike_rates(attempts, now=now),
