@@ -84,6 +84,12 @@ class AssignmentForm(forms.ModelForm):
     goal_pair_drills = forms.IntegerField(
         required=False, min_value=1, max_value=100, label="Drills per lookalike pair k"
     )
+    renarration = forms.BooleanField(
+        required=False,
+        label="Ask for re-narration",
+        help_text="A walkthrough counts once read and re-narrated: its trace comes back the day "
+        "after reading, narration hidden, for the five sentences. Leave a day before the due date.",
+    )
 
     class Meta:
         model = Assignment
@@ -94,6 +100,7 @@ class AssignmentForm(forms.ModelForm):
             "goal",
             "goal_retention",
             "goal_pair_drills",
+            "renarration",
         ]
 
     def clean(self):

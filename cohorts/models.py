@@ -104,6 +104,10 @@ class Assignment(models.Model):
     goal = models.CharField(max_length=12, choices=Goal.choices, blank=True, default="")
     goal_retention = models.FloatField(null=True, blank=True)
     goal_pair_drills = models.PositiveSmallIntegerField(null=True, blank=True)
+    renarration = models.BooleanField(
+        default=False,
+        help_text="A walkthrough counts only once it is read and then re-narrated (graded).",
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -126,6 +130,9 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.walkthrough_set} for {self.cohort} due {self.due_at:%Y-%m-%d %H:%M}"
+
+    def renarration_text(self) -> str:
+        return "each walkthrough re-narrated the day after reading" if self.renarration else ""
 
     def goal_text(self) -> str:
         if self.goal == self.Goal.RETENTION:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import Min, Q
 
 from content.models import ReadMark
 from drills import scheduling
@@ -117,6 +117,34 @@ def walkthrough_status(
     return MISSING if now > due else OPEN
 
 
+def renarrated(user_ids, slugs) -> dict[tuple[int, str], datetime]:
+    """{(user_id, walkthrough slug): first graded re-narration} in one query."""
+    rows = (
+        Attempt.objects.filter(
+            user_id__in=user_ids,
+            kind=Attempt.Kind.RENARRATION,
+            item__in=list(slugs),
+            submitted_at__isnull=False,
+        )
+        .values("user_id", "item")
+        .annotate(first=Min("submitted_at"))
+        .order_by()
+    )
+    return {(r["user_id"], r["item"]): r["first"] for r in rows}
+
+
+def completed_at(
+    assignment: Assignment, read_at: datetime | None, renarrated_at: datetime | None
+) -> datetime | None:
+    """When a walkthrough of ``assignment`` was completed: read, and where the instructor asks
+    for re-narration, re-narrated too (the later of the two; re-narrations come after reading)."""
+    if read_at is None:
+        return None
+    if not assignment.renarration:
+        return read_at
+    return None if renarrated_at is None else max(read_at, renarrated_at)
+
+
 # --------------------------------------------------------------------------- scenario stats
 
 
@@ -181,7 +209,10 @@ def in_time(assignment: Assignment, extended_due: dict[int, datetime]) -> Q:
 def attempt_counts(user_ids, windows: dict[int, Q] | None = None) -> list[dict[str, Any]]:
     """The stats read model's ``answer_counts`` rows for these learners: every per-learner and
     cohort-wide drill number on the cohort pages is a sum over them."""
-    return stats.answer_counts(Attempt.objects.of_learners(user_ids), windows)
+    # Re-narrations (a walkthrough's trace answered after reading its narration) are no evidence
+    # on the scenario: they stay out of every per-scenario number.
+    drills = Attempt.objects.of_learners(user_ids).exclude(kind=Attempt.Kind.RENARRATION)
+    return stats.answer_counts(drills, windows)
 
 
 def scenario_stats(
@@ -400,6 +431,9 @@ def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
                 user_id__in=member_ids, slug__in=slugs
             ).values_list("user_id", "slug", "read_at")
         }
+    renarr: dict[tuple[int, str], datetime] = {}
+    if any(a.renarration for a in assignments):
+        renarr = renarrated(member_ids, slugs)
     counts = attempt_counts(member_ids, pair_goal_windows(assignments, extensions))
     stats = scenario_stats(member_ids, now, counts=counts)
     cards = {
@@ -431,7 +465,8 @@ def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
             a = col["assignment"]
             ext = extensions.get((a.pk, uid))
             due, cutoff = effective_dates(a, ext)
-            status = walkthrough_status(reads.get((uid, col["slug"])), due, cutoff, now)
+            done_at = completed_at(a, reads.get((uid, col["slug"])), renarr.get((uid, col["slug"])))
+            status = walkthrough_status(done_at, due, cutoff, now)
             cells.append({"status": status, "extended": ext is not None, "due": due})
         goals = []
         for a in assignments:
@@ -512,6 +547,9 @@ def learner_assignments(user, now: datetime, *, cohort=None) -> list[dict[str, A
     slugs = {s for a in assignments for s in a.walkthrough_set.walkthroughs}
     reads = dict(ReadMark.objects.filter(user=user, slug__in=slugs).values_list("slug", "read_at"))
     uid = user.pk
+    renarr: dict[tuple[int, str], datetime] = {}
+    if any(a.renarration for a in assignments):
+        renarr = renarrated([uid], slugs)
     cards = (
         card_states([uid]) if any(a.goal == Assignment.Goal.RETENTION for a in assignments) else {}
     )
@@ -524,7 +562,8 @@ def learner_assignments(user, now: datetime, *, cohort=None) -> list[dict[str, A
         due, cutoff = effective_dates(a, ext)
         items = []
         for slug in a.walkthrough_set.walkthroughs:
-            status = walkthrough_status(reads.get(slug), due, cutoff, now)
+            done_at = completed_at(a, reads.get(slug), renarr.get((uid, slug)))
+            status = walkthrough_status(done_at, due, cutoff, now)
             items.append(
                 {
                     "slug": slug,

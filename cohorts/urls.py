@@ -34,6 +34,11 @@ urlpatterns = [
         views.learner_attempt_timeline,
         name="learner_attempt_timeline",
     ),
+    path(
+        "<int:cohort_id>/interviews/<uuid:interview_id>/",
+        views.shared_interview,
+        name="interview",
+    ),
     path("<int:cohort_id>/instructors/add/", views.add_instructor, name="add_instructor"),
     path(
         "<int:cohort_id>/members/<int:user_id>/remove/", views.remove_member, name="remove_member"

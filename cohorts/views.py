@@ -20,7 +20,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.roles import is_instructor
-from drills.models import Attempt
+from drills.interview import services as interviews
+from drills.models import Attempt, MockInterview
 from drills.stats.dashboard import sentence_accuracy_over_time
 from drills.stats.views import sentence_table
 from drills.trainer import reveal
@@ -178,7 +179,8 @@ def attempts_csv(request: HttpRequest, cohort_id: int) -> StreamingHttpResponse:
         "answer_measurement", "measurement_correct", "answer_measurement_value",
         "value_correct", "answer_fix", "fix_correct", "answer_expected_ms",
         "expected_correct", "win_correct", "answer_arithmetic", "five_sentence", "mode",
-        "served_at", "submitted_at", "elapsed_s", "over_time", "rating",
+        "kind", "item", "interview_id", "served_at", "submitted_at", "elapsed_s", "over_time",
+        "rating",
     ]  # fmt: skip
     rows = (
         Attempt.objects.of_learners(Membership.objects.filter(cohort=cohort).values("user_id"))
@@ -221,9 +223,16 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
         .graded()
         .order_by("-submitted_at")
         .values(
-            "pk", "scenario", "answer_scenario", "scenario_correct", "elapsed_s", "submitted_at"
+            "pk",
+            "scenario",
+            "answer_scenario",
+            "scenario_correct",
+            "elapsed_s",
+            "submitted_at",
+            "kind",
         )[:20],
         "titles": {s.slug: s.title for s in scen},
+        "interviews": shared_interviews(cohort).filter(user=learner).order_by("-finished_at"),
         "sentence_table": sentence_table(
             sentence_accuracy_over_time(Attempt.objects.filter(user=learner), now=now)
         ),
@@ -264,6 +273,34 @@ def learner_attempt_timeline(
 ) -> HttpResponse:
     _c, _l, attempt = _learners_graded_attempt(request, cohort_id, user_id, attempt_id)
     return gzipped_json(request, bytes(attempt.trace.timeline_gz))
+
+
+def shared_interviews(cohort: Cohort):
+    """Finished mock interviews the cohort's members chose to share with its instructors."""
+    return MockInterview.objects.filter(
+        shared_at__isnull=False,
+        finished_at__isnull=False,
+        user__cohort_memberships__cohort=cohort,
+    )
+
+
+@require_http_methods(["GET"])
+def shared_interview(request: HttpRequest, cohort_id: int, interview_id) -> HttpResponse:
+    """A member's shared interview report, read-only; 404 unless shared and the viewer teaches
+    a cohort the learner is in."""
+    cohort = _taught(request, cohort_id)
+    interview = get_object_or_404(shared_interviews(cohort).select_related("user"), pk=interview_id)
+    context = {
+        **interviews.report(interview),
+        "finished": True,
+        "owner": False,
+        "size": MockInterview.SIZE,
+        "viewer_note": f"Shared by {interview.user.get_username()} with the instructors of "
+        f"{cohort.name}.",
+    }
+    response = TemplateResponse(request, "drills/interview/report.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 # --------------------------------------------------------------------------- assign, extend

@@ -15,6 +15,8 @@ urlpatterns = [
     path("track/<slug:slug>/", views.page, name="page"),
     path("track/<slug:slug>/read/", views.toggle_read, name="toggle_read"),
     path("walkthroughs/<slug:slug>/", views.walkthrough, name="walkthrough"),
+    path("renarrations/next/", views.renarration_next, name="renarration_next"),
+    path("renarrations/<uuid:attempt_id>/", views.renarration_result, name="renarration"),
     path(
         "walkthroughs/<slug:slug>/timeline.json",
         views.walkthrough_timeline,

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from content import pages as content_pages
-from content import timelines
+from content import renarration, timelines
 from content.models import ReadMark, WalkthroughSet
 from content.pages import DOWNLOADS, PAGES_DIR, Page, get_page, library
+from drills.models import Attempt
+from drills.trainer import reveal
+from drills.trainer import services as trainer_services
 from scenarios import perfetto_ui
 from scenarios.views import gzipped_json
 
@@ -144,3 +148,41 @@ def toggle_read(request: HttpRequest, slug: str) -> HttpResponse:
             request, "content/_readmark.html", {"page": pg, "is_read": not deleted}
         )
     return redirect(pg.url)
+
+
+@require_POST
+def renarration_next(request: HttpRequest) -> HttpResponse:
+    try:
+        attempt = renarration.start_next(request.user)
+    except trainer_services.DrillInProgress as busy:
+        messages.info(request, "Finish or abandon the drill you have open first.")
+        return redirect(reverse("trainer:attempt", args=[busy.attempt.pk]))
+    except renarration.NotDue as exc:
+        messages.info(request, str(exc))
+        return redirect("home")
+    return redirect(reverse("trainer:attempt", args=[attempt.pk]))
+
+
+@require_GET
+def renarration_result(request: HttpRequest, attempt_id) -> HttpResponse:
+    """The graded re-narration beside the walkthrough's narration (only after the commit)."""
+    attempt = get_object_or_404(
+        Attempt.objects.visible_to(request.user)
+        .filter(kind=Attempt.Kind.RENARRATION)
+        .select_related("trace"),
+        pk=attempt_id,
+    )
+    if not attempt.is_submitted:
+        return redirect(reverse("trainer:attempt", args=[attempt.pk]))
+    pg = _walkthrough_or_404(attempt.item)
+    key = attempt.trace.key
+    context = {
+        "attempt": attempt,
+        "page": pg,
+        "reveal": reveal.build(attempt),
+        "steps": content_pages.render_walkthrough_steps(pg, key),
+        "arithmetic": key.get("arithmetic", []),
+    }
+    response = TemplateResponse(request, "content/renarration.html", context)
+    response["Cache-Control"] = "no-store"
+    return response

@@ -50,9 +50,29 @@ class Attempt(models.Model):
         PRACTICE = "practice", "Untimed practice"
         PERFETTO = "perfetto", "Perfetto only"
 
+    class Kind(models.TextChoices):
+        DRILL = "drill", "drill"
+        # A walkthrough's own trace, answered the day after reading it with the narration hidden.
+        # Not evidence on the scenario (the learner has seen this trace narrated): it schedules
+        # the walkthrough's re-narration card only and stays out of per-scenario accuracy.
+        RENARRATION = "renarration", "re-narration"
+        # One of a mock interview's five traces: a timed drill in every other respect.
+        INTERVIEW = "interview", "mock interview"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     trace = models.OneToOneField(Trace, on_delete=models.PROTECT, related_name="attempt")
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.DRILL)
+    item = models.CharField(
+        max_length=120, blank=True, help_text="A re-narration's walkthrough slug."
+    )
+    interview = models.ForeignKey(
+        "MockInterview",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="attempts",
+    )
     scenario = models.CharField(max_length=40, help_text="The true scenario (never served early).")
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.TIMED)
     served_at = models.DateTimeField()
@@ -108,9 +128,10 @@ class Attempt(models.Model):
             models.Index(fields=["user", "scenario"], name="attempt_user_scenario_idx"),
             # Covers the cohort pages' one GROUP BY (user, scenario, answer) over graded
             # attempts, including the submitted_at <= due-date windows of drill goals.
+            # Re-narrations are outside it, as they are outside every per-scenario number.
             models.Index(
                 fields=["user", "scenario", "answer_scenario", "scenario_correct", "submitted_at"],
-                condition=models.Q(submitted_at__isnull=False),
+                condition=models.Q(submitted_at__isnull=False) & ~models.Q(kind="renarration"),
                 name="attempt_graded_cover_idx",
             ),
         ]
@@ -147,6 +168,7 @@ class Card(models.Model):
     class Kind(models.TextChoices):
         SCENARIO = "scenario", "trace scenario"
         MATH = "math", "mental-math family"
+        RENARRATION = "renarrate", "walkthrough re-narration"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.SCENARIO)
@@ -164,6 +186,29 @@ class Card(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}:{self.kind}:{self.item}"
+
+
+class MockInterview(models.Model):
+    """Five traces in a row under the clock, five sentences each, then a report.
+
+    The report can be shared with the instructors of the learner's cohorts (read-only)."""
+
+    SIZE = 5
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    shared_at = models.DateTimeField(
+        null=True, blank=True, help_text="Shared with the instructors of the learner's cohorts."
+    )
+
+    def __str__(self) -> str:
+        return f"interview {self.id}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.finished_at is not None
 
 
 class LearnerProfile(models.Model):

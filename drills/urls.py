@@ -1,4 +1,5 @@
-"""The drills app's URLs: one namespace per part (``trainer``, ``math``, ``stats``).
+"""The drills app's URLs: one namespace per part (``trainer``, ``math``, ``stats``,
+``interview``).
 
 The paths are a contract (bookmarks, the viewer's JS, tests); the names are namespaced.
 """
@@ -9,4 +10,5 @@ urlpatterns = [
     path("", include("drills.trainer.urls")),
     path("", include("drills.mentalmath.urls")),
     path("", include("drills.stats.urls")),
+    path("", include("drills.interview.urls")),
 ]

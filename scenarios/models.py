@@ -28,6 +28,9 @@ class Trace(models.Model):
     class Source(models.TextChoices):
         POOL = "pool", "pool"
         ON_DEMAND = "on_demand", "generated on the request path"
+        # A walkthrough's fixed (scenario, seed) trace, stored once per re-narration attempt:
+        # the same seed recurs, so these rows are outside the (scenario, seed) uniqueness.
+        NARRATED = "narrated", "a walkthrough's trace, for a re-narration"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     scenario = models.CharField(max_length=40)
@@ -59,7 +62,11 @@ class Trace(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["scenario", "seed"], name="trace_unique_scenario_seed")
+            models.UniqueConstraint(
+                fields=["scenario", "seed"],
+                condition=~models.Q(source="narrated"),
+                name="trace_unique_scenario_seed",
+            )
         ]
         indexes = [
             models.Index(

@@ -31,9 +31,9 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from cohorts.models import Assignment, Cohort, Extension, Membership
-from content.models import WalkthroughSet
-from content.pages import DOWNLOADS, library
-from drills.models import Attempt, Card, MathAttempt, MathSprint
+from content.models import ReadMark, WalkthroughSet
+from content.pages import DOWNLOADS, get_page, library
+from drills.models import Attempt, Card, MathAttempt, MathSprint, MockInterview
 from drills.trainer import services
 from scenarios import engine, perfetto_ui
 from scenarios.models import Trace
@@ -43,6 +43,7 @@ from tests.conftest import PASSWORD, needs_postgres, right_answer
 pytestmark = pytest.mark.django_db
 
 LOGIN = "/accounts/login/"
+CHEAP_WALK = "walkthrough-launch-bound-inference"  # the quickest walkthrough trace to generate
 CHEAP = "healthy"  # the cheapest scenario to generate: used wherever the scenario does not matter
 
 
@@ -139,6 +140,8 @@ class World:
     cohort: Cohort
     assignment: Assignment
     extension: Extension
+    renarration: Attempt
+    interview: MockInterview
     clients: dict[str, Client] = field(default_factory=dict)
     upload: Any = None
 
@@ -155,6 +158,19 @@ def world(people, cheap_scheduler) -> World:
     )
     r = a.post(f"/drill/attempts/{submitted.pk}/diagnosis/", right_answer(submitted))
     assert r.status_code == 302
+
+    # A walkthrough read two days ago, re-narrated and committed; a finished, shared interview.
+    ReadMark.objects.create(user=ada, slug=CHEAP_WALK)
+    ReadMark.objects.filter(user=ada).update(read_at=timezone.now() - timedelta(days=2))
+    r = a.post("/renarrations/next/")
+    renarration = Attempt.objects.select_related("trace").get(
+        pk=uuid_in(r["Location"], "/drill/attempts/")
+    )
+    r = a.post(f"/drill/attempts/{renarration.pk}/diagnosis/", right_answer(renarration))
+    assert r.status_code == 302 and r["Location"] == f"/renarrations/{renarration.pk}/"
+    t0 = timezone.now()
+    interview = MockInterview.objects.create(user=ada, started_at=t0, finished_at=t0, shared_at=t0)
+
     r = a.post("/drill/next/", {"mode": "timed"})
     opened = Attempt.objects.select_related("trace").get(
         pk=uuid_in(r["Location"], "/drill/attempts/")
@@ -208,7 +224,7 @@ def world(people, cheap_scheduler) -> World:
     )
     return World(
         ada, bob, teacher, stranger, submitted, opened, math, sprint, cohort, assignment,
-        extension, clients={"ada": a, "teacher": t}, upload=upload,
+        extension, renarration, interview, clients={"ada": a, "teacher": t}, upload=upload,
     )  # fmt: skip
 
 
@@ -218,7 +234,10 @@ def snapshot(w: World) -> dict[str, Any]:
     w.math.refresh_from_db()
     w.sprint.refresh_from_db()
     w.cohort.refresh_from_db()
+    w.interview.refresh_from_db()
     return {
+        "interview": (w.interview.finished_at, w.interview.shared_at),
+        "interview_traces": Attempt.objects.filter(interview=w.interview).count(),
         "open_submitted": w.open.submitted_at,
         "math_submitted": w.math.submitted_at,
         "sprint": (w.sprint.attempted, w.sprint.score),
@@ -298,6 +317,11 @@ PER_OBJECT: dict[str, Case] = {
     ),
     "cohorts:remove_member": Case(lambda w: [w.cohort.pk, w.ada.pk], ("POST",), cohort=True),
     "cohorts:regenerate_code": Case(lambda w: [w.cohort.pk], ("POST",), cohort=True),
+    "cohorts:interview": Case(lambda w: [w.cohort.pk, w.interview.pk], ("GET",), cohort=True),
+    "content:renarration": Case(lambda w: [w.renarration.pk], ("GET",)),
+    "interview:detail": Case(lambda w: [w.interview.pk], ("GET",)),
+    "interview:next": Case(lambda w: [w.interview.pk], ("POST",)),
+    "interview:share": Case(lambda w: [w.interview.pk], ("POST",), lambda w: {"shared": "0"}),
 }
 
 # The submitted attempt (the reveal) is checked as well as the open one.
@@ -342,6 +366,9 @@ NOT_PER_OBJECT: dict[str, tuple[Callable[[], list[Any]], tuple[str, ...]]] = {
     "content:walkthrough": (lambda: [_walk_slug()], ("GET",)),
     "content:walkthrough_timeline": (lambda: [_walk_slug()], ("GET",)),
     "content:walkthrough_perfetto": (lambda: [_walk_slug()], ("GET",)),
+    "content:renarration_next": (list, ("POST",)),
+    "interview:home": (list, ("GET",)),
+    "interview:start": (list, ("POST",)),
     "cohorts:list": (list, ("GET",)),
     "scenarios:upload_list": (list, ("GET", "POST")),
     "cohorts:new": (list, ("GET", "POST")),
@@ -630,6 +657,42 @@ def test_nothing_served_before_the_diagnosis_names_the_scenario(drilled, frozen_
         assert f'value="{slug}"' in only[0] and scenario.title in only[0]
 
 
+def test_a_renarration_names_neither_walkthrough_nor_scenario_before_the_commit(
+    make_user, no_refill, frozen_now
+):
+    """The walkthrough's title and narration name its scenario: until the commit, the home
+    page, the start, the trace page and its files show none of it, nor anything of the key."""
+    page = get_page(CHEAP_WALK)
+    user = make_user("renarrator")
+    ReadMark.objects.create(user=user, slug=page.slug)
+    ReadMark.objects.filter(user=user).update(read_at=timezone.now() - timedelta(days=2))
+    c = login(user)
+    secrets = [page.title, page.slug, *(step.title for step in page.steps)]
+    home = body(c.get("/"))
+    assert "re-narration due" in home
+    r = c.post("/renarrations/next/")
+    assert r.status_code == 302
+    attempt = Attempt.objects.select_related("trace").get(
+        pk=uuid_in(r["Location"], "/drill/attempts/")
+    )
+    key = attempt.trace.key
+    served = {
+        "home": home,
+        "start headers": _headers_text(r),
+        "attempt page": strip_form(body(c.get(r["Location"]))),
+        "home after start": body(c.get("/")),
+        "timeline.json": c.get(f"/traces/{attempt.trace_id}/timeline.json").content.decode(),
+        "perfetto.json": c.get(f"/traces/{attempt.trace_id}/perfetto.json").content.decode(),
+        "narration before commit": _headers_text(c.get(f"/renarrations/{attempt.pk}/")),
+    }
+    for where, text in served.items():
+        _assert_clean(where, text, key)
+        for secret in secrets:
+            assert secret not in text, (where, secret)
+    c.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    assert page.title in body(c.get(f"/renarrations/{attempt.pk}/"))
+
+
 def test_the_reveal_names_the_scenario_only_after_the_diagnosis(world):
     a = world.clients["ada"]
     html = a.get(f"/drill/attempts/{world.open.pk}/").content.decode()
@@ -645,6 +708,7 @@ def test_an_open_attempt_changes_nothing_on_home_dashboard_or_cohort_pages(
     drill start, so "Next reviews" cannot name it either)."""
     a, t = world.clients["ada"], world.clients["teacher"]
     world.open.delete()  # start from "no open drill", then open one of a scenario A never saw
+    world.renarration.delete()  # its walkthrough's scenario is launch-bound, opened below
     Trace.objects.filter(attempt__isnull=True, claimed_by=world.ada).delete()
     cohort = world.cohort.pk
     pages = {

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET
 
 from cohorts.progress import learner_assignments
 from content.pages import library
+from content.renarration import due_renarrations
 from drills.models import Attempt, LearnerProfile
 from drills.stats.dashboard import due_overview, streak
 from drills.trainer import services
@@ -38,6 +39,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "streak": streak(Attempt.objects.filter(user=request.user), now) if opted_in else None,
     }
     context["assignments"] = learner_assignments(request.user, now)
+    context["renarrations"] = due_renarrations(request.user, now)
     if not Attempt.objects.filter(user=request.user).graded().exists():
         context["first_steps"] = library().first_steps()
     return TemplateResponse(request, "home.html", context)

@@ -89,10 +89,30 @@ def apply_live(
     return changed
 
 
+def card_for(kind: str, scenario: str, item: str) -> tuple[str, str]:
+    """(card kind, card item) a graded trace attempt reviews: its scenario's card, except a
+    re-narration, which reviews its walkthrough's re-narration card (the learner has seen that
+    trace narrated, so it is no evidence on the scenario)."""
+    if kind == Attempt.Kind.RENARRATION:
+        return Card.Kind.RENARRATION, item
+    return Card.Kind.SCENARIO, scenario
+
+
+def apply_trace_attempt(attempt: Attempt, grade: scheduling.GradeLike, *, when: datetime) -> None:
+    """The live path for a graded trace attempt of any kind (call inside its transaction)."""
+    card_kind, item = card_for(attempt.kind, attempt.scenario, attempt.item)
+    if card_kind == Card.Kind.RENARRATION:
+        apply_live(attempt.user, grade, item=item, when=when, kind=card_kind)
+    else:
+        apply_live(attempt.user, grade, item=item, when=when, answered=attempt.answer_scenario)
+
+
 # --------------------------------------------------------------------------- replay
 
 REPLAY_FIELDS = (
     "scenario",
+    "kind",
+    "item",
     "answer_scenario",
     "mode",
     "submitted_at",
@@ -128,20 +148,28 @@ def stored_grade(row: dict[str, Any]) -> scheduling.Grade:
     )
 
 
-def replay(user, rows: Iterable[dict[str, Any]], desired_retention: float) -> dict[str, Card]:
-    """Scenario cards (unsaved, by slug) from a learner's graded attempts in submission order."""
-    cards: dict[str, Card] = {}
+def replay(
+    user, rows: Iterable[dict[str, Any]], desired_retention: float
+) -> dict[tuple[str, str], Card]:
+    """Trace cards (unsaved, by (kind, item)) from a learner's graded attempts in submission
+    order: scenario cards and walkthrough re-narration cards."""
+    by_kind: dict[str, dict[str, Card]] = {Card.Kind.SCENARIO: {}, Card.Kind.RENARRATION: {}}
     for row in rows:
+        card_kind, item = card_for(
+            row.get("kind") or Attempt.Kind.DRILL, row["scenario"], row.get("item") or ""
+        )
+        renarration = card_kind == Card.Kind.RENARRATION
         apply_attempt(
-            cards,
+            by_kind[card_kind],
             stored_grade(row),
             user=user,
-            item=row["scenario"],
+            item=item,
             when=row["submitted_at"],
-            answered=row["answer_scenario"] or None,
+            answered=None if renarration else (row["answer_scenario"] or None),
+            kind=card_kind,
             desired_retention=desired_retention,
         )
-    return cards
+    return {(kind, item): card for kind, cards in by_kind.items() for item, card in cards.items()}
 
 
 def _fields(card: Card) -> tuple[Any, ...]:
@@ -149,15 +177,18 @@ def _fields(card: Card) -> tuple[Any, ...]:
 
 
 def rebuild_user(user, *, dry_run: bool = False) -> tuple[int, int]:
-    """Rebuild one learner's scenario cards from raw attempts. Returns (cards, cards changed).
+    """Rebuild one learner's trace cards (scenarios and walkthrough re-narrations) from raw
+    attempts. Returns (cards, cards changed).
 
     Cards with no counted attempt behind them are left alone (nothing is deleted); running it
     twice changes nothing."""
     retention = settings.TRACETRACK["DESIRED_RETENTION"]
     with transaction.atomic():
         existing = {
-            c.item: c
-            for c in Card.objects.select_for_update().filter(user=user, kind=Card.Kind.SCENARIO)
+            (c.kind, c.item): c
+            for c in Card.objects.select_for_update().filter(
+                user=user, kind__in=[Card.Kind.SCENARIO, Card.Kind.RENARRATION]
+            )
         }
         rows = (
             Attempt.objects.filter(user=user)
@@ -168,8 +199,8 @@ def rebuild_user(user, *, dry_run: bool = False) -> tuple[int, int]:
         )
         cards = replay(user, rows, retention)
         changed = 0
-        for slug, rebuilt in cards.items():
-            card = existing.get(slug)
+        for key, rebuilt in cards.items():
+            card = existing.get(key)
             if card is not None and _fields(card) == _fields(rebuilt):
                 continue
             changed += 1

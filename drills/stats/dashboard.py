@@ -612,7 +612,14 @@ def math_stats(user, now: datetime) -> list[dict[str, Any]]:
 
 def learner_stats(user, now: datetime) -> dict[str, Any]:
     """Everything the dashboard shows for one learner (the page and stats.json render this)."""
-    attempts = Attempt.objects.filter(user=user)
+    # Re-narrations are answers on a trace the learner has read narrated: no evidence on the
+    # scenario, so they stay out of every per-scenario number (they are counted on their own).
+    attempts = Attempt.objects.filter(user=user).exclude(kind=Attempt.Kind.RENARRATION)
+    renarrations = (
+        Attempt.objects.filter(user=user, kind=Attempt.Kind.RENARRATION)
+        .graded()
+        .aggregate(graded=Count("pk"), right=Count("pk", filter=Q(scenario_correct=True)))
+    )
     scenarios = per_scenario_stats(attempts, now, cards=Card.objects.filter(user=user))
     confusion = confusion_matrix(attempts)
     total = confusion["total"]
@@ -626,6 +633,7 @@ def learner_stats(user, now: datetime) -> dict[str, Any]:
             "accuracy": _ratio(confusion["correct"], total),
             "practice": practice,
         },
+        "renarrations": renarrations,
         "scenarios": scenarios,
         "confusion": confusion,
         "lookalikes": lookalike_rates(attempts, now=now),

@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from drills import scheduling
-from drills.models import Attempt, LearnerProfile
+from drills.models import Attempt, LearnerProfile, MockInterview
 from drills.scheduling import cards
 from drills.trainer.grading import Diagnosis, grade, is_over_time
 from scenarios import engine, pool
@@ -59,6 +59,20 @@ def claims_per_hour() -> int:
     return settings.TRACETRACK["DRILL_CLAIMS_PER_HOUR"]
 
 
+class DrillInProgress(Exception):
+    """The learner has another attempt open (one at a time): finish or abandon it first."""
+
+    def __init__(self, attempt: Attempt):
+        super().__init__("another drill is open")
+        self.attempt = attempt
+
+
+def _refuse_a_second_open_attempt(user) -> None:
+    current = open_attempt(user)
+    if current is not None:
+        raise DrillInProgress(current)
+
+
 class TooManyDrills(Exception):
     """The learner has started ``DRILL_CLAIMS_PER_HOUR`` drills in the last hour."""
 
@@ -91,17 +105,46 @@ def open_attempt(user) -> Attempt | None:
     )
 
 
-def start_drill(user, mode: str = Attempt.Mode.TIMED, *, scenario: str | None = None) -> Attempt:
-    """Deal a new drill. The caller has made sure the learner has no open attempt; the database
-    refuses a second one (``attempt_one_open_per_user``) and the claim rolls back with it."""
+def start_drill(
+    user,
+    mode: str = Attempt.Mode.TIMED,
+    *,
+    scenario: str | None = None,
+    interview: MockInterview | None = None,
+) -> Attempt:
+    """Deal a new drill (one of a mock interview's when ``interview`` is given). The caller has
+    made sure the learner has no open attempt; the database refuses a second one
+    (``attempt_one_open_per_user``) and the claim rolls back with it."""
+    _refuse_a_second_open_attempt(user)
     with transaction.atomic():
-        return _deal(user, mode, scenario or next_scenario(user))
+        return _deal(user, mode, scenario or next_scenario(user), interview=interview)
 
 
-def _deal(user, mode: str, scenario: str) -> Attempt:
+def _deal(user, mode: str, scenario: str, *, interview: MockInterview | None = None) -> Attempt:
     trace = pool.claim_or_generate(user, scenario)
     return Attempt.objects.create(
-        user=user, trace=trace, scenario=scenario, mode=mode, served_at=timezone.now()
+        user=user,
+        trace=trace,
+        scenario=scenario,
+        mode=mode,
+        served_at=timezone.now(),
+        kind=Attempt.Kind.INTERVIEW if interview else Attempt.Kind.DRILL,
+        interview=interview,
+    )
+
+
+def start_on_trace(user, trace, *, kind: str, item: str = "") -> Attempt:
+    """Serve a given (already stored, claimed) trace as a timed attempt of ``kind``: the
+    re-narration of a walkthrough's own trace."""
+    _refuse_a_second_open_attempt(user)
+    return Attempt.objects.create(
+        user=user,
+        trace=trace,
+        scenario=trace.scenario,
+        mode=Attempt.Mode.TIMED,
+        served_at=timezone.now(),
+        kind=kind,
+        item=item,
     )
 
 
@@ -236,9 +279,7 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
         locked.rating = int(rating)
         locked.counted = scheduling.counts_for_schedule(result)
         locked.save()
-        cards.apply_live(
-            locked.user, result, item=locked.scenario, when=now, answered=diagnosis.scenario
-        )
+        cards.apply_trace_attempt(locked, result, when=now)
     return locked, True
 
 

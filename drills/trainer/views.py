@@ -69,7 +69,11 @@ def attempt_url(attempt: Attempt) -> str:
 
 @require_GET
 def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
-    return _attempt_page(request, _attempt_for(request, attempt_id), DiagnosisForm())
+    attempt = _attempt_for(request, attempt_id)
+    follow = _follow_up_url(attempt) if attempt.is_submitted else None
+    if follow is not None:
+        return redirect(follow)
+    return _attempt_page(request, attempt, DiagnosisForm())
 
 
 @require_POST
@@ -93,7 +97,25 @@ def submit_diagnosis(request: HttpRequest, attempt_id) -> HttpResponse:
     return _after_submit(request, attempt)
 
 
+def _follow_up_url(attempt: Attempt) -> str | None:
+    """Where a graded attempt of another kind continues: a re-narration to its narration page
+    (the content app's), an interview trace to the interview's next trace or its report."""
+    if attempt.kind == Attempt.Kind.RENARRATION:
+        return reverse("content:renarration", args=[attempt.pk])
+    interview = attempt.interview if attempt.interview_id is not None else None
+    if attempt.kind == Attempt.Kind.INTERVIEW and interview and not interview.is_finished:
+        return reverse("interview:detail", args=[interview.pk])
+    return None
+
+
 def _after_submit(request: HttpRequest, attempt: Attempt) -> HttpResponse:
+    follow = _follow_up_url(attempt)
+    if follow is not None:
+        if request.htmx:
+            response = HttpResponse(status=204)
+            response["HX-Redirect"] = follow
+            return response
+        return redirect(follow)
     if request.htmx:
         return _attempt_page(request, attempt, None, partial=True)
     return redirect(attempt_url(attempt))

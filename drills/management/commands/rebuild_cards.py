@@ -1,4 +1,5 @@
-"""Rebuild learners' scenario cards from their raw attempts with the current rating map.
+"""Rebuild learners' trace cards (scenarios and walkthrough re-narrations) from their raw attempts
+with the current rating map.
 
 Every graded attempt keeps its raw answer and grade fields, so when the rating map
 (``drills.scheduling.rating_for``) or the desired retention changes, the cards can be replayed
@@ -18,7 +19,7 @@ from drills.scheduling.cards import rebuild_user
 
 
 class Command(BaseCommand):
-    help = "Rebuild scenario cards from raw attempts with the current rating map (idempotent)."
+    help = "Rebuild trace cards from raw attempts with the current rating map (idempotent)."
 
     def add_arguments(self, parser):
         parser.add_argument("--user", help="only this username")

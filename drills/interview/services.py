@@ -1,0 +1,155 @@
+"""Mock interviews: five timed traces in a row, five sentences each, then a report.
+
+Each trace is an ordinary timed trainer attempt (claimed from the pool, graded by the same path)
+of kind ``interview`` tied to its session, so it schedules, counts and exports like any drill. The
+report is computed from those five stored attempts and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from drills.models import Attempt, MockInterview
+from drills.trainer import reveal
+from drills.trainer import services as trainer
+from scenarios.engine.catalog import lookalike_of, title_of
+
+
+def unfinished(user) -> MockInterview | None:
+    return (
+        MockInterview.objects.filter(user=user, finished_at__isnull=True)
+        .order_by("-started_at")
+        .first()
+    )
+
+
+def start(user, now: datetime | None = None) -> MockInterview:
+    """A new interview (or the learner's unfinished one: one at a time)."""
+    found = unfinished(user)
+    if found is not None:
+        return found
+    return MockInterview.objects.create(user=user, started_at=now or timezone.now())
+
+
+def attempts(interview: MockInterview) -> list[Attempt]:
+    return list(
+        interview.attempts.select_related("trace").order_by("served_at", "pk")  # type: ignore[attr-defined]
+    )
+
+
+def next_attempt(interview: MockInterview) -> Attempt | None:
+    """The interview's open trace, or a new one while fewer than five are served; None when all
+    five are served and graded."""
+    with transaction.atomic():
+        MockInterview.objects.select_for_update().get(pk=interview.pk)
+        served = attempts(interview)
+        for attempt in served:
+            if not attempt.is_submitted:
+                return attempt
+        if len(served) >= MockInterview.SIZE:
+            return None
+        return trainer.start_drill(interview.user, Attempt.Mode.TIMED, interview=interview)
+
+
+def finish_if_done(interview: MockInterview) -> bool:
+    """Close the interview once its five traces are graded (at the last one's commit time)."""
+    if interview.finished_at is not None:
+        return True
+    served = attempts(interview)
+    if len(served) < MockInterview.SIZE or any(not a.is_submitted for a in served):
+        return False
+    interview.finished_at = max(a.submitted_at for a in served if a.submitted_at)
+    interview.save(update_fields=["finished_at"])
+    return True
+
+
+SENTENCES = ("1", "2", "3", "4", "4b", "5", "5b")
+
+
+def report(interview: MockInterview) -> dict[str, Any]:
+    """Time per trace, each sentence right or wrong, the weakest signature, the one thing to
+    drill next: all from the interview's stored attempts."""
+    traces = []
+    wrong_by_sentence: dict[str, int] = defaultdict(int)
+    titles: dict[str, str] = {}
+    per_scenario: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # [right, graded]
+    for i, attempt in enumerate(a for a in attempts(interview) if a.is_submitted):
+        rows = reveal.sentences(attempt, attempt.trace.key)
+        marks = {r["n"]: r["correct"] for r in rows}
+        for r in rows:
+            titles[r["n"]] = r["title"] if r["n"] != "4b" else "Its value on this trace"
+            if r["correct"] is False:
+                wrong_by_sentence[r["n"]] += 1
+            if r["correct"] is not None:
+                per_scenario[attempt.scenario][0] += bool(r["correct"])
+                per_scenario[attempt.scenario][1] += 1
+        traces.append(
+            {
+                "n": i + 1,
+                "attempt": attempt,
+                "scenario": attempt.scenario,
+                "title": title_of(attempt.scenario),
+                "answered_title": title_of(attempt.answer_scenario),
+                "elapsed_s": attempt.elapsed_s,
+                "over_time": bool(attempt.over_time),
+                "marks": [marks.get(n) for n in SENTENCES],
+                "right": sum(1 for n in SENTENCES if marks.get(n) is True),
+                "graded": sum(1 for n in SENTENCES if marks.get(n) is not None),
+            }
+        )
+    weakest = _weakest_signature(per_scenario)
+    return {
+        "interview": interview,
+        "traces": traces,
+        "sentences": [(n, titles.get(n, n)) for n in SENTENCES],
+        "total_s": sum(t["elapsed_s"] or 0.0 for t in traces),
+        "right": sum(t["right"] for t in traces),
+        "graded": sum(t["graded"] for t in traces),
+        "wrong_by_sentence": dict(wrong_by_sentence),
+        "weakest": weakest,
+        "weakest_title": title_of(weakest) if weakest else None,
+        "next": next_step(weakest, dict(wrong_by_sentence), titles),
+    }
+
+
+def _weakest_signature(per_scenario: dict[str, list[int]]) -> str | None:
+    """The true scenario with the lowest share of sentences right (ties: the one with more
+    sentences missed, then the slug); None when every graded sentence was right."""
+    missed = {
+        s: (right / graded, -(graded - right), s)
+        for s, (right, graded) in per_scenario.items()
+        if graded and right < graded
+    }
+    if not missed:
+        return None
+    return min(missed.values())[2]
+
+
+def next_step(
+    weakest: str | None, wrong_by_sentence: dict[str, int], titles: dict[str, str]
+) -> str:
+    """The one thing to drill next, in a sentence."""
+    if weakest is None:
+        return "Nothing missed: keep to your scheduled drills, timed."
+    worst = max(SENTENCES, key=lambda n: (wrong_by_sentence.get(n, 0), -SENTENCES.index(n)))
+    title = title_of(weakest)
+    if worst == "3":
+        twin = lookalike_of(weakest)
+        against = f" against its lookalike, {title_of(twin)}" if twin else ""
+        return f"Drill the signature of {title}{against}: you named the wrong signature most often."
+    sentence = titles.get(worst, worst).lower()
+    return (
+        f"Drill {title} traces and say sentence {worst} ({sentence}) aloud with its number: "
+        f"it was the sentence you missed most often ({wrong_by_sentence.get(worst, 0)} of "
+        f"{MockInterview.SIZE} traces)."
+    )
+
+
+def set_shared(interview: MockInterview, shared: bool, now: datetime | None = None) -> None:
+    interview.shared_at = (now or timezone.now()) if shared else None
+    interview.save(update_fields=["shared_at"])

@@ -1,0 +1,181 @@
+"""Mock interview: five timed traces in a row through the trainer's own attempt and grading path,
+then a report whose numbers are those five attempts'; shareable with the cohort's instructors
+(read-only), 404 for everyone else."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+from django.test import Client
+
+from accounts.roles import make_instructor
+from cohorts.models import Cohort, Membership
+from drills.interview import services as interviews
+from drills.models import Attempt, Card, MockInterview
+from drills.trainer import services
+from scenarios.engine.catalog import title_of
+from tests.conftest import right_answer
+
+pytestmark = pytest.mark.django_db
+
+# Five traces: two of the weakest one, where the learner names the wrong signature.
+ORDER = ["straggler", "healthy", "launch-bound", "straggler", "healthy"]
+
+
+@pytest.fixture
+def scripted(monkeypatch, no_refill):
+    order = itertools.cycle(ORDER)
+    monkeypatch.setattr(services, "next_scenario", lambda user, now=None: next(order))
+
+
+def wrong_signature(attempt: Attempt) -> dict[str, str]:
+    return {**right_answer(attempt), "scenario": "healthy"}
+
+
+def wrong_gap(attempt: Attempt) -> dict[str, str]:
+    answer = right_answer(attempt)
+    return {**answer, "gap_ms": f"{float(answer['gap_ms']) * 3 + 50:.3f}"}
+
+
+ANSWERS = [wrong_signature, right_answer, wrong_gap, wrong_signature, right_answer]
+
+
+def run_interview(client: Client) -> MockInterview:
+    response = client.post("/interview/start/")
+    assert response.status_code == 302
+    interview_url = response["Location"]
+    interview = MockInterview.objects.get(pk=interview_url.split("/")[2])
+    for i, answer in enumerate(ANSWERS):
+        page = client.get(interview_url).content.decode()
+        assert f"{i} of 5 traces done" in page and "Mock interview report" not in page
+        assert "interview-traces" not in page  # no results between traces
+        response = client.post(f"{interview_url}next/")
+        assert response["Location"].startswith("/drill/attempts/")
+        attempt = Attempt.objects.select_related("trace").get(pk=response["Location"].split("/")[3])
+        assert attempt.kind == Attempt.Kind.INTERVIEW and attempt.interview_id == interview.pk
+        html = client.get(response["Location"]).content.decode()
+        assert 'id="clock"' in html and "Mock interview" in html
+        response = client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", answer(attempt))
+        # No reveal between traces: back to the interview.
+        assert response.status_code == 302 and response["Location"] == interview_url
+    interview.refresh_from_db()
+    return interview
+
+
+def test_five_traces_then_a_report_whose_numbers_are_the_attempts(learner_client, scripted):
+    interview = run_interview(learner_client)
+    html = learner_client.get(f"/interview/{interview.pk}/").content.decode()
+    interview.refresh_from_db()
+    assert interview.is_finished and "Mock interview report" in html
+    attempts = list(interview.attempts.order_by("served_at"))  # type: ignore[attr-defined]
+    assert [a.scenario for a in attempts] == ORDER
+    assert interview.finished_at == max(a.submitted_at for a in attempts)
+
+    rows = re.findall(
+        r'<tr class="interview-trace" data-n="(\d)" data-scenario="([\w-]+)" '
+        r'data-elapsed="([\d.]+)" data-right="(\d)">(.*?)</tr>',
+        html,
+        re.S,
+    )
+    assert len(rows) == 5
+    fields = ["step_correct", "gap_correct", "scenario_correct", "measurement_correct",
+              "value_correct", "fix_correct", "expected_correct"]  # fmt: skip
+    for (n, scenario, elapsed, right, cells), attempt in zip(rows, attempts, strict=True):
+        assert scenario == attempt.scenario
+        assert float(elapsed) == pytest.approx(attempt.elapsed_s, abs=0.06)
+        marks = re.findall(r'class="mark" data-correct="(yes|no|none)"', cells)
+        expected = [
+            "none" if getattr(attempt, f) is None else "yes" if getattr(attempt, f) else "no"
+            for f in fields
+        ]
+        assert marks == expected, n
+        assert int(right) == expected.count("yes")
+    total_right = sum(1 for a in attempts for f in fields if getattr(a, f) is True)
+    assert f'<strong id="summary-right">{total_right}</strong>' in html
+    # The straggler traces were named healthy twice: the weakest signature, and the signature
+    # sentence the one to drill.
+    assert 'id="weakest" data-scenario="straggler"' in html
+    assert title_of("straggler") in re.search(r'id="weakest"[^>]*>(.*?)</p>', html, re.S)[1]
+    report = interviews.report(interview)
+    assert report["weakest"] == "straggler"
+    assert report["wrong_by_sentence"]["3"] == 2 and report["wrong_by_sentence"].get("2", 0) >= 1
+    assert "signature of " + title_of("straggler") in report["next"]
+
+
+def test_interview_traces_are_drills_in_every_other_respect(learner_client, learner, scripted):
+    interview = run_interview(learner_client)
+    assert Attempt.objects.filter(user=learner, kind=Attempt.Kind.INTERVIEW).count() == 5
+    card = Card.objects.get(user=learner, kind=Card.Kind.SCENARIO, item="straggler")
+    assert card.reviews == 2
+    # Until the report is seen a trace's page leads to it; after it, each trace's own reveal.
+    attempt = Attempt.objects.filter(user=learner).first()
+    assert learner_client.get(f"/drill/attempts/{attempt.pk}/")["Location"] == (
+        f"/interview/{interview.pk}/"
+    )
+    learner_client.get(f"/interview/{interview.pk}/")
+    assert 'id="reveal"' in learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
+
+
+def test_starting_again_continues_the_unfinished_interview(learner_client, scripted):
+    first = learner_client.post("/interview/start/")["Location"]
+    assert learner_client.post("/interview/start/")["Location"] == first
+
+
+def test_sharing_shows_the_report_read_only_to_the_cohorts_instructors_only(
+    learner_client, learner, make_user, scripted
+):
+    interview = run_interview(learner_client)
+    learner_client.get(f"/interview/{interview.pk}/")
+    teacher, other_teacher, classmate, bob = (
+        make_user(n) for n in ("teacher", "other-teacher", "classmate", "bob")
+    )
+    make_instructor(teacher)
+    make_instructor(other_teacher)
+    cohort = Cohort.objects.create(name="C", created_by=teacher, join_code="ABCDEFGH")
+    cohort.instructors.add(teacher)
+    Membership.objects.create(cohort=cohort, user=learner)
+    Membership.objects.create(cohort=cohort, user=classmate)
+    elsewhere = Cohort.objects.create(name="D", created_by=other_teacher, join_code="HGFEDCBA")
+    elsewhere.instructors.add(other_teacher)
+    shared_url = f"/cohorts/{cohort.pk}/interviews/{interview.pk}/"
+
+    def as_(user) -> Client:
+        c = Client()
+        c.force_login(user)
+        return c
+
+    assert as_(teacher).get(shared_url).status_code == 404  # not shared yet
+    assert (
+        learner_client.post(f"/interview/{interview.pk}/share/", {"shared": "1"}).status_code == 302
+    )
+    response = as_(teacher).get(shared_url)
+    html = response.content.decode()
+    assert response.status_code == 200 and "Mock interview report" in html
+    assert 'id="share-form"' not in html and "/drill/attempts/" not in html  # read-only
+    assert f"{learner.username}" in html
+    learner_page = as_(teacher).get(f"/cohorts/{cohort.pk}/learners/{learner.pk}/").content
+    assert shared_url in learner_page.decode()
+    for intruder in (other_teacher, classmate, bob):
+        assert as_(intruder).get(shared_url).status_code == 404
+        assert as_(intruder).get(f"/interview/{interview.pk}/").status_code == 404
+        assert (
+            as_(intruder).post(f"/interview/{interview.pk}/share/", {"shared": "0"}).status_code
+            == 404
+        )
+    assert (
+        as_(other_teacher).get(f"/cohorts/{elsewhere.pk}/interviews/{interview.pk}/").status_code
+        == 404
+    )
+    # The learner (a member, not a teacher) cannot use the instructor URL either.
+    assert learner_client.get(shared_url).status_code == 404
+    # Unsharing takes it away again.
+    learner_client.post(f"/interview/{interview.pk}/share/", {"shared": "0"})
+    assert as_(teacher).get(shared_url).status_code == 404
+
+
+def test_an_unfinished_interview_cannot_be_shared(learner_client, scripted):
+    url = learner_client.post("/interview/start/")["Location"]
+    assert learner_client.post(f"{url}share/", {"shared": "1"}).status_code == 404
+    assert MockInterview.objects.get().shared_at is None
