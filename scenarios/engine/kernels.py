@@ -118,11 +118,10 @@ class UnitBuilder:
         dims=None,
         grid=(1024, 1, 1),
         block=(256, 1, 1),
+        itype: str = "c10::BFloat16",
     ) -> None:
         it = self.it
-        oaid = (
-            it.a({"Input Dims": dims, "Input type": ["c10::BFloat16"] * len(dims)}) if dims else -1
-        )
+        oaid = it.a({"Input Dims": dims, "Input type": [itype] * len(dims)}) if dims else -1
         self.rows.append(
             (
                 it.n(outer),
