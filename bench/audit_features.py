@@ -118,11 +118,48 @@ class Exclusion:
 # ------------------------------------------------------------------------------------------------
 # generation plan and per-trace summaries (computed once per trace, filtered per exclusion)
 # ------------------------------------------------------------------------------------------------
-def plan(slugs: Sequence[str], per_scenario: int, seed0: int = 9000) -> list[tuple[str, int, str]]:
+HEALTHY_FACTOR = 4
+
+
+def plan(
+    slugs: Sequence[str], per_scenario: int, seed0: int = 9000, healthy_factor: int = HEALTHY_FACTOR
+) -> list[tuple[str, int, str]]:
     """(scenario, seed, hardware): fixed seeds, hardware cycled so every scenario sees each
-    platform equally often (hardware then carries no information)."""
+    platform equally often (hardware then carries no information). Healthy gets `healthy_factor`
+    times as many traces: the multi-class audit uses the first `per_scenario` of them, the pairs
+    draw from all of them the healthy traces of the other scenario's workload families."""
     hws = list(engine.HARDWARE)
-    return [(s, seed0 + i, hws[i % len(hws)]) for s in slugs for i in range(per_scenario)]
+    return [
+        (s, seed0 + i, hws[i % len(hws)])
+        for s in slugs
+        for i in range(per_scenario * (healthy_factor if s == "healthy" else 1))
+    ]
+
+
+def family_of(trace: Any) -> str:
+    """The workload family (ddp, ddp_compile, pp, decode), which the workload line tells the
+    learner anyway; "" when it cannot be told."""
+    fam = getattr(trace, "family", None) or trace.key.facts.get("family")
+    if not fam:
+        fn = getattr(engine, "_family", None)
+        try:
+            fam = fn(trace.scenario, trace.seed) if fn else None
+        except Exception:
+            fam = None
+    if not fam:
+        w = str(trace.prompt.get("workload", ""))
+        fam = (
+            "pp"
+            if "pipeline" in w
+            else "decode"
+            if "decode" in w
+            else "ddp_compile"
+            if "torch.compile" in w
+            else "ddp"
+            if "DDP" in w
+            else ""
+        )
+    return str(fam)
 
 
 @dataclass
@@ -149,6 +186,7 @@ class Summary:
     threads_per_rank: float
     tids: tuple[int, ...]
     max_depth: int
+    family: str = ""
     header: dict[str, Any] = field(default_factory=dict)
     cache: dict[tuple[str, Exclusion], dict[str, float]] = field(default_factory=dict, repr=False)
 
@@ -242,6 +280,7 @@ def summarise(trace: Any) -> Summary:
         threads_per_rank=threads,
         tids=tuple(sorted(set(tid.tolist()))),
         max_depth=int(c["depth"].max()) if "depth" in c and n else 0,
+        family=family_of(trace),
         header=_header(trace),
     )
 
@@ -410,6 +449,11 @@ class Result:
     def ok(self) -> bool:
         return self.best <= self.target
 
+    @property
+    def applicable(self) -> bool:
+        """False for a pair with no workload family in common (nothing to compare)."""
+        return "no shared family" not in self.scores
+
 
 def matrix(
     summaries: Sequence[Summary], fset: str, ex: Exclusion, min_df: int = 2
@@ -462,6 +506,11 @@ def _describe(col: np.ndarray, y: np.ndarray, classes: list[str]) -> str:
         more = f" (+{len(on) - 4})" if len(on) > 4 else ""
         return f"present in {lst}{more}; others <= {rest:.0%}"
     med = {c: float(np.median(col[y == c])) for c in classes}
+    if len(set(med.values())) == 1:  # medians tie: compare means
+        med = {c: float(np.mean(col[y == c])) for c in classes}
+        lo = min(classes, key=lambda s: med[s])
+        hi = max(classes, key=lambda s: med[s])
+        return f"mean {lo} {med[lo]:.3g} .. {hi} {med[hi]:.3g} (all {float(np.mean(col)):.3g})"
     lo = min(classes, key=lambda s: med[s])
     hi = max(classes, key=lambda s: med[s])
     return f"median {lo} {med[lo]:.3g} .. {hi} {med[hi]:.3g} (all {float(np.median(col)):.3g})"
@@ -506,6 +555,30 @@ def top_features(
     return out
 
 
+def balanced(summaries: Sequence[Summary]) -> list[Summary]:
+    """The first n traces of every scenario, n the smallest scenario count (chance = 1/classes)."""
+    by: dict[str, list[Summary]] = {}
+    for s in summaries:
+        by.setdefault(s.scenario, []).append(s)
+    n = min(len(v) for v in by.values())
+    return [s for v in by.values() for s in v[:n]]
+
+
+def family_matched(summaries: Sequence[Summary], a: str, b: str) -> list[Summary]:
+    """Traces of a and b with the same number of each per workload family (families only one of
+    them can have are left out): the family says which scenarios are possible, not which one it is.
+    """
+    sa = [s for s in summaries if s.scenario == a]
+    sb = [s for s in summaries if s.scenario == b]
+    out = []
+    for f in sorted({s.family for s in sa} & {s.family for s in sb}):
+        fa = [s for s in sa if s.family == f]
+        fb = [s for s in sb if s.family == f]
+        n = min(len(fa), len(fb))
+        out += fa[:n] + fb[:n]
+    return out
+
+
 def audit(
     summaries: Sequence[Summary],
     sigs: dict[str, Sig],
@@ -533,6 +606,8 @@ def _audit(
 ) -> list[Result]:
     targets = targets or TARGETS
     pair_target = PAIR_TARGET if pair_target is None else pair_target
+    pool = list(summaries)
+    summaries = balanced(pool)
     slugs = sorted({s.scenario for s in summaries})
     y = np.array([s.scenario for s in summaries])
     ex_all = Exclusion.of(sigs, slugs)
@@ -551,7 +626,15 @@ def _audit(
             )
         )
     for a, b in pairs if pairs is not None else all_pairs(slugs):
-        sub = [s for s in summaries if s.scenario in (a, b)]
+        sub = family_matched(pool, a, b)
+        if (
+            len({s.scenario for s in sub}) < 2
+            or min(sum(s.scenario == a for s in sub), sum(s.scenario == b for s in sub)) < 2
+        ):
+            results.append(
+                Result(f"{a} / {b}", "all", len(sub), 2, {"no shared family": 0.0}, pair_target)
+            )
+            continue
         yy = np.array([s.scenario for s in sub])
         X, cols = matrix(sub, "all", Exclusion.of(sigs, (a, b)))
         results.append(

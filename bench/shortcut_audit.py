@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                             "best": r.best,
                             "target": r.target,
                             "ok": r.ok,
+                            "applicable": r.applicable,
                             "top": r.top,
                         }
                         for r in results
@@ -82,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1 if missed else 0
     print(
-        f"shortcut audit: {len(summaries)} traces ({n} per scenario x {len(slugs)}; hardware "
+        f"shortcut audit: {len(summaries)} traces ({n} per scenario x {len(slugs)}, healthy x"
+        f"{A.HEALTHY_FACTOR}; hardware "
         f"cycled over {', '.join(engine.HARDWARE)}), generator v"
         f"{getattr(engine, 'GENERATOR_VERSION', '?')}; generate {t1 - t0:.0f} s, "
         f"classify {t2 - t1:.0f} s"
@@ -103,15 +105,25 @@ def main(argv: list[str] | None = None) -> int:
         "next is sought), with that feature's accuracy\nalone (a name present in one scenario "
         "only scores 2/11 = 18 % alone over all scenarios).\n"
     )
-    print(f"{'what':50} {'features':8} {'tree':>6} {'logreg':>7} {'target':>7}  verdict")
+    print(
+        "Pairs are family-matched: as many traces of each per workload family (ddp, ddp+compile,"
+        " pp,\ndecode) they share, healthy drawn from its larger pool; n is the traces used.\n"
+    )
+    print(f"{'what':46} {'n':>4} {'features':8} {'tree':>6} {'logreg':>7} {'target':>7}  verdict")
     for r in results:
         sc = "".join(
             f" {r.scores.get(k, float('nan')):>{w}.0%}" for k, w in (("tree", 6), ("logreg", 7))
         )
-        if "majority" in r.scores:
-            sc = f" {'(no features)':>14}"
-        verdict = "ok" if r.ok else f"MISSED ({r.best:.0%} > {r.target:.0%})"
-        print(f"{r.label:50} {r.fset:8}{sc} {'<=':>3}{r.target:>4.0%}  {verdict}")
+        if "tree" not in r.scores:
+            sc = f" {next(iter(r.scores)):>14}"
+        verdict = (
+            "n/a: the two never share a workload family"
+            if not r.applicable
+            else "ok"
+            if r.ok
+            else f"MISSED ({r.best:.0%} > {r.target:.0%})"
+        )
+        print(f"{r.label:46} {r.n:>4} {r.fset:8}{sc} {'<=':>3}{r.target:>4.0%}  {verdict}")
         for t in r.top:
             feat = t["feature"] if len(t["feature"]) <= 90 else t["feature"][:87] + "..."
             print(f"      {t['alone']:>4.0%} alone  {feat}")
