@@ -295,16 +295,16 @@ FAMILIES = ("ddp", "ddp_compile", "pp", "decode")
 # scenario -> (family, weight): the family a trace of this scenario is drawn from
 HOSTS: dict[str, tuple[tuple[str, float], ...]] = {
     "exposed-allreduce": (("ddp", 0.5), ("ddp_compile", 0.5)),
-    "input-starvation": (("ddp", 0.4), ("ddp_compile", 0.35), ("pp", 0.25)),
+    "input-starvation": (("ddp", 0.35), ("ddp_compile", 0.35), ("pp", 0.3)),
     "launch-bound": (("decode", 1.0),),
     "straggler": (("ddp", 0.5), ("ddp_compile", 0.5)),
     "memory-bound-kernel": (("ddp", 0.5), ("ddp_compile", 0.5)),
-    "sync-stalls": (("ddp", 0.35), ("ddp_compile", 0.3), ("decode", 0.35)),
+    "sync-stalls": (("ddp", 0.3), ("ddp_compile", 0.3), ("decode", 0.4)),
     "pipeline-bubbles": (("pp", 1.0),),
-    "allocator-stalls": (("ddp", 0.3), ("ddp_compile", 0.25), ("pp", 0.25), ("decode", 0.2)),
+    "allocator-stalls": (("ddp", 0.25), ("ddp_compile", 0.25), ("pp", 0.25), ("decode", 0.25)),
     "bandwidth-bound-collective": (("ddp", 0.5), ("ddp_compile", 0.5)),
     "recompilation": (("ddp_compile", 1.0),),
-    "healthy": (("ddp", 0.3), ("ddp_compile", 0.25), ("pp", 0.2), ("decode", 0.25)),
+    "healthy": (("ddp", 0.25), ("ddp_compile", 0.25), ("pp", 0.25), ("decode", 0.25)),
 }
 
 # neutral symptom wordings per family (none names a cause); every scenario of the family draws

@@ -3,6 +3,7 @@ per-scenario injections. Every function returns a finished `Sim` plus a workload
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -63,15 +64,13 @@ def ddp_params(rng: np.random.Generator, slug: str, hw: Hardware, family: str = 
     ratio = {
         "exposed-allreduce": (0.2, 0.45),
         "bandwidth-bound-collective": (1.0, 1.5),
-        "straggler": (0.1, 0.3),
-    }.get(slug, (0.08, 0.4))
-    if slug == "straggler":
-        # few, even buckets, the last one issued no smaller than the others: HTA's straggler
-        # analysis only looks at comm kernels >= 1 % of the iteration and takes the last one per
-        # rank, and the slow rank's kernels are pure transfer time (it never waits)
-        nb = 3 if p["layers"] >= 8 else 2
-        base, rem = divmod(p["layers"], nb)
-        p["bucket_plan"] = [base] * (nb - rem) + [base + 1] * rem
+        "straggler": (0.1, 0.22),
+    }.get(slug, (0.06, 0.22))
+    # DDP's gradient buckets: few, even, the last one no smaller than the others (HTA's straggler
+    # analysis only looks at comm kernels >= 1 % of the iteration and takes the last per rank)
+    nb = 4 if p["layers"] >= 8 else 3
+    base, rem = divmod(p["layers"], nb)
+    p["bucket_plan"] = [base] * (nb - rem) + [base + 1] * rem
     if slug == "exposed-allreduce":
         p["overlap"] = False
     gsize = 4 if p["grad_dtype"] == "Float" else 2
@@ -106,6 +105,10 @@ def _layer_fwd(
     hbm = hw.hbm_tbps * 1e12 * 0.82
     ew = lambda nbytes: nbytes / hbm * 1e6 + 3.0  # noqa: E731
     act = t * d * 2
+    # the layer norm's fp32 weight and bias cast for the bf16 autocast region: tiny copies
+    for _ in range(2):
+        b.k("aten::to", "aten::_to_copy", K.CAST, 1.3 + d * 6 / hbm * 1e6, 7, dims=[[d]],
+            itype="float")  # fmt: skip
     ln = K.TRITON["ln"] if compiled else K.LN_FWD
     b.k("aten::layer_norm", "aten::native_layer_norm", ln, ew(2 * act), dims=[[t, d], [d], [d]])
     b.gemm("aten::linear", "aten::addmm", t, 3 * d, d, tf, 0)
@@ -228,6 +231,13 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
         )
     b.gemm(ev + "AddmmBackward0", "aten::mm", t, d, 3 * d, tf, 1, 20)
     b.gemm(ev + "AddmmBackward0", "aten::mm", 3 * d, d, t, tf, 2, 18)
+    # bias gradients (small reductions) and the per-parameter gradient accumulation: the tiny
+    # kernels of a real backward
+    b.k(ev + "AddmmBackward0", "aten::sum", K.BIAS_GRAD, 2.5 + t * d * 2 / hbm * 1e6 * 0.2, 9)
+    b.k(ev + "NativeLayerNormBackward0", None, K.LN_GB, 2.0 + d * 4 / hbm * 1e6, 8)
+    for _ in range(6):
+        b.k("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", "aten::add_",
+            K.ACC_GRAD, 1.2 + d * 8 / hbm * 1e6, 6, dims=[[d], [d]])  # fmt: skip
     b.k(
         ev + "NativeLayerNormBackward0",
         "aten::native_layer_norm_backward",
@@ -286,9 +296,10 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
             bwd.nccl("allreduce", layer_params * pending, p["grad_dtype"], R, t_b, ranks)
             pending = 0
     comm = ub()
-    if not p["overlap"]:
-        for _ in range(L):
-            comm.nccl("allreduce", layer_params, p["grad_dtype"], R, t_layer, ranks)
+    if not p["overlap"]:  # the same buckets, reduced by hand after backward
+        for nl in p["bucket_plan"]:
+            t_b = allreduce_us(layer_params * nl * gsize, R, hw, p["busbw_eff"])
+            comm.nccl("allreduce", layer_params * nl, p["grad_dtype"], R, t_b, ranks)
     opt = ub()
     opt_bytes = p["params"] * 16
     for _ in range(4):
@@ -361,9 +372,10 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
         lens = [p["seq"]]
         for s in range(p["steps"]):
             if s in compile_steps:
-                new = int(rng.choice([1536, 1792, 2304, 2560, 3072]))
+                # a new sequence length near the usual one (variable-length batches)
+                new = int(p["seq"] * rng.choice([0.75, 0.875, 1.125, 1.25, 1.375]))
                 while new in lens:
-                    new += 128
+                    new += 64
                 lens.append(new)
                 shapes[s] = new
             else:
@@ -371,7 +383,12 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
     p["shapes"] = shapes
     p["compile_steps"] = sorted(compile_steps)
     sync_every_layer = slug == "sync-stalls"
-    sync_host_ms = float(rng.uniform(1.0, 3.0)) if sync_every_layer else 0.0
+    # host work after each read-back (routing on the CPU): enough to show on every step
+    sync_host_ms = (
+        max(float(rng.uniform(1.0, 3.0)), comp_step_ms * float(rng.uniform(0.015, 0.03)))
+        if sync_every_layer
+        else 0.0
+    )
     alloc = slug == "allocator-stalls"
     n_alloc = int(rng.integers(3, 7))
     # ms-scale cudaMalloc (HTA's AlexNet sample: median 5.5 ms), sized so the stall matters
@@ -557,6 +574,7 @@ def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner,
             us,
             cpu,
             dims=[[bsz, n_in], [n_in, n_out]],
+            launch=b._gemm_launch if bsz > 8 else None,
         )
 
     b = UnitBuilder(it, hw)
@@ -587,6 +605,10 @@ def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner,
     U = Units.build(b.rows)
     p["kernels_per_step"] = len(U)
     per_layer = (len(U) - 4) // p["layers"]
+    h = UnitBuilder(it, hw)
+    h.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)", bsz * 8,
+             hw.pcie_gbps * 0.9, dims=[[bsz, 1]])  # fmt: skip
+    U_in = Units.build(h.rows)
     sync = slug == "sync-stalls"  # a per-layer read-back (expert routing counts via .item())
     alloc = slug == "allocator-stalls"  # the KV cache grows through cudaMalloc every step
     sync_host_us = float(rng.uniform(150, 400))
@@ -597,11 +619,11 @@ def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner,
         idx = np.arange(len(U))
         cuts = [1 + per_layer * (li + 1) for li in range(p["layers"])]
         bounds = [0, *cuts, len(U)]
-        parts = [_take(U, idx[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+        parts = [_take(U, idx[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
     for s in range(p["steps"]):
         t0 = sim.cpu.copy()
-        sim.cpu_op("aten::copy_", rng.integers(15_000, 40_000, 1), 1)
         sim.cpu_op("aten::empty_strided", rng.integers(3000, 9000, 1), 1)
+        sim.block(U_in, depth=1)  # this step's token ids to the device
         if alloc:
             for _ in range(n_alloc):
                 dur = (alloc_ms * 1e6 * rng.lognormal(0, 0.35, 1)).astype(np.int64)
@@ -779,6 +801,11 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
     U_adam = Units.build(adam.rows)
     step_names = [it.n(f"ProfilerStep#{p['first_step'] + k}") for k in range(S)]
     starve, alloc = slug == "input-starvation", slug == "allocator-stalls"
+    h2d = UnitBuilder(it, hw)
+    for _ in range(2):
+        h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)",
+                   M * t * 8, hw.pcie_gbps * 0.9, dims=[[M, t]])  # fmt: skip
+    U_in = Units.build(h2d.rows)
     alloc_frac = float(rng.uniform(0.03, 0.06))
     n_alloc = int(rng.integers(3, 6))
     for step in range(S):
@@ -797,6 +824,7 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
                   "DataLoader worker: fetch batch", C_ANN, 0)  # fmt: skip
         sim.cpu_op(LOADER, wait, 1, C_ANN)
         sim.cpu_op("aten::empty_strided", rng.integers(3000, 9000, P), 1)
+        sim.block(U_in, depth=1)  # the microbatches' token ids (and labels) to the device
         if alloc:
             for _ in range(n_alloc):
                 dur = (alloc_ms * 1e6 * rng.lognormal(0, 0.35, P)).astype(np.int64)
@@ -870,6 +898,14 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
                 sim.slice(MAIN, sim.cpu, dur, K.rt(hw, "Free"), C_RT, 1)
                 sim.cpu = sim.cpu + dur + rng.integers(3000, 9000, P)
         t_end = int(sim.cpu.max()) + int(rng.integers(10_000, 30_000))
+        # the stages that finish early wait, visibly, for the loss broadcast from the last one
+        w0, w1 = sim.cpu + 1000, np.full(P, t_end - 7000, np.int64)
+        wait = w1 - w0 > 20_000
+        if wait.any():
+            rk = sim.ranks[wait]
+            sim.rec.add(rk, MAIN, w0[wait], w1[wait] - w0[wait], it.n("nccl:broadcast"), C_ANN, 1)
+            sim.rec.add(rk, MAIN, w0[wait] + 3000, w1[wait] - w0[wait] - 6000,
+                        it.n(K.rt(hw, "StreamSynchronize")), C_RT, 2)  # fmt: skip
         sim.rec.add(sim.ranks, MAIN, t_step, t_end - 5000 - t_step, step_names[step], C_ANN, 0)
         sim.cpu = np.full(P, t_end, np.int64)
 
@@ -881,8 +917,8 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
     for batch, jm in ((FB, jF), (BB, jB)):
         gather = (slice(None), st_, jm)  # (S, P, M) view of per-op arrays
         emit_batch(rec, batch, st_[None], blk_t0[gather], f0_all[gather], blk_corr[gather], 2)
-    ann_f = np.array([it.n(f"## forward mb{i} ##") for i in range(M)])
-    ann_b = np.array([it.n(f"## backward mb{i} ##") for i in range(M)])
+    ann_f = np.full(M, it.n("## forward ##"))
+    ann_b = np.full(M, it.n("## backward ##"))
     rec.add(
         rk3, MAIN, blk_t0 - 1000, blk_len + 2000, np.where(is_f, ann_f[mb], ann_b[mb]), C_ANN, 1
     )
