@@ -59,7 +59,7 @@ REAL: list[tuple[str, str, float, float, str]] = [
 ]
 LAUNCH = ("cudaLaunchKernel", "hipLaunchKernel", "cudaLaunchKernelExC", "hipExtModuleLaunchKernel")
 STEP = re.compile(r"ProfilerStep#(\d+)")
-MARKETING = re.compile(r"\b(SXM|PCIe)\b.*\d+GB$|\d+GB$")
+MARKETING = re.compile(r"\bSXM\b|\bPCIe\b| \d+GB$")  # "A100 SXM 80GB"; CUDA says "A100-SXM4-80GB"
 
 
 def _is_gpu(ev: dict) -> bool:
