@@ -65,7 +65,9 @@ def test_the_audit_sees_a_planted_leak():
     plant a word in one group's prompt, or an event name in its traces, and the audit names the
     group from it and points at it."""
     base = [s for s in _summaries() if s.scenario == "healthy"]
-    y = np.array(["a" if i % 2 else "b" for i in range(len(base))])
+    # a random split (seed order is not: families and hardware follow the seed)
+    labels = ["a", "b"] * (len(base) // 2) + ["b"] * (len(base) % 2)
+    y = np.random.default_rng(0).permutation(labels)
     X, _ = A.matrix(base, "all", A.Exclusion())
     assert max(A.cv_scores(X, y).values()) <= SMALL_PAIR_TARGET
     planted = [
