@@ -14,13 +14,16 @@ from . import workloads as W
 from .catalog import (
     ANSWERS,
     FIXES,
+    HOSTS,
     MEASUREMENTS,
     SCENARIOS,
     SYMPTOMS,
     THEORIES,
     Scenario,
+    Signature,
     lookalike_of,
     lookalike_pairs,
+    signature_of,
     title_of,
 )
 from .export import (
@@ -38,7 +41,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "5"
+GENERATOR_VERSION = "6"
 
 __all__ = [
     "FIXES",
@@ -49,6 +52,7 @@ __all__ = [
     "AnswerKey",
     "Hardware",
     "Scenario",
+    "Signature",
     "Trace",
     "dumps",
     "export_to_path",
@@ -60,6 +64,7 @@ __all__ = [
     "lookalike_of",
     "lookalike_pairs",
     "perfetto_bytes",
+    "signature_of",
     "title_of",
     "to_hta",
     "to_perfetto",
@@ -142,23 +147,7 @@ class Trace:
         return get_hardware(self.hardware)
 
 
-_WORKLOAD = {
-    "exposed-allreduce": "ddp",
-    "input-starvation": "ddp",
-    "launch-bound": "infer",
-    "straggler": "ddp",
-    "memory-bound-kernel": "ddp",
-    "sync-stalls": "ddp",
-    "pipeline-bubbles": "pp",
-    "allocator-stalls": "ddp",
-    "bandwidth-bound-collective": "ddp",
-    "recompilation": "ddp",
-    "healthy": None,
-}
 _HW_KEYS = list(HARDWARE)
-# healthy draws the pipeline for r in [0.62, 0.80): 18 % of traces; the bounds keep every
-# data-parallel healthy trace of earlier versions with r < 0.62 (seeds used by content pages)
-_HEALTHY_PP = (0.62, 0.80)
 
 
 def _rng(slug: str, seed: int, hw: str, framing: int) -> np.random.Generator:
@@ -168,19 +157,20 @@ def _rng(slug: str, seed: int, hw: str, framing: int) -> np.random.Generator:
     return np.random.default_rng(ss)
 
 
-def _describe(kind: str, p: dict, hw: Hardware, slug: str) -> str:
-    if kind == "ddp":
+def _describe(family: str, p: dict, hw: Hardware) -> str:
+    """The workload line: drawn from the family's sizes only, never from the scenario."""
+    if family in ("ddp", "ddp_compile"):
         params_b = p["params"] / 1e9
         grads = "fp32" if p["grad_dtype"] == "Float" else "bf16"
+        attn = "eager attention" if p["unfused"] else "SDPA attention"
         txt = (
             f"{params_b:.1f}B-parameter decoder ({p['layers']} layers, hidden {p['hidden']}), "
-            f"DDP on {p['world']} ranks, micro-batch {p['batch']}×{p['seq']} tokens per GPU, "
-            f"{grads} gradients, AdamW"
+            f"DDP on {p['world']} ranks, {grads} gradients, {attn}, AdamW"
         )
-        if slug == "recompilation":
-            txt += ", torch.compile, variable-length batches"
+        if family == "ddp_compile":
+            txt += ", torch.compile"
         return txt
-    if kind == "infer":
+    if family == "decode":
         return (
             f"decoder with {p['layers']} layers, hidden {p['hidden']}, serving decode at batch "
             f"{p['batch']} on one GPU (GQA, 1024-token context), one token per profiler step"
@@ -189,6 +179,15 @@ def _describe(kind: str, p: dict, hw: Hardware, slug: str) -> str:
         f"pipeline-parallel training: {p['stages']} stages (one per rank), {p['micro']} "
         f"microbatches of {p['mb_tokens']} tokens per step, 1F1B schedule, hidden {p['hidden']}"
     )
+
+
+def _family(slug: str, seed: int) -> str:
+    """The workload family: a low-discrepancy draw over seeds, so any run of consecutive seeds
+    sees each family close to its weight (the same sequence for every scenario)."""
+    fams, w = zip(*HOSTS[slug], strict=True)
+    cum = np.cumsum(np.asarray(w, float) / sum(w))
+    u = (seed * 0.6180339887498949 + 0.31) % 1.0
+    return str(fams[min(int(np.searchsorted(cum, u, "right")), len(fams) - 1)])
 
 
 def generate(
@@ -203,31 +202,31 @@ def generate(
     if framing is None:
         framing = int(pick.integers(0, 1 << 16))
     rng = _rng(slug, seed, hw_key, framing)
-    kind = _WORKLOAD[slug]
-    if kind is None:  # healthy: data-parallel, a deep pipeline, or decode on one GPU
-        r = rng.random()
-        kind = "ddp" if r < _HEALTHY_PP[0] else ("pp" if r < _HEALTHY_PP[1] else "infer")
+    family = _family(slug, seed)
     it = Interner()
-    if kind == "ddp":
-        p = W.ddp_params(rng, slug, hw)
+    if family in ("ddp", "ddp_compile"):
+        p = W.ddp_params(rng, slug, hw, family)
         sim = W.build_ddp(slug, rng, hw, it, p)
-    elif kind == "infer":
-        p = W.infer_params(rng, slug, hw)
+    elif family == "decode":
+        p = W.infer_params(rng, slug, hw, family)
         sim = W.build_infer(slug, rng, hw, it, p)
     else:
-        p = W.pp_params(rng, slug, hw)
+        p = W.pp_params(rng, slug, hw, family)
         sim = W.build_pp(slug, rng, hw, it, p)
+    p["family"] = family
     cols = sim.rec.finish()
     # relative timestamps: shift so the first event sits at 1 ms
     cols["ts"] -= cols["ts"].min() - 1_000_000
     M = Measured(cols, it.names, it.args, hw, p["world"])
     facts = M.facts()
     key = AnswerKey.from_dict(build_key(slug, M, facts, hw, p))
-    syms = SYMPTOMS[slug]
-    theories = THEORIES[slug]
+    syms = SYMPTOMS[family]
+    theories = THEORIES[family]
+    if p["world"] == 1:
+        syms = [x for x in syms if "{world}" not in x]
     prompt = {
         "hardware": f"{p['world']}× {hw.name}" if p["world"] > 1 else hw.name,
-        "workload": _describe(kind, p, hw, slug),
+        "workload": _describe(family, p, hw),
         "symptom": syms[framing % len(syms)].format(world=p["world"]),
         "theory": theories[(framing // len(syms)) % len(theories)],
     }

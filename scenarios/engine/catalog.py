@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What in a trace is this scenario's story, and nothing else.
+
+    `names`: event-name prefixes whose presence or count is the signature; `categories`: event
+    categories whose counts are signature (may be empty); `note`: the pattern a reader looks for.
+    Every other name, argument, dtype, thread, count, rank count or size is drawn from the same
+    distributions in every scenario of a workload family."""
+
+    names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    note: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -12,6 +26,7 @@ class Scenario:
     twin: str | None
     weight: int
     summary: str
+    signature: Signature = field(default_factory=Signature)
 
 
 _S = [
@@ -96,6 +111,60 @@ _S = [
         "GPU busy, communication hidden, no stalls: nothing to fix.",
     ),
 ]
+SIGNATURES: dict[str, Signature] = {
+    "exposed-allreduce": Signature(
+        note="all-reduce kernels start only after the last backward kernel; the compute stream "
+        "idles under them on every rank alike"
+    ),
+    "input-starvation": Signature(
+        note="every step opens with a long DataLoader __next__ on the main thread while every "
+        "GPU stream idles"
+    ),
+    "launch-bound": Signature(
+        note="launch calls take longer than the kernels they launch; the stream shows short "
+        "kernels separated by gaps, every step"
+    ),
+    "straggler": Signature(
+        note="one rank's compute kernels run longer; the other ranks' NCCL kernels stretch "
+        "waiting for it"
+    ),
+    "memory-bound-kernel": Signature(
+        note="an elementwise chain over the attention score tensor is the hottest kernel family "
+        "(>= half the GPU time) at near-HBM bandwidth"
+    ),
+    "sync-stalls": Signature(
+        names=("aten::nonzero", "aten::count_nonzero"),
+        categories=("gpu_memcpy",),
+        note="DtoH read-backs with a stream synchronize inside every layer; the GPU drains and "
+        "idles after each",
+    ),
+    "pipeline-bubbles": Signature(
+        note="warm-up and drain idle on every stage, near (p-1)/(m+p-1) of the step, with the "
+        "stage waiting in receive kernels"
+    ),
+    "allocator-stalls": Signature(
+        names=("cudaMalloc", "cudaFree", "hipMalloc", "hipFree"),
+        note="device malloc/free calls in the steady-state step, milliseconds each, GPU idle "
+        "under them",
+    ),
+    "bandwidth-bound-collective": Signature(
+        note="all-reduce longer than backward on every rank alike, bytes / kernel time at the "
+        "link's achievable bus bandwidth"
+    ),
+    "recompilation": Signature(
+        names=(
+            "_compile.compile_inner",
+            "call_user_compiler",
+            "Torch-Compiled Region: 0/1",
+            "Torch-Compiled Region: 0/2",
+            "Torch-Compiled Region: 0/3",
+            "Torch-Compiled Region: 0/4",
+        ),
+        note="compile spans of seconds on the steps that bring a new input shape; the other "
+        "steps are fast",
+    ),
+    "healthy": Signature(note="busy GPU, hidden communication, no stall: nothing stands out"),
+}
 # Each lookalike pair is declared once above (the third field) and holds both ways: a straggler
 # trace looks like a bandwidth-bound collective exactly as much as the reverse.
 _LOOKALIKE: dict[str, str] = {}
@@ -103,8 +172,17 @@ for _slug, _title, _twin, _weight, _summary in _S:
     if _twin is not None:
         _LOOKALIKE[_slug], _LOOKALIKE[_twin] = _twin, _slug
 SCENARIOS: dict[str, Scenario] = {
-    s[0]: Scenario(s[0], s[1], _LOOKALIKE.get(s[0]), s[3], s[4]) for s in _S
+    s[0]: Scenario(s[0], s[1], _LOOKALIKE.get(s[0]), s[3], s[4], signature=SIGNATURES[s[0]])
+    for s in _S
 }
+
+
+def signature_of(slug: str) -> Signature:
+    """The declared signature of scenario `slug` (ValueError for an unknown slug)."""
+    try:
+        return SIGNATURES[slug]
+    except KeyError:
+        raise ValueError(f"unknown scenario {slug!r}") from None
 
 
 def lookalike_of(slug: str | None) -> str | None:
@@ -225,120 +303,81 @@ ANSWERS: dict[str, tuple[str, list[str], str, list[str], str | None]] = {
     "healthy": ("none", ["none", "mfu"], "none", ["none"], "mfu"),
 }
 
-# neutral symptom wordings (none may name the cause) and colleague theories (often wrong)
-SYMPTOMS: dict[str, list[str]] = {
-    "exposed-allreduce": [
-        "Scaling from 1 to {world} GPUs gave well under {world}x throughput.",
-        "Step time is noticeably longer than the forward+backward time measured on one GPU.",
-        "GPU utilisation dips once per step on every rank at the same moment.",
-    ],
-    "input-starvation": [
-        "nvidia-smi shows the GPUs well under full utilisation throughout the run.",
-        "Throughput is far below what the model's FLOPs suggest this hardware should reach.",
-        "Every rank reports the same disappointing samples/s; nothing looks broken.",
-    ],
-    "launch-bound": [
-        "Tokens per second barely changed after moving to a faster GPU.",
-        "Per-token latency is several times what the weight-streaming estimate predicts.",
-        "GPU utilisation reads low while one CPU core is pinned at 100 %.",
-    ],
-    "straggler": [
-        "The job got slower this week with no code change.",
-        "Step time is higher than the same job on a different allocation.",
-        "Communication time looks large in the per-rank summary.",
-    ],
-    "memory-bound-kernel": [
-        "The GPU is busy all the time, yet achieved TFLOP/s is a fraction of peak.",
-        "Step time grows much faster than expected when the sequence length doubles.",
-        "Utilisation is near 100 % but MFU is poor.",
-    ],
-    "sync-stalls": [
-        "A feature added last sprint made steps noticeably slower.",
-        "GPU utilisation looks choppy rather than solid in nvidia-smi.",
-        "Throughput dropped after a routing change; the FLOPs did not change.",
-    ],
-    "pipeline-bubbles": [
-        "Adding pipeline stages did not speed the job up as much as hoped.",
-        "Per-GPU utilisation differs a lot between ranks of the same job.",
-        "MFU is poor although every kernel on the timeline looks efficient.",
-    ],
-    "allocator-stalls": [
-        "Steps occasionally take much longer, and the job sits close to the memory limit.",
-        "After a memory-saving change, throughput dropped.",
-        "GPU utilisation shows gaps that do not line up with data loading.",
-    ],
-    "bandwidth-bound-collective": [
-        "Communication time looks large in the per-rank summary.",
-        "Scaling from 1 to {world} GPUs gave well under {world}x throughput.",
-        "Step time is higher than the team's estimate for this model size.",
-    ],
-    "recompilation": [
-        "Throughput numbers for this run are erratic; the average is far below the best steps.",
-        "nvidia-smi shows the GPUs well under full utilisation throughout the run.",
-        "Every rank reports the same disappointing samples/s; nothing looks broken.",
-    ],
-    "healthy": [
-        "A teammate wants a second opinion before the job is launched at scale.",
-        "Step time is higher than the team's estimate for this model size.",
-        "Communication time looks large in the per-rank summary.",
-        "GPU utilisation dips once per step on every rank at the same moment.",
-    ],
+
+# ------------------------------------------------------------------------------------------------
+# workload families and the framings: every family hosts every scenario that can happen in it
+# (healthy included), and a trace's prompt is drawn from its family's pools, never its scenario's
+# ------------------------------------------------------------------------------------------------
+FAMILIES = ("ddp", "ddp_compile", "pp", "decode")
+# scenario -> (family, weight): the family a trace of this scenario is drawn from
+HOSTS: dict[str, tuple[tuple[str, float], ...]] = {
+    "exposed-allreduce": (("ddp", 0.5), ("ddp_compile", 0.5)),
+    "input-starvation": (("ddp", 0.35), ("ddp_compile", 0.35), ("pp", 0.3)),
+    "launch-bound": (("decode", 1.0),),
+    "straggler": (("ddp", 0.5), ("ddp_compile", 0.5)),
+    "memory-bound-kernel": (("ddp", 0.5), ("ddp_compile", 0.5)),
+    "sync-stalls": (("ddp", 0.3), ("ddp_compile", 0.3), ("decode", 0.4)),
+    "pipeline-bubbles": (("pp", 1.0),),
+    "allocator-stalls": (("ddp", 0.25), ("ddp_compile", 0.25), ("pp", 0.25), ("decode", 0.25)),
+    "bandwidth-bound-collective": (("ddp", 0.5), ("ddp_compile", 0.5)),
+    "recompilation": (("ddp_compile", 1.0),),
+    "healthy": (("ddp", 0.25), ("ddp_compile", 0.25), ("pp", 0.25), ("decode", 0.25)),
 }
 
+# neutral symptom wordings per family (none names a cause); every scenario of the family draws
+# from the same list
+SYMPTOMS: dict[str, list[str]] = {
+    "ddp": [
+        "Scaling from 1 to {world} GPUs gave well under {world}x throughput.",
+        "Step time is higher than the team's estimate for this model size.",
+        "Communication time looks large in the per-rank summary.",
+        "GPU utilisation dips once per step on every rank.",
+        "The job got slower this week; the diff touched only configuration.",
+        "MFU is poor although every GEMM on the timeline looks efficient.",
+        "A teammate wants a second opinion before the job is launched at scale.",
+        "nvidia-smi shows the GPUs well under full utilisation.",
+    ],
+    "pp": [
+        "Adding pipeline stages did not speed the job up as much as hoped.",
+        "Per-GPU utilisation differs between ranks of the same job.",
+        "MFU is poor although every GEMM on the timeline looks efficient.",
+        "Step time is higher than the team's estimate for this model size.",
+        "A teammate wants a second opinion before the job is launched at scale.",
+        "nvidia-smi shows the GPUs well under full utilisation.",
+    ],
+    "decode": [
+        "Tokens per second barely changed after moving to a faster GPU.",
+        "Per-token latency is higher than the weight-streaming estimate predicts.",
+        "GPU utilisation reads lower than expected for a decode server.",
+        "A teammate wants a second opinion before the server takes traffic.",
+        "Latency got worse after last sprint's changes to the serving loop.",
+        "One CPU core sits near 100 % while the server runs.",
+    ],
+}
+SYMPTOMS["ddp_compile"] = SYMPTOMS["ddp"]
+
+# colleague theories, each pointing at one scenario; a family's pool holds the theories of every
+# scenario it hosts, and the theory shown is drawn from the pool independently of the scenario,
+# so it is right about as often as any other line of the pool
+THEORY_TEXT: dict[str, str] = {
+    "exposed-allreduce": "A colleague thinks DDP is not overlapping the all-reduce.",
+    "input-starvation": "A colleague thinks the data loader cannot keep up.",
+    "launch-bound": "A colleague suspects kernel launch overhead.",
+    "straggler": "A colleague is sure one slow node holds everyone back.",
+    "memory-bound-kernel": "A colleague thinks attention is memory-bound.",
+    "sync-stalls": "A colleague suspects host-device syncs.",
+    "pipeline-bubbles": "A colleague blames the pipeline schedule.",
+    "allocator-stalls": "A colleague suspects the caching allocator.",
+    "bandwidth-bound-collective": "A colleague is sure the all-reduce is simply too big.",
+    "recompilation": "A colleague blames torch.compile recompiling.",
+    "healthy": "A colleague thinks there is nothing left to win here.",
+}
+
+
+def family_scenarios(family: str) -> list[str]:
+    return [s for s, hosts in HOSTS.items() if any(f == family for f, _ in hosts)]
+
+
 THEORIES: dict[str, list[str | None]] = {
-    "exposed-allreduce": [
-        None,
-        "A colleague thinks the interconnect is saturated and wants faster links.",
-        "A colleague suspects one slow node.",
-    ],
-    "input-starvation": [
-        None,
-        "A colleague blames torch.compile recompiling on new shapes.",
-        "A colleague thinks the kernels are memory-bound.",
-    ],
-    "launch-bound": [
-        None,
-        "A colleague wants to buy faster GPUs.",
-        "A colleague thinks the attention kernel is memory-bound.",
-    ],
-    "straggler": [
-        None,
-        "A colleague is sure the all-reduce is simply too big for NVLink.",
-        "A colleague thinks the network is saturated.",
-    ],
-    "memory-bound-kernel": [
-        None,
-        "A colleague thinks the GEMMs are badly tuned.",
-        "A colleague suspects kernel launch overhead.",
-    ],
-    "sync-stalls": [
-        None,
-        "A colleague suspects launch overhead.",
-        "A colleague thinks data loading got slower.",
-    ],
-    "pipeline-bubbles": [
-        None,
-        "A colleague thinks stage 0 is a straggler.",
-        "A colleague blames the point-to-point sends.",
-    ],
-    "allocator-stalls": [
-        None,
-        "A colleague thinks the data loader is the problem.",
-        "A colleague suspects host-device syncs.",
-    ],
-    "bandwidth-bound-collective": [
-        None,
-        "A colleague suspects one slow node is holding everyone back.",
-        "A colleague thinks DDP is not overlapping.",
-    ],
-    "recompilation": [
-        None,
-        "A colleague thinks the data loader cannot keep up.",
-        "A colleague suspects the allocator.",
-    ],
-    "healthy": [
-        None,
-        "A colleague thinks the all-reduce is exposed.",
-        "A colleague is sure there is a straggler.",
-    ],
+    fam: [None, *(THEORY_TEXT[s] for s in family_scenarios(fam))] for fam in FAMILIES
 }

@@ -42,10 +42,21 @@ def _tid_os(rank: int, tid: int) -> int:
     return {MAIN: base, WORKER0: base + 11, WORKER1: base + 12}[tid]
 
 
-def _events_for_rank(trace: Trace, rank: int, pid_gpu: int, flow_base: int) -> list[dict]:
+def _rank_idx(trace: Trace, rank: int, workers: bool) -> np.ndarray:
+    """Event indices of one rank; without DataLoader worker rows for a Kineto-shaped export (the
+    workers are other processes, which torch.profiler does not trace)."""
     c = trace.cols
     m = c["rank"] == rank
-    idx = np.flatnonzero(m)
+    if not workers:
+        m &= (c["tid"] != WORKER0) & (c["tid"] != WORKER1)
+    return np.flatnonzero(m)
+
+
+def _events_for_rank(
+    trace: Trace, rank: int, pid_gpu: int, flow_base: int, workers: bool = True
+) -> list[dict]:
+    c = trace.cols
+    idx = _rank_idx(trace, rank, workers)
     names, args = trace.names, trace.args
     ts = _us(c["ts"][idx])
     dur = _us(c["dur"][idx])
@@ -114,7 +125,26 @@ def _events_for_rank(trace: Trace, rank: int, pid_gpu: int, flow_base: int) -> l
         out.append(ev)
     present = set(np.unique(c["tid"][idx]).tolist())
     out.extend(_meta_events(rank, pid_gpu, present))
+    if not workers or rank == 0:
+        out.extend(_profiler_marks(trace, rank))
     return out
+
+
+def _profiler_marks(trace: Trace, rank: int) -> list[dict]:
+    """Kineto's profiler span and its instants: the capture window (one per file: rank 0 only in
+    the merged Perfetto file, where copies would overlap on one track)."""
+    c = trace.cols
+    t0 = int(c["ts"].min()) - 1_000_000
+    t1 = int((c["ts"] + c["dur"]).max()) + 500_000
+    a, b = round(t0 / 1000, 3), round(t1 / 1000, 3)
+    return [
+        {"ph": "X", "cat": "Trace", "ts": a, "dur": round(b - a, 3), "pid": "Spans",
+         "tid": "PyTorch Profiler", "name": "PyTorch Profiler (0)", "args": {"Op count": 0}},
+        {"name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g", "cat": "Trace",
+         "pid": "Traces", "tid": "Trace PyTorch Profiler", "ts": a},
+        {"name": "Record Window End", "ph": "i", "s": "g", "cat": "Trace", "pid": "", "tid": "",
+         "ts": b},
+    ]  # fmt: skip
 
 
 def _meta_events(rank: int, pid_gpu: int, present: set[int]) -> list[dict]:
@@ -159,21 +189,48 @@ def _dist_info(trace: Trace, rank: int) -> dict:
                 "ranks": list(range(w)),
             }
         ],
-        "nccl_version": "2.21.5",
+        # the kernel names are NCCL's pre-2.19 ones (ncclKernel_AllReduce_RING_LL_Sum_float)
+        "nccl_version": NCCL_VERSION,
     }
+
+
+NCCL_VERSION = "2.18.3"
+# deviceProperties as the CUDA / HIP runtime reports them (cudaGetDeviceProperties)
+_DEVICE = {
+    "a100": ("NVIDIA A100-SXM4-80GB", 85_031_714_816, 8, 0, 108, 49152, 166912, 167936, 2048),
+    "h100": ("NVIDIA H100 80GB HBM3", 85_045_870_592, 9, 0, 132, 49152, 232448, 233472, 2048),
+    "h200": ("NVIDIA H200", 150_110_011_392, 9, 0, 132, 49152, 232448, 233472, 2048),
+    "mi300x": ("AMD Instinct MI300X", 206_141_652_992, 9, 4, 304, 65536, 65536, 65536, 2048),
+}
 
 
 def _device_props(trace: Trace, rank: int) -> list[dict]:
     hw = trace.hw
+    name, mem, major, minor, sms, smem_blk, smem_optin, smem_sm, thr_sm = _DEVICE[hw.key]
     return [
         {
             "id": rank,
-            "name": hw.name,
-            "totalGlobalMem": int(hw.hbm_gb * 1e9),
-            "numSms": hw.num_sms,
+            "name": name,
+            "totalGlobalMem": mem,
+            "computeMajor": major,
+            "computeMinor": minor,
+            "maxThreadsPerBlock": 1024,
+            "maxThreadsPerMultiprocessor": thr_sm,
+            "regsPerBlock": 65536,
             "warpSize": 64 if hw.vendor == "amd" else 32,
+            "sharedMemPerBlock": smem_blk,
+            "numSms": sms,
+            "regsPerMultiprocessor": 65536,
+            "sharedMemPerBlockOptin": smem_optin,
+            "sharedMemPerMultiprocessor": smem_sm,
         }
     ]
+
+
+def _base_time_ns(trace: Trace) -> int:
+    """A capture time that differs per trace and says nothing about the scenario."""
+    h = zlib.crc32(f"{trace.seed}/{trace.hardware}/{trace.framing}".encode())
+    return 1_710_000_000_000_000_000 + (h % 40_000_000) * 1_000_000_000
 
 
 def _perfetto_head(trace: Trace) -> dict:
@@ -182,7 +239,7 @@ def _perfetto_head(trace: Trace) -> dict:
         "deviceProperties": [_device_props(trace, r)[0] for r in range(trace.world)],
         "distributedInfo": _dist_info(trace, 0),
         "displayTimeUnit": "ms",
-        "baseTimeNanoseconds": 1_700_000_000_000_000_000,
+        "baseTimeNanoseconds": _base_time_ns(trace),
     }
 
 
@@ -192,7 +249,7 @@ def _hta_head(trace: Trace, r: int) -> dict:
         "distributedInfo": _dist_info(trace, r),
         "deviceProperties": _device_props(trace, r),
         "displayTimeUnit": "ms",
-        "baseTimeNanoseconds": 1_700_000_000_000_000_000,
+        "baseTimeNanoseconds": _base_time_ns(trace),
     }
 
 
@@ -207,7 +264,7 @@ def to_hta(trace: Trace) -> dict[int, dict]:
     return {
         r: {
             **_hta_head(trace, r),
-            "traceEvents": _events_for_rank(trace, r, pid_gpu=r, flow_base=0),
+            "traceEvents": _events_for_rank(trace, r, pid_gpu=r, flow_base=0, workers=False),
         }
         for r in range(trace.world)
     }
@@ -228,7 +285,9 @@ def _json_list(a: np.ndarray) -> list[str]:
     return orjson.dumps(a.tolist())[1:-1].decode().split(",")
 
 
-def _events_json(trace: Trace, rank: int, pid_gpu: int, flow_base: int) -> list[str]:
+def _events_json(
+    trace: Trace, rank: int, pid_gpu: int, flow_base: int, workers: bool = True
+) -> list[str]:
     """The same events as `_events_for_rank`, written straight to JSON text.
 
     No dict per event: names and argument templates are encoded once per trace, the static
@@ -237,7 +296,7 @@ def _events_json(trace: Trace, rank: int, pid_gpu: int, flow_base: int) -> list[
     of event is one comprehension over column lists. Parses to exactly what `_events_for_rank`
     returns (a test pins this)."""
     c = trace.cols
-    idx = np.flatnonzero(c["rank"] == rank)
+    idx = _rank_idx(trace, rank, workers)
     n = len(idx)
     dumps_ = orjson.dumps
     tid = c["tid"][idx].astype(np.int64)
@@ -351,18 +410,13 @@ def _events_json(trace: Trace, rank: int, pid_gpu: int, flow_base: int) -> list[
     return slots[keep].tolist()
 
 
-def _meta_json(trace: Trace, rank: int, pid_gpu: int) -> list[str]:
+def _meta_json(trace: Trace, rank: int, pid_gpu: int, workers: bool = True) -> list[str]:
     # metadata rows are few: reuse the dict path for them (they come last in the event list)
-    n_meta = 6 + 2 * len(np.unique(trace.cols["tid"][trace.cols["rank"] == rank]))
-    sub = _events_for_rank_meta(trace, rank, pid_gpu)
-    assert len(sub) == n_meta
+    idx = _rank_idx(trace, rank, workers)
+    sub = _meta_events(rank, pid_gpu, set(np.unique(trace.cols["tid"][idx]).tolist()))
+    if not workers or rank == 0:
+        sub += _profiler_marks(trace, rank)
     return [orjson.dumps(e).decode() for e in sub]
-
-
-def _events_for_rank_meta(trace: Trace, rank: int, pid_gpu: int) -> list[dict]:
-    c = trace.cols
-    idx = np.flatnonzero(c["rank"] == rank)
-    return _meta_events(rank, pid_gpu, set(np.unique(c["tid"][idx]).tolist()))
 
 
 def _head_json(obj: dict) -> bytes:
@@ -381,7 +435,8 @@ def perfetto_bytes(trace: Trace) -> bytes:
 def hta_bytes(trace: Trace) -> dict[int, bytes]:
     out = {}
     for r in range(trace.world):
-        parts = _events_json(trace, r, pid_gpu=r, flow_base=0) + _meta_json(trace, r, pid_gpu=r)
+        parts = _events_json(trace, r, pid_gpu=r, flow_base=0, workers=False)
+        parts += _meta_json(trace, r, pid_gpu=r, workers=False)
         out[r] = _head_json(_hta_head(trace, r)) + ",".join(parts).encode() + b"]}"
     return out
 

@@ -21,6 +21,9 @@ DROPOUT = f"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<{_B
 MUL = f"void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<{_BF}, {_BF}, {_BF}, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2> >(int, at::native::AUnaryFunctor<{_BF}, {_BF}, {_BF}, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2>)"  # noqa: E501
 MASKED_SCALE = f"void at::native::(anonymous namespace)::masked_scale_kernel<bool, {_BF}, float>(at::Tensor&, at::Tensor const&, at::Tensor const&, float)::{{lambda({_BF}, bool)#1}}"  # noqa: E501
 ADAM = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, double*, double*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, double*, double*)"  # noqa: E501
+ACC_GRAD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"  # noqa: E501
+BIAS_GRAD = f"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<{_BF}, at::native::func_wrapper_t<{_BF}, at::native::sum_functor<{_BF}, float, {_BF}>::operator()(at::TensorIterator&)::{{lambda(float, float)#1}}>, unsigned int, {_BF}, 4> >(at::native::ReduceOp<{_BF}, at::native::func_wrapper_t<{_BF}, at::native::sum_functor<{_BF}, float, {_BF}>::operator()(at::TensorIterator&)::{{lambda(float, float)#1}}>, unsigned int, {_BF}, 4>)"  # noqa: E501
+CAST = "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)"  # noqa: E501
 RMSNORM = "void vllm::rms_norm_kernel<c10::BFloat16, 8, 4>(c10::BFloat16*, c10::BFloat16 const*, long, c10::BFloat16 const*, float, int, int)"  # noqa: E501
 ROTARY = "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, int, long, long, long, int, int, int)"  # noqa: E501
 SILU_MUL = "void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloat16 vllm::silu_kernel<c10::BFloat16>(c10::BFloat16 const&)), true>(c10::BFloat16*, c10::BFloat16 const*, int)"  # noqa: E501
@@ -92,6 +95,8 @@ class UnitBuilder:
         self._launch = it.n(rt(hw, "LaunchKernel"))
         self._memcpy = it.n(rt(hw, "MemcpyAsync"))
         self._memset = it.n(rt(hw, "MemsetAsync"))
+        # hipBLASLt / Tensile GEMMs go through the extended module launch on ROCm
+        self._gemm_launch = it.n("hipExtModuleLaunchKernel") if hw.vendor == "amd" else self._launch
         self._kaid: dict[str, int] = {}
 
     def _kargs(self, kname: str, grid, block) -> int:
@@ -118,11 +123,11 @@ class UnitBuilder:
         dims=None,
         grid=(1024, 1, 1),
         block=(256, 1, 1),
+        itype: str = "c10::BFloat16",
+        launch: int | None = None,
     ) -> None:
         it = self.it
-        oaid = (
-            it.a({"Input Dims": dims, "Input type": ["c10::BFloat16"] * len(dims)}) if dims else -1
-        )
+        oaid = it.a({"Input Dims": dims, "Input type": [itype] * len(dims)}) if dims else -1
         self.rows.append(
             (
                 it.n(outer),
@@ -130,7 +135,7 @@ class UnitBuilder:
                 oaid,
                 it.n(inner) if inner else -1,
                 -1,
-                self._launch,
+                self._launch if launch is None else launch,
                 it.n(kname),
                 C_KERN,
                 self._kargs(kname, grid, block),
@@ -161,6 +166,7 @@ class UnitBuilder:
             dims=[[m, kk], [kk, n]],
             grid=(max(1, m // 128), max(1, n // 128), 1),
             block=(384, 1, 1),
+            launch=self._gemm_launch,
         )
 
     def memcpy(self, outer: str, inner: str, name: str, nbytes: int, gbps: float, dims=None):

@@ -71,6 +71,23 @@ class Recorder:
     def __init__(self) -> None:
         self.parts: list[tuple[int, tuple, tuple]] = []  # (n, shape, value per column)
         self.rows: list[tuple] = []  # scalar events, converted in one go at the end
+        # name ids of the op forest around every launch (aten::empty, aten::view, the capture
+        # check): set by the simulator, None records launches bare
+        self.forest: tuple[int, int, int] | None = None
+
+    def add_forest(self, rk, start, pre, ls, L, post, dur_o, depth, ldepth, capt=None) -> None:
+        """The small ops real traces carry around each launch: `aten::empty` for the output
+        before the op's launch path, the allocator's `cudaStreamIsCapturing` just before the
+        launch, and an `aten::view` of the result after it (all nested in the outer op)."""
+        if self.forest is None:
+            return
+        empty, view, capt0 = self.forest
+        capt = capt0 if capt is None else capt
+        h = pre // 2
+        self.add(rk, MAIN, start + 200, h - 400, empty, C_OP, depth + 1)
+        self.add(rk, MAIN, start + h + 100, pre - h - 200, capt, C_RT, ldepth)
+        v0 = ls + L + post // 2 + 150
+        self.add(rk, MAIN, v0, start + dur_o - 150 - v0, view, C_OP, depth + 1)
 
     def add(self, rank, tid, ts, dur, name, cat, depth, corr=0, aid=-1) -> None:
         vals = (rank, tid, ts, dur, name, cat, depth, corr, aid)
@@ -184,6 +201,7 @@ class Sim:
     nccl_end: np.ndarray = None  # type: ignore[assignment]
     ranks: np.ndarray = None  # type: ignore[assignment]
     meta: dict[str, Any] = field(default_factory=dict)
+    _wait_ev: int = 0
 
     def __post_init__(self) -> None:
         z = np.full(self.R, 1_000_000, np.int64)  # traces start at 1 ms
@@ -193,6 +211,10 @@ class Sim:
         self.gpu_scale = np.ones(self.R)
         self.ranks = np.arange(self.R)
         self.launch_us = self.hw.launch_us
+        capt = "hipStreamIsCapturing" if self.hw.vendor == "amd" else "cudaStreamIsCapturing"
+        self.rec.forest = (self.it.n("aten::empty"), self.it.n("aten::view"), self.it.n(capt))
+        self._wait_ev = self.it.n("hipStreamWaitEvent" if self.hw.vendor == "amd" else
+                                  "cudaStreamWaitEvent")  # fmt: skip
 
     # ---- primitive slices -------------------------------------------------------------------
     def slice(self, tid, start, dur, name: str, cat: int, depth: int, aid: int = -1) -> None:
@@ -205,7 +227,10 @@ class Sim:
 
     def launch_lat(self, shape) -> np.ndarray:
         v = self.launch_us * self.rng.lognormal(0.0, 0.22, shape)
-        return (np.clip(v, 4.6, 38.0) * 1000).astype(np.int64)
+        # a rare slow launch (module load, lock contention): the long tail of real traces
+        slow = self.rng.random(shape) < 0.012
+        v = np.where(slow, v * self.rng.uniform(2.5, 12.0, shape), np.clip(v, 4.6, 38.0))
+        return (v * 1000).astype(np.int64)
 
     # ---- a block of launches ----------------------------------------------------------------
     def block(
@@ -251,9 +276,13 @@ class Sim:
             )
         ldepth = np.where(has_in, d + 2, d + 1)[None, :]
         rec.add(rk, MAIN, ls, L, u.launch[None, :], C_RT, ldepth, corr, -1)
+        # before an NCCL launch the comm stream waits on the event recorded after the gradient
+        forest = self.rec.forest
+        capt = np.where(u.stream == NCCL, self._wait_ev, forest[2] if forest else -1)[None, :]
+        rec.add_forest(rk, start, pre, ls, L, post, dur_o, d, ldepth, capt)
         # GPU side
-        g = u.gpu_us[None, :] * self.gpu_scale[:, None] * rng.lognormal(0.0, 0.03, (R, n))
-        g = np.maximum((g * 1000).astype(np.int64), 1500)
+        g = u.gpu_us[None, :] * self.gpu_scale[:, None] * rng.lognormal(-0.036, 0.27, (R, n))
+        g = np.maximum((g * 1000).astype(np.int64), 1800)
         ready = ls + (L * 6) // 10
         comp = u.stream == COMPUTE
         free0 = self.free_c.copy()
@@ -428,8 +457,8 @@ def draw_batch(sim: Sim, u: Units, lead: tuple, scale: np.ndarray | float = 1.0)
     start = np.cumsum(stp, axis=-1) - stp
     ready = start + pre + (L * 6) // 10
     sc = np.asarray(scale, float)[..., None]
-    g = u.gpu_us * sc * rng.lognormal(0.0, 0.03, shape)
-    g = np.maximum((g * 1000).astype(np.int64), 1500)
+    g = u.gpu_us * sc * rng.lognormal(-0.036, 0.27, shape)
+    g = np.maximum((g * 1000).astype(np.int64), 1800)
     kg = rng.integers(900, 2600, shape)
     sg = g + kg
     G = np.cumsum(sg, axis=-1) - sg
@@ -483,6 +512,7 @@ def emit_batch(
                 u.iaid[has_in])  # fmt: skip
     ldepth = np.where(has_in, depth + 2, depth + 1)
     rec.add(rk, MAIN, ls, L, u.launch, C_RT, ldepth, corr, -1)
+    rec.add_forest(rk, st, pre, ls, L, post, pre + L + post, depth, ldepth)
     kst = G + np.maximum(free0, t0 + cumD)
     rec.add(rk, COMPUTE, kst, g, u.kname, u.kcat, 0, corr, u.kaid)
 

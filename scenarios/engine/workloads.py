@@ -3,6 +3,7 @@ per-scenario injections. Every function returns a finished `Sim` plus a workload
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ from . import kernels as K
 from .hardware import Hardware
 from .kernels import UnitBuilder
 from .model import (
+    _UF,
     C_ANN,
     C_KERN,
     C_OP,
@@ -34,42 +36,43 @@ LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 # ------------------------------------------------------------------------------------------------
 # data-parallel training
 # ------------------------------------------------------------------------------------------------
-def ddp_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
+def ddp_params(rng: np.random.Generator, slug: str, hw: Hardware, family: str = "ddp") -> dict:
+    """Sizes of a data-parallel decoder job. Rank count, depth, width, gradient dtype, attention
+    implementation and step count come from one distribution whatever the scenario; only the
+    per-GPU batch follows the (communication ÷ compute) ratio the scenario needs."""
     p: dict[str, Any] = {
-        "world": 8 if rng.random() < 0.8 else 4,
+        "world": 8 if rng.random() < 0.75 else 4,
         "layers": int(rng.integers(6, 11)),
         "hidden": int(rng.choice([2048, 3072, 4096])),
-        "batch": int(rng.choice([2, 4, 8])),
-        "seq": int(rng.choice([1024, 2048])),
-        "steps": int(rng.integers(6, 9)),
-        "grad_dtype": "BFloat16",
+        "batch": 1,
+        "seq": 2048,
+        "steps": int(rng.integers(7, 10)),
+        "grad_dtype": "Float" if rng.random() < 0.4 else "BFloat16",
         "mfu_eff": float(rng.uniform(0.55, 0.7)),
         "busbw_eff": float(rng.uniform(0.96, 1.02)),
         "overlap": True,
         "workers": int(rng.choice([4, 6, 8])),
         "data_ms": 0.0,
+        "compiled": family == "ddp_compile",
+        "unfused": rng.random() < 0.4,
+        "score_fp32": rng.random() < 0.5,
+        "loss_sync": rng.random() < 0.5,  # a `.nonzero()` on the labels once per step
+        "first_step": int(rng.choice([2, 4, 5, 10, 101, 550, 1009, 2001])),
     }
     # size the per-GPU batch so that (all-reduce time) / (compute time) lands in a range that
     # fits the scenario: well hidden for most, exposed-but-hideable, or longer than backward
     ratio = {
-        "exposed-allreduce": (0.22, 0.45),
+        "exposed-allreduce": (0.2, 0.45),
         "bandwidth-bound-collective": (1.0, 1.5),
-        "straggler": (0.12, 0.2),
-        "sync-stalls": (0.3, 0.5),
-    }.get(slug, (0.08, 0.25))
-    if slug == "straggler":
-        # few, even buckets, the last one issued no smaller than the others: HTA's straggler
-        # analysis only looks at comm kernels >= 1 % of the iteration and takes the last one per
-        # rank, and the slow rank's kernels are pure transfer time (it never waits)
-        nb = 3 if p["layers"] >= 8 else 2
-        base, rem = divmod(p["layers"], nb)
-        p["bucket_plan"] = [base] * (nb - rem) + [base + 1] * rem
+        "straggler": (0.1, 0.22),
+    }.get(slug, (0.06, 0.22))
+    # DDP's gradient buckets: few, even, the last one no smaller than the others (HTA's straggler
+    # analysis only looks at comm kernels >= 1 % of the iteration and takes the last per rank)
+    nb = 4 if p["layers"] >= 8 else 3
+    base, rem = divmod(p["layers"], nb)
+    p["bucket_plan"] = [base] * (nb - rem) + [base + 1] * rem
     if slug == "exposed-allreduce":
         p["overlap"] = False
-        p["grad_dtype"] = str(rng.choice(["BFloat16", "Float"]))
-    elif slug == "bandwidth-bound-collective":
-        p["hidden"] = 4096
-        p["grad_dtype"] = "Float"
     gsize = 4 if p["grad_dtype"] == "Float" else 2
     busbw = hw.achievable_busbw_gbps * 1e9
     r = float(rng.uniform(*ratio))
@@ -77,12 +80,14 @@ def ddp_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
     p["seq"] = 2048 if tokens >= 2048 else (1024 if tokens >= 1024 else 512)
     p["batch"] = int(max(1, min(32, round(tokens / p["seq"]))))
     if slug == "memory-bound-kernel":
-        p["seq"] = 4096
-        p["batch"] = int(rng.choice([1, 2]))
-        p["hidden"] = int(rng.choice([3072, 4096]))
-    elif slug == "recompilation":
-        p["world"] = 4
-        p["steps"] = int(rng.integers(7, 10))
+        # unfused attention in fp32 over sequences twice the width: the score chain dominates
+        p["unfused"], p["score_fp32"] = True, True
+        p["seq"], p["batch"] = 2 * p["hidden"], 1
+    elif p["unfused"]:
+        # unfused attention that does not dominate: sequences well under the width, same tokens
+        tok = p["seq"] * p["batch"]
+        p["seq"] = 512 if p["hidden"] <= 2048 or p["score_fp32"] else 1024
+        p["batch"] = max(1, tok // p["seq"])
     return p
 
 
@@ -100,20 +105,27 @@ def _layer_fwd(
     hbm = hw.hbm_tbps * 1e12 * 0.82
     ew = lambda nbytes: nbytes / hbm * 1e6 + 3.0  # noqa: E731
     act = t * d * 2
+    # the layer norm's fp32 weight and bias cast for the bf16 autocast region: tiny copies
+    for _ in range(2):
+        b.k("aten::to", "aten::_to_copy", K.CAST, 1.3 + d * 6 / hbm * 1e6, 7, dims=[[d]],
+            itype="float")  # fmt: skip
     ln = K.TRITON["ln"] if compiled else K.LN_FWD
     b.k("aten::layer_norm", "aten::native_layer_norm", ln, ew(2 * act), dims=[[t, d], [d], [d]])
     b.gemm("aten::linear", "aten::addmm", t, 3 * d, d, tf, 0)
     if unfused:
         heads, s = d // 128, p["seq"]
         elems = p["batch"] * heads * s * s
-        sb = elems * 2
+        sb = elems * (4 if p.get("score_fp32") else 2)
+        ity = "float" if p.get("score_fp32") else "c10::BFloat16"
         tf_bmm = tf * 0.8
         b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 2)
         dims = [[p["batch"], heads, s, s]]
-        b.k("aten::mul", None, K.MUL, ew(2 * sb), dims=dims)
-        b.k("aten::masked_fill", "aten::masked_fill_", K.MASKED_FILL, ew(2.25 * sb), dims=dims)
-        b.k("aten::softmax", "aten::_softmax", K.SOFTMAX, ew(2 * sb), dims=dims)
-        b.k("aten::dropout", "aten::native_dropout", K.DROPOUT, ew(2.5 * sb), dims=dims)
+        b.k("aten::mul", None, K.MUL, ew(2 * sb), dims=dims, itype=ity)
+        b.k("aten::masked_fill", "aten::masked_fill_", K.MASKED_FILL, ew(2.25 * sb), dims=dims,
+            itype=ity)  # fmt: skip
+        b.k("aten::softmax", "aten::_softmax", K.SOFTMAX, ew(2 * sb), dims=dims, itype=ity)
+        b.k("aten::dropout", "aten::native_dropout", K.DROPOUT, ew(2.5 * sb), dims=dims,
+            itype=ity)  # fmt: skip
         b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1)
     else:
         fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.8 * 1e12) * 1e6 + 5
@@ -179,7 +191,8 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
     b.gemm(ev + "AddmmBackward0", "aten::mm", d, d, t, tf, 2, 18)
     if unfused:
         heads, s = d // 128, p["seq"]
-        sb = p["batch"] * heads * s * s * 2
+        sb = p["batch"] * heads * s * s * (4 if p.get("score_fp32") else 2)
+        ity = "float" if p.get("score_fp32") else "c10::BFloat16"
         dims = [[p["batch"], heads, s, s]]
         tf_bmm = tf * 0.8
         for _ in range(2):
@@ -191,6 +204,7 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
             ew(2.5 * sb),
             16,
             dims=dims,
+            itype=ity,
         )
         b.k(
             ev + "SoftmaxBackward0",
@@ -199,8 +213,9 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
             ew(3 * sb),
             16,
             dims=dims,
+            itype=ity,
         )
-        b.k(ev + "MulBackward0", "aten::mul", K.MUL, ew(2 * sb), 12, dims=dims)
+        b.k(ev + "MulBackward0", "aten::mul", K.MUL, ew(2 * sb), 12, dims=dims, itype=ity)
         for _ in range(2):
             b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1, 18)
     else:
@@ -216,6 +231,13 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
         )
     b.gemm(ev + "AddmmBackward0", "aten::mm", t, d, 3 * d, tf, 1, 20)
     b.gemm(ev + "AddmmBackward0", "aten::mm", 3 * d, d, t, tf, 2, 18)
+    # bias gradients (small reductions) and the per-parameter gradient accumulation: the tiny
+    # kernels of a real backward
+    b.k(ev + "AddmmBackward0", "aten::sum", K.BIAS_GRAD, 2.5 + t * d * 2 / hbm * 1e6 * 0.2, 9)
+    b.k(ev + "NativeLayerNormBackward0", None, K.LN_GB, 2.0 + d * 4 / hbm * 1e6, 8)
+    for _ in range(6):
+        b.k("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", "aten::add_",
+            K.ACC_GRAD, 1.2 + d * 8 / hbm * 1e6, 6, dims=[[d], [d]])  # fmt: skip
     b.k(
         ev + "NativeLayerNormBackward0",
         "aten::native_layer_norm_backward",
@@ -233,8 +255,7 @@ def allreduce_us(nbytes: float, world: int, hw: Hardware, eff: float) -> float:
 def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p: dict) -> Sim:
     R, L, d = p["world"], p["layers"], p["hidden"]
     sim = Sim(R, hw, rng, it)
-    unfused = slug == "memory-bound-kernel"
-    compiled = slug == "recompilation"
+    unfused, compiled = bool(p["unfused"]), bool(p["compiled"])
     gsize = K.DTYPE_BYTES[p["grad_dtype"]]
     layer_params = 12 * d * d + 4 * d
     p["params"] = layer_params * L
@@ -275,9 +296,10 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
             bwd.nccl("allreduce", layer_params * pending, p["grad_dtype"], R, t_b, ranks)
             pending = 0
     comm = ub()
-    if not p["overlap"]:
-        for _ in range(L):
-            comm.nccl("allreduce", layer_params, p["grad_dtype"], R, t_layer, ranks)
+    if not p["overlap"]:  # the same buckets, reduced by hand after backward
+        for nl in p["bucket_plan"]:
+            t_b = allreduce_us(layer_params * nl * gsize, R, hw, p["busbw_eff"])
+            comm.nccl("allreduce", layer_params * nl, p["grad_dtype"], R, t_b, ranks)
     opt = ub()
     opt_bytes = p["params"] * 16
     for _ in range(4):
@@ -343,16 +365,17 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
     # shapes for the compiled workload: new sequence lengths appear on a few steps
     shapes = [p["seq"]] * p["steps"]
     compile_steps: set[int] = set()
-    if compiled:
+    if slug == "recompilation":
         n_new = int(rng.integers(2, 4))
         choices = rng.choice(np.arange(1, p["steps"]), size=n_new, replace=False)
         compile_steps = {int(c) for c in choices}
         lens = [p["seq"]]
         for s in range(p["steps"]):
             if s in compile_steps:
-                new = int(rng.choice([1536, 1792, 2304, 2560, 3072]))
+                # a new sequence length near the usual one (variable-length batches)
+                new = int(p["seq"] * rng.choice([0.75, 0.875, 1.125, 1.25, 1.375]))
                 while new in lens:
-                    new += 128
+                    new += 64
                 lens.append(new)
                 shapes[s] = new
             else:
@@ -360,7 +383,12 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
     p["shapes"] = shapes
     p["compile_steps"] = sorted(compile_steps)
     sync_every_layer = slug == "sync-stalls"
-    sync_host_ms = float(rng.uniform(1.0, 3.0)) if sync_every_layer else 0.0
+    # host work after each read-back (routing on the CPU): enough to show on every step
+    sync_host_ms = (
+        max(float(rng.uniform(1.0, 3.0)), comp_step_ms * float(rng.uniform(0.015, 0.03)))
+        if sync_every_layer
+        else 0.0
+    )
     alloc = slug == "allocator-stalls"
     n_alloc = int(rng.integers(3, 7))
     # ms-scale cudaMalloc (HTA's AlexNet sample: median 5.5 ms), sized so the stall matters
@@ -396,10 +424,10 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
 
     if sync_every_layer:  # per-layer templates, built once (they do not depend on the step)
         a_ = UnitBuilder(it, hw)
-        _layer_fwd(a_, p, hw, unfused=False, compiled=False, sync_layer=True)
+        _layer_fwd(a_, p, hw, unfused=unfused, compiled=compiled, sync_layer=True)
         U_attn = Units.build(a_.rows)
         m_ = UnitBuilder(it, hw)
-        _layer_fwd_mlp(m_, p, hw, compiled=False)
+        _layer_fwd_mlp(m_, p, hw, compiled=compiled)
         U_mlp = Units.build(m_.rows)
         U_mlp_last = Units.build(m_.rows + fwd.rows[-3:])
     cl_id = 0
@@ -419,6 +447,7 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
         consumed.append(sim.cpu.copy())
         # 2 copy in
         h = Units.build(_h2d_rows(it, hw, p, shapes[s]))
+        sim.cpu_op("aten::empty_strided", rng.integers(3000, 9000, R), 1)
         sim.block(h, depth=1)
         if alloc:
             for _ in range(n_alloc):
@@ -427,7 +456,16 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
                 sim.slice(MAIN, sim.cpu + 2000, dur, K.rt(hw, "Malloc"), C_RT, 2)
                 sim.cpu = sim.cpu + dur + 4000 + rng.integers(3000, 9000, R)
         # 3 forward
-        if compiled:
+        if sync_every_layer:
+            t_f = sim.cpu.copy()
+            sim.cpu = sim.cpu + 1000
+            host_us = sync_host_ms * 1000 * rng.uniform(0.7, 1.3, L)
+            sync_chain(sim, U_attn, U_mlp, L, 2, host_us, op="aten::nonzero",
+                       inner="aten::count_nonzero", dims=[[t, 8]])  # fmt: skip
+            sim.block(U_mlp_last, depth=2)
+            sim.slice(MAIN, t_f, sim.cpu - t_f, "DistributedDataParallel.forward", C_ANN, 1)
+            sim.cpu = sim.cpu + 2000
+        elif compiled:
             t_reg = sim.cpu.copy()
             sim.cpu = sim.cpu + 1000
             sim.cpu_op("TorchDynamo Cache Lookup", rng.integers(25_000, 70_000, R), 2)
@@ -452,33 +490,28 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
             region = f"Torch-Compiled Region: 0/{seen.get(shapes[s], 0)}"
             sim.slice(MAIN, t_reg, sim.cpu - t_reg, region, C_ANN, 1)
             sim.cpu = sim.cpu + 2000
-        elif sync_every_layer:
-            t_f = sim.cpu.copy()
-            sim.cpu = sim.cpu + 1000
-            host_us = sync_host_ms * 1000 * rng.uniform(0.7, 1.3, L)
-            sync_chain(sim, U_attn, U_mlp, L, 2, host_us, op="aten::nonzero",
-                       inner="aten::count_nonzero", dims=[[t, 8]])  # fmt: skip
-            sim.block(U_mlp_last, depth=2)
-            sim.slice(MAIN, t_f, sim.cpu - t_f, "DistributedDataParallel.forward", C_ANN, 1)
-            sim.cpu = sim.cpu + 2000
         else:
             sim.block(U["fwd"], depth=1, ann="DistributedDataParallel.forward")
         # 4 backward (+ bucketed all-reduce)
         sim.block(U["zero"], depth=1)
         sim.block(U["bwd"], depth=1, ann="## backward ##")
-        if "comm" in U:
-            sim.block(U["comm"], depth=1, ann="DistributedDataParallel.reduce_gradients")
+        if "comm" in U:  # gradients all-reduced by hand after backward, one call per layer
+            sim.block(U["comm"], depth=1)
         # 5 optimizer waits for the last all-reduce on the GPU
         sim.gpu_scale = base_scale
         sim.block(U["opt"], depth=1, ann="Optimizer.step#AdamW.step", wait_nccl=True)
-        # 6 the one intended read-back per step (loss for logging)
+        # 6 the one intended read-back per step (loss for logging), and in half the jobs a count
+        # of the non-padding labels for the tokens/s log line
         sim.sync_item(1)
+        if p["loss_sync"]:
+            sim.sync_item(1, op="aten::nonzero", inner="aten::count_nonzero", dims=[[t]])
         if alloc:
             for _ in range(max(2, n_alloc - 1)):
                 dur = (alloc_ms * 6e5 * rng.lognormal(0, 0.35, R)).astype(np.int64)
                 sim.slice(MAIN, sim.cpu, dur, K.rt(hw, "Free"), C_RT, 1)
                 sim.cpu = sim.cpu + dur + rng.integers(3000, 9000, R)
-        sim.slice(MAIN, step_start, sim.cpu - step_start, f"ProfilerStep#{s}", C_ANN, 0)
+        step_name = f"ProfilerStep#{p['first_step'] + s}"
+        sim.slice(MAIN, step_start, sim.cpu - step_start, step_name, C_ANN, 0)
         sim.cpu = sim.cpu + rng.integers(8000, 20000, R)
     p["layer_bytes"] = layer_params * gsize
     p["t_layer_us"] = t_layer
@@ -503,24 +536,25 @@ def _h2d_rows(it: Interner, hw: Hardware, p: dict, seq: int) -> list[tuple]:
 # ------------------------------------------------------------------------------------------------
 # inference decode loop (one rank)
 # ------------------------------------------------------------------------------------------------
-def infer_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
-    if slug == "launch-bound":
-        return {
-            "world": 1,
-            "layers": int(rng.integers(16, 29)),
-            "hidden": int(rng.choice([1536, 2048])),
-            "batch": 1,
-            "steps": int(rng.integers(8, 13)),
-            "cpu_us": float(rng.uniform(18, 32)),
-        }
-    return {
+def infer_params(rng: np.random.Generator, slug: str, hw: Hardware, family: str = "decode") -> dict:
+    """A decode server on one GPU: sizes from one distribution whatever the scenario. A
+    launch-bound loop pays tens of µs of Python per op (hooks, eager dispatch), so its CPU work
+    per layer outgrows the GPU's weight streaming; a lean loop pays a few µs."""
+    p: dict[str, Any] = {
         "world": 1,
         "layers": int(rng.integers(20, 33)),
-        "hidden": int(rng.choice([6144, 8192])),
-        "batch": int(rng.choice([64, 96, 128])),
+        "hidden": int(rng.choice([5120, 6144, 8192])),
+        "batch": int(rng.choice([1, 2, 4, 8, 16, 32, 64])),
         "steps": int(rng.integers(8, 12)),
-        "cpu_us": float(rng.uniform(14, 22)),
+        "cpu_us": float(rng.uniform(4, 8)),
+        "first_step": int(rng.choice([2, 4, 10, 101, 550, 1009])),
     }
+    if slug == "launch-bound":
+        hbm = hw.hbm_tbps * 1e12 * 0.75
+        gpu_layer_us = 32 * p["hidden"] ** 2 / hbm * 1e6 + 30
+        need = gpu_layer_us / 11 - hw.launch_us - 3.5
+        p["cpu_us"] = float(max(20.0, need) * rng.uniform(1.7, 2.6))
+    return p
 
 
 def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p: dict) -> Sim:
@@ -540,6 +574,7 @@ def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner,
             us,
             cpu,
             dims=[[bsz, n_in], [n_in, n_out]],
+            launch=b._gemm_launch if bsz > 8 else None,
         )
 
     b = UnitBuilder(it, hw)
@@ -569,15 +604,55 @@ def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner,
     b.k("aten::argmax", None, K.ARGMAX, 3.0 + bsz * 0.05, cpu)
     U = Units.build(b.rows)
     p["kernels_per_step"] = len(U)
+    per_layer = (len(U) - 4) // p["layers"]
+    h = UnitBuilder(it, hw)
+    h.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)", bsz * 8,
+             hw.pcie_gbps * 0.9, dims=[[bsz, 1]])  # fmt: skip
+    U_in = Units.build(h.rows)
+    sync = slug == "sync-stalls"  # a per-layer read-back (expert routing counts via .item())
+    alloc = slug == "allocator-stalls"  # the KV cache grows through cudaMalloc every step
+    sync_host_us = float(rng.uniform(150, 400))
+    n_alloc = int(rng.integers(3, 6))
+    alloc_ms = max(1.2, float(U.gpu_us.sum()) / 1000 * float(rng.uniform(0.04, 0.08)))
+    parts = [U]
+    if sync:
+        idx = np.arange(len(U))
+        cuts = [1 + per_layer * (li + 1) for li in range(p["layers"])]
+        bounds = [0, *cuts, len(U)]
+        parts = [_take(U, idx[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
     for s in range(p["steps"]):
         t0 = sim.cpu.copy()
-        sim.cpu_op("aten::copy_", rng.integers(15_000, 40_000, 1), 1)
-        sim.block(U, depth=1, ann="## decode ##")
+        sim.cpu_op("aten::empty_strided", rng.integers(3000, 9000, 1), 1)
+        sim.block(U_in, depth=1)  # this step's token ids to the device
+        if alloc:
+            for _ in range(n_alloc):
+                dur = (alloc_ms * 1e6 * rng.lognormal(0, 0.35, 1)).astype(np.int64)
+                sim.slice(MAIN, sim.cpu, dur + 4000, "aten::empty_strided", C_OP, 1)
+                sim.slice(MAIN, sim.cpu + 2000, dur, K.rt(hw, "Malloc"), C_RT, 2)
+                sim.cpu = sim.cpu + dur + 4000 + rng.integers(3000, 9000, 1)
+        t_d = sim.cpu.copy()
+        sim.cpu = sim.cpu + 1000
+        for k, part in enumerate(parts):
+            sim.block(part, depth=2)
+            if sync and k < len(parts) - 1:
+                sim.sync_item(2, op="aten::nonzero", inner="aten::count_nonzero",
+                              dims=[[p["batch"], 8]], host_after_us=sync_host_us)  # fmt: skip
+        sim.slice(MAIN, t_d, sim.cpu - t_d + 1000, "## decode ##", C_ANN, 1)
+        sim.cpu = sim.cpu + 2000
         sim.sync_item(1, op="aten::item")
         sim.cpu_op("sampler.update_state", rng.integers(40_000, 120_000, 1), 1, C_ANN)
-        sim.slice(MAIN, t0, sim.cpu - t0, f"ProfilerStep#{s}", C_ANN, 0)
+        if alloc:
+            for _ in range(n_alloc - 1):
+                dur = (alloc_ms * 6e5 * rng.lognormal(0, 0.35, 1)).astype(np.int64)
+                sim.slice(MAIN, sim.cpu, dur, K.rt(hw, "Free"), C_RT, 1)
+                sim.cpu = sim.cpu + dur + rng.integers(3000, 9000, 1)
+        sim.slice(MAIN, t0, sim.cpu - t0, f"ProfilerStep#{p['first_step'] + s}", C_ANN, 0)
         sim.cpu = sim.cpu + rng.integers(5000, 15000, 1)
     return sim
+
+
+def _take(u: Units, idx: np.ndarray) -> Units:
+    return Units(**{f: getattr(u, f)[idx] for f in _UF})
 
 
 def _gemv(hw: Hardware) -> str:
@@ -589,31 +664,28 @@ def _gemv(hw: Hardware) -> str:
 # ------------------------------------------------------------------------------------------------
 # pipeline-parallel training (1F1B), ranks = stages
 # ------------------------------------------------------------------------------------------------
-def pp_params(rng: np.random.Generator, slug: str, hw: Hardware) -> dict:
-    if slug == "healthy":
-        # a believable healthy pipeline: m ≫ p, bubble (p−1)/(m+p−1) = 3/31..3/35 ≈ 9–10 %;
-        # one layer per stage and 6 steps keep it under ~70k events
-        return {
-            "world": 4,
-            "stages": 4,
-            "micro": int(rng.choice([28, 32])),
-            "hidden": int(rng.choice([4096, 5120, 6144])),
-            "mb_tokens": int(rng.choice([2048, 4096])),
-            "layers_per_stage": 1,
-            "steps": 6,
-            "mfu_eff": float(rng.uniform(0.55, 0.7)),
-        }
-    stages = int(rng.choice([4, 6, 8]))
-    return {
+def pp_params(rng: np.random.Generator, slug: str, hw: Hardware, family: str = "pp") -> dict:
+    """1F1B pipeline training, one stage per rank. Stage count, width and microbatch size come
+    from one distribution; a healthy schedule has m ≫ p (bubble (p−1)/(m+p−1) near 10 %),
+    a bubbly one has m ≤ p."""
+    stages = 6 if rng.random() < 0.3 else 4
+    p: dict[str, Any] = {
         "world": stages,
         "stages": stages,
-        "micro": int(rng.integers(max(2, stages // 2), stages + 1)),
+        "micro": int(rng.integers(28, 33) if stages == 4 else rng.integers(41, 44)),
         "hidden": int(rng.choice([4096, 5120, 6144])),
         "mb_tokens": int(rng.choice([2048, 4096])),
-        "layers_per_stage": int(rng.choice([2, 3, 4])),
-        "steps": int(rng.integers(6, 9)),
+        "layers_per_stage": 1,
+        "steps": 6,
         "mfu_eff": float(rng.uniform(0.55, 0.7)),
+        "first_step": int(rng.choice([2, 4, 5, 10, 101, 550, 1009, 2001])),
+        "workers": int(rng.choice([4, 6, 8])),
     }
+    if slug == "pipeline-bubbles":
+        p["micro"] = int(rng.integers(max(2, stages // 2), stages + 1))
+        p["layers_per_stage"] = int(rng.choice([1, 2]))
+        p["steps"] = int(rng.integers(7, 9))
+    return p
 
 
 def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p: dict) -> Sim:
@@ -727,10 +799,39 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
         22,
     )
     U_adam = Units.build(adam.rows)
-    step_names = [it.n(f"ProfilerStep#{k}") for k in range(S)]
+    step_names = [it.n(f"ProfilerStep#{p['first_step'] + k}") for k in range(S)]
+    starve, alloc = slug == "input-starvation", slug == "allocator-stalls"
+    h2d = UnitBuilder(it, hw)
+    for _ in range(2):
+        h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)",
+                   M * t * 8, hw.pcie_gbps * 0.9, dims=[[M, t]])  # fmt: skip
+    U_in = Units.build(h2d.rows)
+    alloc_frac = float(rng.uniform(0.03, 0.06))
+    n_alloc = int(rng.integers(3, 6))
     for step in range(S):
         t_step = sim.cpu.copy()
-        c0 = (t_step + 5000)[:, None] + op_off[step]  # CPU start of every op
+        # the batch: the loader's __next__ on the main thread (long when the loader starves)
+        sim.cpu = sim.cpu + 1000
+        est = float(gtot[step].sum(axis=1).max())
+        alloc_ms = max(2.5, est / 1e6 * alloc_frac)
+        wait = (
+            np.full(P, est * rng.uniform(0.6, 1.1), np.int64)
+            if starve
+            else rng.integers(120_000, 400_000, P)
+        )
+        fetch = (wait + est) * (0.9 if starve else 0.5)
+        sim.slice(WORKER0, sim.cpu + wait - fetch.astype(np.int64), fetch.astype(np.int64),
+                  "DataLoader worker: fetch batch", C_ANN, 0)  # fmt: skip
+        sim.cpu_op(LOADER, wait, 1, C_ANN)
+        sim.cpu_op("aten::empty_strided", rng.integers(3000, 9000, P), 1)
+        sim.block(U_in, depth=1)  # the microbatches' token ids (and labels) to the device
+        if alloc:
+            for _ in range(n_alloc):
+                dur = (alloc_ms * 1e6 * rng.lognormal(0, 0.35, P)).astype(np.int64)
+                sim.slice(MAIN, sim.cpu, dur + 4000, "aten::empty_strided", C_OP, 1)
+                sim.slice(MAIN, sim.cpu + 2000, dur, K.rt(hw, "Malloc"), C_RT, 2)
+                sim.cpu = sim.cpu + dur + 4000 + rng.integers(3000, 9000, P)
+        c0 = (sim.cpu + 5000)[:, None] + op_off[step]  # CPU start of every op
         blk_t0 = c0 + r_len[step] + 1000
         c0_all[step] = c0
         corr_all[step] = sim.corr[:, None] + corr_off
@@ -791,7 +892,20 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
         # optimizer + the step's read-back, then a barrier-like alignment of step starts
         sim.block(U_adam, depth=1, ann="Optimizer.step#AdamW.step")
         sim.sync_item(1)
+        if alloc:
+            for _ in range(n_alloc - 1):
+                dur = (alloc_ms * 6e5 * rng.lognormal(0, 0.35, P)).astype(np.int64)
+                sim.slice(MAIN, sim.cpu, dur, K.rt(hw, "Free"), C_RT, 1)
+                sim.cpu = sim.cpu + dur + rng.integers(3000, 9000, P)
         t_end = int(sim.cpu.max()) + int(rng.integers(10_000, 30_000))
+        # the stages that finish early wait, visibly, for the loss broadcast from the last one
+        w0, w1 = sim.cpu + 1000, np.full(P, t_end - 7000, np.int64)
+        wait = w1 - w0 > 20_000
+        if wait.any():
+            rk = sim.ranks[wait]
+            sim.rec.add(rk, MAIN, w0[wait], w1[wait] - w0[wait], it.n("nccl:broadcast"), C_ANN, 1)
+            sim.rec.add(rk, MAIN, w0[wait] + 3000, w1[wait] - w0[wait] - 6000,
+                        it.n(K.rt(hw, "StreamSynchronize")), C_RT, 2)  # fmt: skip
         sim.rec.add(sim.ranks, MAIN, t_step, t_end - 5000 - t_step, step_names[step], C_ANN, 0)
         sim.cpu = np.full(P, t_end, np.int64)
 
@@ -803,8 +917,8 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
     for batch, jm in ((FB, jF), (BB, jB)):
         gather = (slice(None), st_, jm)  # (S, P, M) view of per-op arrays
         emit_batch(rec, batch, st_[None], blk_t0[gather], f0_all[gather], blk_corr[gather], 2)
-    ann_f = np.array([it.n(f"## forward mb{i} ##") for i in range(M)])
-    ann_b = np.array([it.n(f"## backward mb{i} ##") for i in range(M)])
+    ann_f = np.full(M, it.n("## forward ##"))
+    ann_b = np.full(M, it.n("## backward ##"))
     rec.add(
         rk3, MAIN, blk_t0 - 1000, blk_len + 2000, np.where(is_f, ann_f[mb], ann_b[mb]), C_ANN, 1
     )

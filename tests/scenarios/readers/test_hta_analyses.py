@@ -235,7 +235,9 @@ def _microbatches(h: Loaded) -> int:
     ta = hta_reader.load(folder)
     names = ta.t.symbol_table.get_sym_table()
     df = ta.t.get_trace(0)
-    sr = df[df["name"].map(lambda i: "SendRecv" in names[i]) & (df["iteration"] == 1)]
+    # the second analysed step (steps are numbered from wherever the profiler started)
+    its = sorted(i for i in df["iteration"].unique().tolist() if i >= 0)
+    sr = df[df["name"].map(lambda i: "SendRecv" in names[i]) & (df["iteration"] == its[1])]
     return len(sr) // 2
 
 

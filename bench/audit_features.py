@@ -1,0 +1,651 @@
+"""Shortcut audit, the shared part: which traces to generate, what a learner could read off a trace
+besides its signature (feature sets), and cross-validated accuracy of simple classifiers on them.
+
+Used by `bench/shortcut_audit.py` (the full audit, >= 40 traces per scenario) and by
+`tests/scenarios/engine/test_shortcut_audit.py` (a small version). Pure: the engine, numpy and
+scikit-learn (a dev dependency); no Django.
+
+Feature sets, each computed with the declared signature removed (the signature names' events are
+dropped before anything is counted, and the signature categories' counts are not used):
+
+* ``prompt``  - bag of words (and word pairs) of everything shown before answering: hardware line,
+  workload line, symptom, colleague's theory;
+* ``names``   - the set of event names in the trace;
+* ``shape``   - counts and shape: events per category and per thread, distinct names, step time and
+  its spread, step count, rank count, threads, nesting depth, per-category duration statistics,
+  argument keys, dtypes and other string arguments, sizes (message elements, input dims, grids),
+  the trace header (device properties, NCCL version, schema);
+* ``all``     - the three together.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from scenarios import engine
+
+CATS_FALLBACK = ["user_annotation", "cpu_op", "cuda_runtime", "kernel", "gpu_memcpy", "gpu_memset"]
+
+# the pairs a learner must not tell apart without reading the signature (issue 12)
+FOIL_PAIRS: tuple[tuple[str, str], ...] = (
+    ("exposed-allreduce", "bandwidth-bound-collective"),
+    ("straggler", "bandwidth-bound-collective"),
+    ("recompilation", "input-starvation"),
+    ("input-starvation", "sync-stalls"),
+    ("sync-stalls", "allocator-stalls"),
+    ("launch-bound", "memory-bound-kernel"),
+)
+
+# targets of issue 12 (accuracy, 0-1): multi-class over all scenarios, and per pair
+TARGETS = {"prompt": 0.25, "names": 0.25, "shape": 0.30, "all": 0.35}
+PAIR_TARGET = 0.65
+FEATURE_SETS = ("prompt", "names", "shape", "all")
+
+
+def all_pairs(slugs: Sequence[str]) -> list[tuple[str, str]]:
+    """The foil pairs plus healthy against every other scenario (lookalike twins are foils too)."""
+    pairs = [p for p in FOIL_PAIRS if p[0] in slugs and p[1] in slugs]
+    twins = getattr(engine.catalog, "TWIN_OF", {}) if hasattr(engine, "catalog") else {}
+    for a, b in twins.items():
+        if a in slugs and b in slugs and (a, b) not in pairs and (b, a) not in pairs:
+            pairs.append((a, b))
+    pairs += [("healthy", s) for s in slugs if s != "healthy" and "healthy" in slugs]
+    return pairs
+
+
+# ------------------------------------------------------------------------------------------------
+# declared signatures
+# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sig:
+    names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    note: str = ""
+
+
+# used only while the engine catalogue has no `signature_of`: the obvious names per scenario
+FALLBACK_SIGNATURES: dict[str, Sig] = {
+    "allocator-stalls": Sig(("cudaMalloc", "cudaFree", "hipMalloc", "hipFree")),
+    "recompilation": Sig(("_compile.compile_inner", "call_user_compiler", "compile_fx")),
+    "sync-stalls": Sig(
+        ("aten::item", "aten::_local_scalar_dense", "cudaStreamSynchronize", "Memcpy DtoH"),
+        ("gpu_memcpy",),
+    ),
+    "input-starvation": Sig(("enumerate(DataLoader)",)),
+}
+
+
+def signatures(slugs: Iterable[str]) -> tuple[dict[str, Sig], str]:
+    """Per scenario, its declared signature, and where it came from ("catalogue" or "fallback")."""
+    try:
+        from scenarios.engine.catalog import signature_of  # type: ignore[attr-defined]
+    except ImportError:
+        return {s: FALLBACK_SIGNATURES.get(s, Sig()) for s in slugs}, "fallback"
+    out = {}
+    for s in slugs:
+        sg = signature_of(s)
+        out[s] = Sig(tuple(sg.names), tuple(sg.categories), str(getattr(sg, "note", "")))
+    return out, "catalogue"
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """Signature names (prefixes) and categories removed from the non-signature features."""
+
+    names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, sigs: dict[str, Sig], slugs: Iterable[str]) -> Exclusion:
+        n: set[str] = set()
+        c: set[str] = set()
+        for s in slugs:
+            n.update(sigs[s].names)
+            c.update(sigs[s].categories)
+        return cls(tuple(sorted(n)), tuple(sorted(c)))
+
+    def drops(self, name: str) -> bool:
+        return bool(self.names) and name.startswith(self.names)
+
+
+# ------------------------------------------------------------------------------------------------
+# generation plan and per-trace summaries (computed once per trace, filtered per exclusion)
+# ------------------------------------------------------------------------------------------------
+HEALTHY_FACTOR = 4
+
+
+def plan(
+    slugs: Sequence[str], per_scenario: int, seed0: int = 9000, healthy_factor: int = HEALTHY_FACTOR
+) -> list[tuple[str, int, str]]:
+    """(scenario, seed, hardware): fixed seeds, hardware cycled so every scenario sees each
+    platform equally often (hardware then carries no information). Healthy gets `healthy_factor`
+    times as many traces: the multi-class audit uses the first `per_scenario` of them, the pairs
+    draw from all of them the healthy traces of the other scenario's workload families."""
+    hws = list(engine.HARDWARE)
+    return [
+        (s, seed0 + i, hws[i % len(hws)])
+        for s in slugs
+        for i in range(per_scenario * (healthy_factor if s == "healthy" else 1))
+    ]
+
+
+def family_of(trace: Any) -> str:
+    """The workload family (ddp, ddp_compile, pp, decode), which the workload line tells the
+    learner anyway; "" when it cannot be told."""
+    fam = getattr(trace, "family", None) or trace.key.facts.get("family")
+    if not fam:
+        fn = getattr(engine, "_family", None)
+        try:
+            fam = fn(trace.scenario, trace.seed) if fn else None
+        except Exception:
+            fam = None
+    if not fam:
+        w = str(trace.prompt.get("workload", ""))
+        fam = (
+            "pp"
+            if "pipeline" in w
+            else "decode"
+            if "decode" in w
+            else "ddp_compile"
+            if "torch.compile" in w
+            else "ddp"
+            if "DDP" in w
+            else ""
+        )
+    return str(fam)
+
+
+@dataclass
+class Group:
+    """Events of one (name, category, thread, args) combination in one trace."""
+
+    name: str
+    cat: str
+    tid: int
+    args: dict | None
+    count: int
+    dur_sum: float
+
+
+@dataclass
+class Summary:
+    scenario: str
+    seed: int
+    hardware: str
+    prompt: str
+    world: int
+    groups: list[Group]
+    steps: list[tuple[str, float]]  # (step annotation name, duration ns), every rank
+    threads_per_rank: float
+    tids: tuple[int, ...]
+    max_depth: int
+    family: str = ""
+    header: dict[str, Any] = field(default_factory=dict)
+    cache: dict[tuple[str, Exclusion], dict[str, float]] = field(default_factory=dict, repr=False)
+
+
+def _cats() -> list[str]:
+    try:
+        from scenarios.engine.model import CATS
+
+        return list(CATS)
+    except ImportError:  # pragma: no cover - layout changed
+        return CATS_FALLBACK
+
+
+def _header(trace: Any) -> dict[str, Any]:
+    """The trace header a reader sees in the export (device properties, distributed info)."""
+    try:
+        from scenarios.engine import export
+
+        head = export._hta_head(trace, 0)
+    except Exception:
+        return {}
+    out: dict[str, Any] = {}
+    for k, v in head.items():
+        if k == "traceEvents":
+            continue
+        if k == "deviceProperties":
+            props = v[0] if v else {}
+            out["devprops_n"] = len(props)
+            for pk in props:
+                out[f"devprops_key={pk}"] = 1.0
+        elif k == "distributedInfo" and isinstance(v, dict):
+            for dk, dv in v.items():
+                if isinstance(dv, str):
+                    out[f"dist:{dk}={dv}"] = 1.0
+        elif k == "baseTimeNanoseconds":
+            out["base_time_s_mod_day"] = float(v) / 1e9 % 86400
+        elif isinstance(v, str | int | float):
+            out[f"head:{k}={v}"] = 1.0
+    return out
+
+
+def summarise(trace: Any) -> Summary:
+    cats = _cats()
+    c = trace.cols
+    n = len(c["ts"])
+    name = c["name"].astype(np.int64)
+    cat = c["cat"].astype(np.int64)
+    tid = c["tid"].astype(np.int64)
+    aid = c["aid"].astype(np.int64) if "aid" in c else np.full(n, -1, np.int64)
+    dur = c["dur"].astype(np.float64)
+    key = (name << 32) | ((aid + 1) << 12) | (cat << 6) | tid
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    ends = np.r_[starts[1:], len(ks)]
+    ds = dur[order]
+    csum = np.r_[0.0, np.cumsum(ds)]
+    groups = []
+    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        k = int(ks[a])
+        ai = ((k >> 12) & ((1 << 20) - 1)) - 1
+        groups.append(
+            Group(
+                name=trace.names[k >> 32],
+                cat=cats[(k >> 6) & 63] if ((k >> 6) & 63) < len(cats) else str((k >> 6) & 63),
+                tid=k & 63,
+                args=trace.args[ai] if ai >= 0 else None,
+                count=b - a,
+                dur_sum=float(csum[b] - csum[a]),
+            )
+        )
+    is_step = np.array([nm.startswith("ProfilerStep#") for nm in trace.names], bool)
+    sm = is_step[name]
+    steps = [
+        (trace.names[i], float(d)) for i, d in zip(name[sm].tolist(), dur[sm].tolist(), strict=True)
+    ]
+    rank = c["rank"].astype(np.int64)
+    world = int(getattr(trace, "world", int(rank.max()) + 1))
+    threads = len(np.unique(rank * 64 + tid)) / max(world, 1)
+    p = trace.prompt
+    prompt = " | ".join(str(p.get(k) or "") for k in ("hardware", "workload", "symptom", "theory"))
+    prompt += " " + " ".join(str(v) for k, v in p.items() if k not in _PROMPT_KEYS and v)
+    return Summary(
+        scenario=trace.scenario,
+        seed=trace.seed,
+        hardware=trace.hardware,
+        prompt=prompt,
+        world=world,
+        groups=groups,
+        steps=steps,
+        threads_per_rank=threads,
+        tids=tuple(sorted(set(tid.tolist()))),
+        max_depth=int(c["depth"].max()) if "depth" in c and n else 0,
+        family=family_of(trace),
+        header=_header(trace),
+    )
+
+
+_PROMPT_KEYS = ("hardware", "workload", "symptom", "theory")
+
+
+def summarise_plan(items: Sequence[tuple[str, int, str]], progress: Any = None) -> list[Summary]:
+    out = []
+    for i, (slug, seed, hw) in enumerate(items):
+        out.append(summarise(engine.generate(slug, seed, hardware=hw)))
+        if progress is not None:
+            progress(i + 1, len(items))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# feature dictionaries
+# ------------------------------------------------------------------------------------------------
+_TOKEN = re.compile(r"[a-z0-9_.+:/×#-]+")
+
+
+def prompt_tokens(s: Summary) -> dict[str, float]:
+    """Words and word pairs of the prompt; numbers stay tokens ("2×2048", "8")."""
+    words = _TOKEN.findall(s.prompt.lower())
+    feats = {f"w:{w}": 1.0 for w in words}
+    feats.update({f"w2:{a} {b}": 1.0 for a, b in itertools.pairwise(words)})
+    return feats
+
+
+def name_set(s: Summary, ex: Exclusion) -> dict[str, float]:
+    return {g.name: 1.0 for g in s.groups if not ex.drops(g.name)}
+
+
+_STR_ARG_SKIP = ("Process Group Ranks",)
+
+
+def _log(x: float) -> float:
+    return math.log10(x) if x > 0 else 0.0
+
+
+def _numel(dims: Any) -> float:
+    try:
+        return float(np.prod([int(d) for d in dims])) if dims else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def shape_features(s: Summary, ex: Exclusion) -> dict[str, float]:
+    """Counts and shape, with signature events and signature categories left out."""
+    f: dict[str, float] = {}
+    gs = [g for g in s.groups if not ex.drops(g.name)]
+    n_steps = max(1, len({nm for nm, _ in s.steps}))
+    per = 1.0 / (max(s.world, 1) * n_steps)
+    keep_cat = [g for g in gs if g.cat not in ex.categories]
+    by_cat: dict[str, list[Group]] = {}
+    for g in keep_cat:
+        by_cat.setdefault(g.cat, []).append(g)
+    # counts only: durations are where the timing signatures live (kernel lengths, gaps, NCCL
+    # time), so they are not a shortcut feature; `bench/realism.py` looks at them instead
+    for cat, lst in by_cat.items():
+        f[f"count/step:{cat}"] = sum(g.count for g in lst) * per
+        f[f"distinct:{cat}"] = len({g.name for g in lst})
+    f["distinct_names"] = len({g.name for g in keep_cat})
+    f["events/step"] = sum(g.count for g in keep_cat) * per
+    for t in {g.tid for g in gs}:
+        f[f"thread{t}:events/step"] = sum(g.count for g in keep_cat if g.tid == t) * per
+    f["threads_per_rank"] = s.threads_per_rank
+    f["world"] = s.world
+    f["max_depth"] = s.max_depth
+    if s.steps:
+        d = np.array([x for _, x in s.steps]) / 1e6
+        # the typical step time only: its spread over steps is the recompilation signature
+        f["step_ms_p50"] = float(np.median(d))
+        f["steps"] = n_steps
+        nums = [int(m.group(1)) for nm, _ in s.steps if (m := re.search(r"#(\d+)", nm))]
+        f["first_step"] = float(min(nums)) if nums else 0.0
+    # arguments: keys, string values (dtypes, collective names, input types), sizes
+    sizes: dict[str, list[float]] = {}
+    for g in keep_cat:
+        if not g.args:
+            continue
+        for k, v in g.args.items():
+            f[f"argkey:{k}/step"] = f.get(f"argkey:{k}/step", 0.0) + g.count * per
+            if (isinstance(v, str) and k not in _STR_ARG_SKIP) or isinstance(v, bool):
+                f[f"arg:{k}={v}"] = 1.0
+            elif isinstance(v, int | float):
+                sizes.setdefault(k, []).append(float(v))
+            elif isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+                for x in set(v):
+                    f[f"arg:{k}={x}"] = 1.0
+            elif k == "Input Dims" and isinstance(v, list):
+                sizes.setdefault("Input numel", []).extend(_numel(d) for d in v)
+            elif isinstance(v, list) and v and all(isinstance(x, int | float) for x in v):
+                sizes.setdefault(k, []).append(_numel(v))
+    for k, vals in sizes.items():
+        arr = np.array(vals)
+        f[f"size_log10_max:{k}"] = _log(float(arr.max()))
+        f[f"size_log10_p50:{k}"] = _log(float(np.median(arr)))
+    f.update(s.header)
+    return f
+
+
+def features(s: Summary, fset: str, ex: Exclusion) -> dict[str, float]:
+    got = s.cache.get((fset, ex))
+    if got is None:
+        got = s.cache[(fset, ex)] = _features(s, fset, ex)
+    return got
+
+
+def _features(s: Summary, fset: str, ex: Exclusion) -> dict[str, float]:
+    if fset == "prompt":
+        return prompt_tokens(s)
+    if fset == "names":
+        return {f"n:{k}": v for k, v in name_set(s, ex).items()}
+    if fset == "shape":
+        return {f"s:{k}": v for k, v in shape_features(s, ex).items()}
+    if fset == "all":
+        out = prompt_tokens(s)
+        out.update(features(s, "names", ex))
+        out.update(features(s, "shape", ex))
+        return out
+    raise ValueError(fset)
+
+
+# ------------------------------------------------------------------------------------------------
+# classifiers
+# ------------------------------------------------------------------------------------------------
+def _slog(x: Any) -> Any:
+    return np.sign(x) * np.log1p(np.abs(x))
+
+
+def classifiers() -> dict[str, Any]:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.multiclass import OneVsRestClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer, StandardScaler
+    from sklearn.tree import DecisionTreeClassifier
+
+    return {
+        "tree": DecisionTreeClassifier(random_state=0, min_samples_leaf=2),
+        "logreg": make_pipeline(
+            FunctionTransformer(_slog),
+            StandardScaler(),
+            # one-vs-rest liblinear: L-BFGS is many times slower on these small, wide matrices
+            OneVsRestClassifier(LogisticRegression(C=0.1, solver="liblinear")),
+        ),
+    }
+
+
+@dataclass
+class Result:
+    label: str  # "all scenarios" or "a / b"
+    fset: str
+    n: int
+    classes: int
+    scores: dict[str, float]  # classifier -> 5-fold CV accuracy
+    target: float
+    top: list[dict] = field(default_factory=list)
+
+    @property
+    def best(self) -> float:
+        return max(self.scores.values())
+
+    @property
+    def ok(self) -> bool:
+        return self.best <= self.target
+
+    @property
+    def applicable(self) -> bool:
+        """False for a pair with no workload family in common (nothing to compare)."""
+        return "no shared family" not in self.scores
+
+
+def matrix(
+    summaries: Sequence[Summary], fset: str, ex: Exclusion, min_df: int = 2
+) -> tuple[np.ndarray, list[str]]:
+    """Trace x feature matrix; features present (non-zero) in fewer than `min_df` traces are
+    dropped (a name one trace has cannot generalise across folds)."""
+    dicts = [features(s, fset, ex) for s in summaries]
+    df: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            if v:
+                df[k] = df.get(k, 0) + 1
+    cols = sorted(k for k, c in df.items() if c >= min_df)
+    idx = {k: i for i, k in enumerate(cols)}
+    X = np.zeros((len(dicts), len(cols)))
+    for r, d in enumerate(dicts):
+        for k, v in d.items():
+            j = idx.get(k)
+            if j is not None:
+                X[r, j] = v
+    return X, cols
+
+
+def cv_scores(X: np.ndarray, y: np.ndarray, folds: int = 5) -> dict[str, float]:
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    if X.shape[1] == 0:
+        counts = np.unique(y, return_counts=True)[1]
+        return {"majority": float(counts.max() / counts.sum())}
+    k = min(folds, int(np.unique(y, return_counts=True)[1].min()))
+    cv = StratifiedKFold(n_splits=k, shuffle=True, random_state=0)
+    return {
+        name: float(cross_val_score(clf, X, y, cv=cv, n_jobs=1).mean())
+        for name, clf in classifiers().items()
+    }
+
+
+def _describe(col: np.ndarray, y: np.ndarray, classes: list[str]) -> str:
+    vals = np.unique(col)
+    if set(vals.tolist()) <= {0.0, 1.0}:
+        share = {c: float(col[y == c].mean()) for c in classes}
+        on = sorted((s for s in classes if share[s] >= 0.5), key=lambda s: -share[s])
+        rest = max((share[s] for s in classes if s not in on), default=0.0)
+        if not on:
+            top = max(classes, key=lambda s: share[s])
+            return f"present mostly in {top} ({share[top]:.0%}), elsewhere <= " + (
+                f"{max(share[s] for s in classes if s != top):.0%}"
+            )
+        lst = ", ".join(f"{s} {share[s]:.0%}" for s in on[:4])
+        more = f" (+{len(on) - 4})" if len(on) > 4 else ""
+        return f"present in {lst}{more}; others <= {rest:.0%}"
+    med = {c: float(np.median(col[y == c])) for c in classes}
+    if len(set(med.values())) == 1:  # medians tie: compare means
+        med = {c: float(np.mean(col[y == c])) for c in classes}
+        lo = min(classes, key=lambda s: med[s])
+        hi = max(classes, key=lambda s: med[s])
+        return f"mean {lo} {med[lo]:.3g} .. {hi} {med[hi]:.3g} (all {float(np.mean(col)):.3g})"
+    lo = min(classes, key=lambda s: med[s])
+    hi = max(classes, key=lambda s: med[s])
+    return f"median {lo} {med[lo]:.3g} .. {hi} {med[hi]:.3g} (all {float(np.median(col)):.3g})"
+
+
+def top_features(
+    X: np.ndarray, y: np.ndarray, cols: list[str], k: int = 5, folds: int = 5
+) -> list[dict]:
+    """What gives the answer away: the feature a tree splits on first, then (that feature removed)
+    the next one, k times; each with its accuracy alone (a small tree on that one feature,
+    cross-validated) and how it differs by scenario."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.tree import DecisionTreeClassifier
+
+    classes = sorted(set(y.tolist()))
+    kf = min(folds, int(np.unique(y, return_counts=True)[1].min()))
+    cv = StratifiedKFold(n_splits=kf, shuffle=True, random_state=0)
+    depth = max(2, math.ceil(math.log2(len(classes))) + 1)
+    left = list(range(X.shape[1]))
+    out = []
+    while left and len(out) < k:
+        tree = DecisionTreeClassifier(random_state=0, min_samples_leaf=2).fit(X[:, left], y)
+        imp = tree.feature_importances_
+        if imp.max() <= 0:
+            break
+        j = left[int(np.argmax(imp))]
+        left.remove(j)
+        alone = cross_val_score(
+            DecisionTreeClassifier(random_state=0, max_depth=depth, min_samples_leaf=2),
+            X[:, [j]],
+            y,
+            cv=cv,
+            n_jobs=1,
+        ).mean()
+        out.append(
+            {
+                "feature": cols[j],
+                "alone": round(float(alone), 3),
+                "how": _describe(X[:, j], y, classes),
+            }
+        )
+    return out
+
+
+def balanced(summaries: Sequence[Summary]) -> list[Summary]:
+    """The first n traces of every scenario, n the smallest scenario count (chance = 1/classes)."""
+    by: dict[str, list[Summary]] = {}
+    for s in summaries:
+        by.setdefault(s.scenario, []).append(s)
+    n = min(len(v) for v in by.values())
+    return [s for v in by.values() for s in v[:n]]
+
+
+def family_matched(summaries: Sequence[Summary], a: str, b: str) -> list[Summary]:
+    """Traces of a and b with the same number of each per workload family (families only one of
+    them can have are left out): the family says which scenarios are possible, not which one it is.
+    """
+    sa = [s for s in summaries if s.scenario == a]
+    sb = [s for s in summaries if s.scenario == b]
+    out = []
+    for f in sorted({s.family for s in sa} & {s.family for s in sb}):
+        fa = [s for s in sa if s.family == f]
+        fb = [s for s in sb if s.family == f]
+        n = min(len(fa), len(fb))
+        out += fa[:n] + fb[:n]
+    return out
+
+
+def audit(
+    summaries: Sequence[Summary],
+    sigs: dict[str, Sig],
+    *,
+    targets: dict[str, float] | None = None,
+    pair_target: float | None = None,
+    top_k: int = 5,
+    pairs: Sequence[tuple[str, str]] | None = None,
+) -> list[Result]:
+    """Multi-class accuracy per feature set (all signatures removed), then every pair on all
+    non-signature features (the two scenarios' signatures removed)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1):  # two shared cores: BLAS threads only oversubscribe them
+        return _audit(summaries, sigs, targets, pair_target, top_k, pairs)
+
+
+def _audit(
+    summaries: Sequence[Summary],
+    sigs: dict[str, Sig],
+    targets: dict[str, float] | None,
+    pair_target: float | None,
+    top_k: int,
+    pairs: Sequence[tuple[str, str]] | None,
+) -> list[Result]:
+    targets = targets or TARGETS
+    pair_target = PAIR_TARGET if pair_target is None else pair_target
+    pool = list(summaries)
+    summaries = balanced(pool)
+    slugs = sorted({s.scenario for s in summaries})
+    y = np.array([s.scenario for s in summaries])
+    ex_all = Exclusion.of(sigs, slugs)
+    results = []
+    for fset in FEATURE_SETS:
+        X, cols = matrix(summaries, fset, ex_all)
+        results.append(
+            Result(
+                "all scenarios",
+                fset,
+                len(y),
+                len(slugs),
+                cv_scores(X, y),
+                targets[fset],
+                top_features(X, y, cols, top_k) if top_k else [],
+            )
+        )
+    for a, b in pairs if pairs is not None else all_pairs(slugs):
+        sub = family_matched(pool, a, b)
+        if (
+            len({s.scenario for s in sub}) < 2
+            or min(sum(s.scenario == a for s in sub), sum(s.scenario == b for s in sub)) < 2
+        ):
+            results.append(
+                Result(f"{a} / {b}", "all", len(sub), 2, {"no shared family": 0.0}, pair_target)
+            )
+            continue
+        yy = np.array([s.scenario for s in sub])
+        X, cols = matrix(sub, "all", Exclusion.of(sigs, (a, b)))
+        results.append(
+            Result(
+                f"{a} / {b}",
+                "all",
+                len(yy),
+                2,
+                cv_scores(X, yy),
+                pair_target,
+                top_features(X, yy, cols, min(top_k, 3)) if top_k else [],
+            )
+        )
+    return results

@@ -1,0 +1,97 @@
+"""A small shortcut audit (issue 12): nothing but the declared signature may name the scenario.
+
+The full audit is `bench/shortcut_audit.py` (40 traces per scenario, targets 25/25/30/35 % over
+all scenarios and 65 % per pair). Here 12 traces per scenario (132 in all, 24 per pair) keep the
+run under a minute on one core; the thresholds are looser by about two standard errors of a
+cross-validated accuracy at that sample size, taking the better of two classifiers:
+sqrt(p(1-p)/n) is 0.038 at p = 0.25, n = 132 (+8 points) and 0.097 at p = 0.65, n = 24 (+15).
+A leak that names a scenario (a name, word or count found in one scenario only) scores near
+100 % and fails either way. Pairs are family-matched (see `audit_features.family_matched`), so a
+pair whose scenarios share a rare family has few traces here; the seeds are fixed, so the outcome
+is deterministic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import cache
+
+import numpy as np
+import pytest
+
+from bench import audit_features as A
+from scenarios import engine
+
+PER_SCENARIO = 12
+SMALL_TARGETS = {"prompt": 0.33, "names": 0.33, "shape": 0.38, "all": 0.43}
+SMALL_PAIR_TARGET = 0.80
+SLUGS = list(engine.SCENARIOS)
+
+
+@cache
+def _summaries() -> tuple[A.Summary, ...]:
+    return tuple(A.summarise_plan(A.plan(SLUGS, PER_SCENARIO)))
+
+
+@cache
+def _results() -> dict[tuple[str, str], A.Result]:
+    sigs, _ = A.signatures(SLUGS)
+    res = A.audit(_summaries(), sigs, targets=SMALL_TARGETS, pair_target=SMALL_PAIR_TARGET, top_k=2)
+    return {(r.label, r.fset): r for r in res}
+
+
+def _explain(r: A.Result) -> str:
+    tops = "; ".join(f"{t['feature']}: {t['how']}" for t in r.top)
+    return (
+        f"{r.label} on {r.fset} features: {r.best:.0%} > {r.target:.0%} "
+        f"({', '.join(f'{k} {v:.0%}' for k, v in r.scores.items())}); gives it away: {tops}"
+    )
+
+
+@pytest.mark.parametrize("fset", A.FEATURE_SETS)
+def test_no_feature_set_names_the_scenario(fset):
+    r = _results()[("all scenarios", fset)]
+    assert r.ok, _explain(r)
+
+
+@pytest.mark.parametrize("pair", A.all_pairs(SLUGS), ids=lambda p: f"{p[0]}|{p[1]}")
+def test_foils_and_healthy_are_told_apart_only_by_the_signature(pair):
+    r = _results()[(f"{pair[0]} / {pair[1]}", "all")]
+    assert r.ok, _explain(r)
+
+
+def test_the_audit_sees_a_planted_leak():
+    """The instrument itself. Healthy traces split in two groups at random tell nothing apart;
+    plant a word in one group's prompt, or an event name in its traces, and the audit names the
+    group from it and points at it."""
+    base = [s for s in _summaries() if s.scenario == "healthy"]
+    # a random split (seed order is not: families and hardware follow the seed)
+    labels = ["a", "b"] * (len(base) // 2) + ["b"] * (len(base) % 2)
+    y = np.random.default_rng(0).permutation(labels)
+    X, _ = A.matrix(base, "all", A.Exclusion())
+    assert max(A.cv_scores(X, y).values()) <= SMALL_PAIR_TARGET
+    planted = [
+        dataclasses.replace(
+            s,
+            prompt=s.prompt + (" hint-word" if g == "a" else ""),
+            groups=s.groups + [dataclasses.replace(s.groups[0], name="planted")] * (g == "a"),
+            cache={},
+        )
+        for s, g in zip(base, y, strict=True)
+    ]
+    for fset, feature in (("prompt", "w:hint-word"), ("names", "n:planted")):
+        X, cols = A.matrix(planted, fset, A.Exclusion())
+        assert max(A.cv_scores(X, y).values()) >= 0.9
+        top = A.top_features(X, y, cols, k=1)[0]
+        assert top["feature"] == feature
+        assert top["how"].startswith("present in a 100%; others <= 0%")
+
+
+def test_declared_signature_names_are_left_out():
+    sigs, _ = A.signatures(SLUGS)
+    ex = A.Exclusion.of(sigs, SLUGS)
+    for s in _summaries():
+        names = A.features(s, "names", ex)
+        assert not [n for n in names if ex.drops(n[2:])]
+        shape = A.features(s, "shape", ex)
+        assert not [k for k in shape if any(k.endswith(f":{c}") for c in ex.categories)]
