@@ -26,7 +26,9 @@ BUSBW_SHARE = 0.60  # bus bandwidth at least this share of the link = bandwidth-
 BUBBLE_SHARE = 0.10  # GPU idle share of step with point-to-point (pipeline) traffic
 LAUNCH_SHORT = 50.0  # % of kernels shorter than their launch call
 LAUNCH_UTIL = 0.60  # GPU busy share of step below which launch overhead matters
-MEMBOUND_SHARE = 0.25  # low-intensity kernels' share of compute-kernel time
+# low-intensity kernels' share of compute-kernel time: realistic traces carry a lot of small
+# elementwise work; the pathology is when it dominates
+MEMBOUND_SHARE = 0.45
 IDLE_SHARE = 0.30  # generic: GPU idle share of step
 PAGEABLE_PER_STEP = 2.0  # generic: pageable copies per step
 
@@ -272,7 +274,10 @@ def evaluate(a: dict) -> list[dict]:
             continue
         util = median(1 - _share(s, "idle_ms") for s in st)
         short = ls.get("short_compute_kernel_pct") or 0
-        if short >= LAUNCH_SHORT and util < LAUNCH_UTIL:
+        # A GPU idling behind synchronising calls is waiting on the host's syncs, not on its
+        # launches: the sync-stall rule above speaks for it.
+        synced = median(_share(s, "sync_refill_ms") for s in st) >= SYNC_REFILL_SHARE
+        if short >= LAUNCH_SHORT and util < LAUNCH_UTIL and not synced:
             s = sorted(st, key=lambda x: x["step_ms"])[len(st) // 2]
             out.append(
                 _finding(
