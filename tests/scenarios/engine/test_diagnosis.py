@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import statistics
@@ -142,7 +143,7 @@ def check_against_export(trace) -> None:
         starts = sorted(s for n, s, _e in r["cpu"] if n.endswith("LaunchKernel"))
         durs = [e - s for _n, s, e, _a in r["compute_kernels"]]
         if len(starts) > 1 and durs:
-            gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+            gaps = [b - a for a, b in itertools.pairwise(starts)]
             cadence.append(statistics.median(gaps) / max(statistics.median(durs), 0.001))
     if cadence:
         assert m["launch_ratio"] == pytest.approx(statistics.median(cadence), rel=2e-2)
