@@ -20,7 +20,7 @@ from django.db.models import Q
 
 from content.models import ReadMark
 from drills import scheduling
-from drills.models import Attempt, Card
+from drills.models import Card
 from drills.stats import dashboard as stats
 from scenarios import engine
 
@@ -178,10 +178,12 @@ def in_time(assignment: Assignment, extended_due: dict[int, datetime]) -> Q:
     return q
 
 
-def attempt_counts(user_ids, windows: dict[int, Q] | None = None) -> list[dict[str, Any]]:
+def attempt_counts(
+    user_ids, windows: dict[int, tuple[Q, datetime]] | None = None
+) -> list[dict[str, Any]]:
     """The stats read model's ``answer_counts`` rows for these learners: every per-learner and
     cohort-wide drill number on the cohort pages is a sum over them."""
-    return stats.answer_counts(Attempt.objects.of_learners(user_ids), windows)
+    return stats.answer_counts(user_ids, windows)
 
 
 def scenario_stats(
@@ -295,13 +297,14 @@ def confusion(
 
 def pair_goal_windows(
     assignments: list[Assignment], extensions: dict[tuple[int, int], Extension]
-) -> dict[int, Q]:
-    """``attempt_counts`` windows for the pair-goal assignments: {assignment id: in_time Q}."""
-    out: dict[int, Q] = {}
+) -> dict[int, tuple[Q, datetime]]:
+    """``attempt_counts`` windows for the pair-goal assignments: {assignment id: (in_time Q,
+    the earliest effective due date — every attempt submitted by then is in time)}."""
+    out: dict[int, tuple[Q, datetime]] = {}
     for a in assignments:
         if a.goal == Assignment.Goal.PAIRS:
             ext_due = {uid: e.due_at for (aid, uid), e in extensions.items() if aid == a.pk}
-            out[a.pk] = in_time(a, ext_due)
+            out[a.pk] = (in_time(a, ext_due), min([a.due_at, *ext_due.values()]))
     return out
 
 

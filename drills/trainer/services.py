@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from drills import scheduling
+from drills import scheduling, summaries
 from drills.models import Attempt
 from drills.scheduling import cards
 from drills.trainer.grading import Diagnosis, grade
@@ -101,6 +101,7 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
         locked.rating = int(rating)
         locked.counted = scheduling.counts_for_schedule(result)
         locked.save()
+        summaries.record_attempt(locked)
         cards.apply_live(
             locked.user, result, item=locked.scenario, when=now, answered=diagnosis.scenario
         )
