@@ -129,30 +129,47 @@ def _sentence_sums(keys: Iterable[str] | None = None) -> dict[str, Coalesce]:
 # --------------------------------------------------------------------------- per scenario
 
 
+_SLUG = "\x00scenario"  # a placeholder parameter, replaced per scenario in a compiled query
+_BOUND = -1.0e300
+
+
+def _union(
+    qs: QuerySet, per_part: list[tuple[dict[Any, Any], tuple[Any, ...]]], tail: str = ""
+) -> list[tuple]:
+    """Run ``qs`` (compiled once, with placeholder parameters) once per entry of ``per_part``
+    (placeholder -> value, and the parameters of ``tail``, e.g. LIMIT/OFFSET), as one UNION ALL
+    query. Compiling the ORM query once keeps the cost flat in the number of scenarios."""
+    if not per_part:
+        return []
+    sql, params = qs.query.sql_with_params()
+    parts, args = [], []
+    for k, (values, tail_args) in enumerate(per_part):
+        parts.append(f"SELECT * FROM ({sql}{tail}) AS u{k}")
+        args.extend(values.get(p, p) if isinstance(p, str | float) else p for p in params)
+        args.extend(tail_args)
+    with connections[qs.db].cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), args)
+        return cursor.fetchall()
+
+
 def _middle_times(who: Any, wanted: dict[str, tuple[float, int, int]]) -> dict[str, float]:
     """The median per scenario, from the timed attempts' index: ``wanted`` maps a scenario to
     (lower bound, offset, count): the attempts with ``elapsed_s > bound`` in order, skipping
     ``offset``, the next ``count`` (one or two) are the middle. One query (a UNION of at most
     one short index range per scenario)."""
-    if not wanted:
-        return {}
-    base = _of(Attempt.objects.graded().filter(TIMED, elapsed_s__isnull=False), who)
-    parts, params = [], []
-    db = base.db
-    for slug, (bound, offset, count) in wanted.items():
-        qs = (
-            base.filter(scenario=slug, elapsed_s__gt=bound)
-            .order_by("elapsed_s")
-            .values_list("scenario", "elapsed_s")[offset : offset + count]
-        )
-        sql, p = qs.query.sql_with_params()
-        parts.append(f"SELECT * FROM ({sql}) AS m{len(parts)}")
-        params.extend(p)
-    with connections[db].cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(parts), params)
-        values: dict[str, list[float]] = defaultdict(list)
-        for slug, elapsed in cursor.fetchall():
-            values[slug].append(float(elapsed))
+    qs = (
+        _of(Attempt.objects.graded().filter(TIMED, elapsed_s__isnull=False), who)
+        .filter(scenario=_SLUG, elapsed_s__gt=_BOUND)
+        .order_by("elapsed_s")
+        .values_list("scenario", "elapsed_s")
+    )
+    per_part = [
+        ({_SLUG: slug, _BOUND: float(bound)}, (count, offset))
+        for slug, (bound, offset, count) in wanted.items()
+    ]
+    values: dict[str, list[float]] = defaultdict(list)
+    for slug, elapsed in _union(qs, per_part, " LIMIT %s OFFSET %s"):
+        values[slug].append(float(elapsed))
     return {slug: sum(v) / len(v) for slug, v in values.items() if v}
 
 
@@ -206,24 +223,17 @@ def last_n_accuracy(
             set(_of(ScenarioTally.objects, who).values_list("scenario", flat=True))
             - set(engine.SCENARIOS)
         )
-    base = _of(Attempt.objects.graded(), who)
-    parts, params = [], []
-    for slug in slugs:
-        qs = (
-            base.filter(scenario=slug)
-            .order_by("-submitted_at", "-pk")
-            .values_list("scenario", "scenario_correct")[:n]
-        )
-        sql, p = qs.query.sql_with_params()
-        parts.append(f"SELECT * FROM ({sql}) AS r{len(parts)}")
-        params.extend(p)
+    qs = (
+        _of(Attempt.objects.graded(), who)
+        .filter(scenario=_SLUG)
+        .order_by("-submitted_at", "-pk")
+        .values_list("scenario", "scenario_correct")
+    )
     tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    with connections[base.db].cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(parts), params)
-        # At most n rows per scenario come back (bounded: 11 x n).
-        for slug, correct in cursor.fetchall():
-            tally[slug][0] += 1
-            tally[slug][1] += 1 if correct else 0
+    # At most n rows per scenario come back (bounded: 11 x n).
+    for slug, correct in _union(qs, [({_SLUG: s}, (n,)) for s in slugs], " LIMIT %s"):
+        tally[slug][0] += 1
+        tally[slug][1] += 1 if correct else 0
     return {
         slug: {"attempts": total, "correct": right, "accuracy": _ratio(right, total)}
         for slug, (total, right) in tally.items()
