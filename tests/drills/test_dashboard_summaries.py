@@ -229,3 +229,22 @@ def test_math_answers_are_counted_when_graded(people):
     assert (row["attempts"], row["correct"]) == (1, 1)
     assert MathAttempt.objects.filter(user=ada).graded().count() == 1
     assert summaries.stale_users([ada.pk]) == []
+
+
+def test_the_data_migration_fills_the_counters_a_rebuild_writes(people):
+    import importlib
+
+    from django.apps import apps
+
+    ada, bob = people["ada"], people["bob"]
+    rows = [
+        {"learner": k % 2, "scenario": s, "answer": s if k % 3 else "", "mode": "timed",
+         "ago_s": 3600.0 * k, "elapsed": 30.0 + k, "submitted": True, "m": True, "f": False,
+         "w": None, "step": True, "gap": None, "value": False, "expected": True, "over": False}
+        for k, s in enumerate(SLUGS)
+    ]  # fmt: skip
+    store([ada, bob], rows, live=False)
+    migration = importlib.import_module("drills.migrations.0005_stats_summaries")
+    migration.fill_from_raw_attempts(apps, None)
+    assert summaries.stale_users([ada.pk, bob.pk]) == []
+    assert ScenarioTally.objects.filter(user__in=[ada, bob]).count() == len(SLUGS)
