@@ -175,33 +175,39 @@ def _middle_times(who: Any, wanted: dict[str, tuple[float, int, int]]) -> dict[s
 
 def timing(who: Any) -> dict[str, dict[str, Any]]:
     """Per scenario: graded timed attempts, those under the limit, and the median time to
-    diagnosis (s). Two queries: the whole-second counts, then the middle one or two times."""
+    diagnosis (s). Two queries: over the whole-second counts, a window sum finds each
+    scenario's total, its count under the limit and the second holding its middle time (one
+    row per scenario comes back); then the middle one or two times themselves."""
     limit = _limit_s()
-    rows = (
+    cells = (
         _of(ElapsedTally.objects, who)
         .order_by()
         .values_list("scenario", "second")
         .annotate(total=Sum("n"))
-        .order_by("scenario", "second")
     )
-    # At most one row per scenario and whole second of time (bounded by the clock, not by the
-    # number of attempts).
-    by_slug: dict[str, list[tuple[int, int, int]]] = defaultdict(list)
-    for slug, second, n in rows:
-        cum = (by_slug[slug][-1][2] if by_slug[slug] else 0) + n
-        by_slug[slug].append((second, n, cum))
+    sql, params = cells.query.sql_with_params()
+    middle = (
+        "SELECT scenario, second, n, cum, total, under FROM ("
+        "SELECT c.scenario AS scenario, c.second AS second, CAST(c.total AS INTEGER) AS n, "
+        # Whole numbers cast back to integers: PostgreSQL sums a sum as numeric, and the
+        # rank below must divide as integers.
+        "CAST(SUM(c.total) OVER (PARTITION BY c.scenario ORDER BY c.second) AS INTEGER) AS cum, "
+        "CAST(SUM(c.total) OVER (PARTITION BY c.scenario) AS INTEGER) AS total, "
+        "CAST(SUM(CASE WHEN c.second <= %s THEN c.total ELSE 0 END) "
+        "OVER (PARTITION BY c.scenario) AS INTEGER) AS under "
+        f"FROM ({sql}) AS c) AS w "
+        "WHERE w.cum >= (w.total + 1) / 2 AND w.cum - w.n < (w.total + 1) / 2"
+    )
     out: dict[str, dict[str, Any]] = {}
     wanted: dict[str, tuple[float, int, int]] = {}
-    for slug, buckets in by_slug.items():
-        total = buckets[-1][2]
-        under = sum(n for second, n, _ in buckets if second <= limit)
-        out[slug] = {"timed": total, "under_limit": under, "median_s": None}
-        first = (total + 1) // 2  # 1-based rank of the lower middle time
-        count = 2 if total % 2 == 0 else 1
-        for second, n, cum in buckets:
-            if cum >= first:
-                wanted[slug] = (second - 1, first - (cum - n) - 1, count)
-                break
+    with connections[cells.db].cursor() as cursor:
+        cursor.execute(middle, [limit, *params])
+        for slug, second, n, cum, total, under in cursor.fetchall():
+            total, under = int(total), int(under)
+            out[slug] = {"timed": total, "under_limit": under, "median_s": None}
+            first = (total + 1) // 2  # 1-based rank of the lower middle time
+            count = 2 if total % 2 == 0 else 1
+            wanted[slug] = (second - 1, first - (int(cum) - int(n)) - 1, count)
     for slug, median in _middle_times(who, wanted).items():
         out[slug]["median_s"] = median
     return out
