@@ -145,6 +145,13 @@ def main() -> int:
         learner = populate(args.attempts)
         print(f"database: {where}")
         print(f"populated {args.attempts} attempts in {time.perf_counter() - t0:.1f} s")
+        # The rows went in by bulk insert, past the write path that keeps the dashboard's
+        # counters: fill them the way `manage.py rebuild_stats` does.
+        from drills import summaries
+
+        t0 = time.perf_counter()
+        summaries.rebuild_users(summaries.users_with_answers())
+        print(f"rebuilt the summary counters in {time.perf_counter() - t0:.1f} s")
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("ANALYZE")
@@ -173,7 +180,11 @@ def main() -> int:
         print_table(times, queries)
         med = {name: statistics.median(ts) for name, ts in times.items()}
         worst = max(med["dashboard"], med["stats.json"])
-        print(f"slowest dashboard view: {worst * 1000:.0f} ms (target: well under 1 s)")
+        ratio = worst / med["trivial"]
+        print(
+            f"slowest dashboard view: {worst * 1000:.1f} ms = {ratio:.1f}x trivial "
+            "(target: <= 3x a bare authenticated page)"
+        )
         return 0
     finally:
         cleanup()

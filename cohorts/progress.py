@@ -206,13 +206,13 @@ def in_time(assignment: Assignment, extended_due: dict[int, datetime]) -> Q:
     return q
 
 
-def attempt_counts(user_ids, windows: dict[int, Q] | None = None) -> list[dict[str, Any]]:
+def attempt_counts(
+    user_ids, windows: dict[int, tuple[Q, datetime]] | None = None
+) -> list[dict[str, Any]]:
     """The stats read model's ``answer_counts`` rows for these learners: every per-learner and
     cohort-wide drill number on the cohort pages is a sum over them."""
-    # Re-narrations (a walkthrough's trace answered after reading its narration) are no evidence
-    # on the scenario: they stay out of every per-scenario number.
-    drills = Attempt.objects.of_learners(user_ids).exclude(kind=Attempt.Kind.RENARRATION)
-    return stats.answer_counts(drills, windows)
+    # Re-narrations are no evidence on the scenario: the summaries never count them.
+    return stats.answer_counts(user_ids, windows)
 
 
 def scenario_stats(
@@ -326,13 +326,14 @@ def confusion(
 
 def pair_goal_windows(
     assignments: list[Assignment], extensions: dict[tuple[int, int], Extension]
-) -> dict[int, Q]:
-    """``attempt_counts`` windows for the pair-goal assignments: {assignment id: in_time Q}."""
-    out: dict[int, Q] = {}
+) -> dict[int, tuple[Q, datetime]]:
+    """``attempt_counts`` windows for the pair-goal assignments: {assignment id: (in_time Q,
+    the earliest effective due date — every attempt submitted by then is in time)}."""
+    out: dict[int, tuple[Q, datetime]] = {}
     for a in assignments:
         if a.goal == Assignment.Goal.PAIRS:
             ext_due = {uid: e.due_at for (aid, uid), e in extensions.items() if aid == a.pk}
-            out[a.pk] = in_time(a, ext_due)
+            out[a.pk] = (in_time(a, ext_due), min([a.due_at, *ext_due.values()]))
     return out
 
 

@@ -143,11 +143,7 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
         ),
         "co_form": CoInstructorForm(cohort=cohort),
         "sentence_table": sentence_table(
-            sentence_accuracy_over_time(
-                Attempt.objects.filter(
-                    user_id__in=Membership.objects.filter(cohort=cohort).values("user_id")
-                )
-            )
+            sentence_accuracy_over_time(Membership.objects.filter(cohort=cohort).values("user_id"))
         ),
     }
     return TemplateResponse(request, "cohorts/detail.html", context)
@@ -233,9 +229,7 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
         )[:20],
         "titles": {s.slug: s.title for s in scen},
         "interviews": shared_interviews(cohort).filter(user=learner).order_by("-finished_at"),
-        "sentence_table": sentence_table(
-            sentence_accuracy_over_time(Attempt.objects.filter(user=learner), now=now)
-        ),
+        "sentence_table": sentence_table(sentence_accuracy_over_time(learner, now=now)),
     }
     return TemplateResponse(request, "cohorts/learner.html", context)
 

@@ -32,6 +32,11 @@ class AttemptQuerySet(models.QuerySet["Attempt"]):
     def graded(self) -> AttemptQuerySet:
         return self.filter(submitted_at__isnull=False)
 
+    def evidence(self) -> AttemptQuerySet:
+        """Graded answers that are evidence on the scenario: not re-narrations (a walkthrough's
+        trace answered after reading its narration)."""
+        return self.graded().exclude(kind="renarration")
+
     def timed(self) -> AttemptQuerySet:
         return self.filter(TIMED)
 
@@ -133,6 +138,18 @@ class Attempt(models.Model):
                 fields=["user", "scenario", "answer_scenario", "scenario_correct", "submitted_at"],
                 condition=models.Q(submitted_at__isnull=False) & ~models.Q(kind="renarration"),
                 name="attempt_graded_cover_idx",
+            ),
+            # A scenario's latest graded attempts (the dashboard's last-10 accuracy).
+            models.Index(
+                fields=["user", "scenario", "submitted_at"],
+                condition=models.Q(submitted_at__isnull=False),
+                name="attempt_graded_recent_idx",
+            ),
+            # A scenario's timed times in order (the dashboard's median reads two of them).
+            models.Index(
+                fields=["user", "scenario", "elapsed_s"],
+                condition=models.Q(submitted_at__isnull=False) & TIMED,
+                name="attempt_timed_elapsed_idx",
             ),
         ]
 
@@ -274,3 +291,141 @@ class MathAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"math attempt {self.id}"
+
+
+# --------------------------------------------------------------------------- summaries
+#
+# What the dashboard and the cohort pages show, kept up to date in the transaction that stores a
+# grade (``drills.summaries.record_attempt`` / ``record_math_attempt``) and rebuildable from
+# the raw attempts (``manage.py rebuild_stats``). Each row is a set of counters; a graded attempt
+# adds to exactly one row of each table.
+
+# The five sentences' grade fields on Attempt, by the key the summaries' counters use
+# (``<key>_graded``: graded on it, ``<key>_right``: right on it).
+SENTENCE_FIELDS = {
+    "step": "step_correct",
+    "gap": "gap_correct",
+    "signature": "scenario_correct",
+    "measurement": "measurement_correct",
+    "value": "value_correct",
+    "fix": "fix_correct",
+    "expected": "expected_correct",
+}
+
+
+class ScenarioTally(models.Model):
+    """Graded attempts of one learner whose true scenario is ``scenario`` and whose answer was
+    ``answer_scenario``: one confusion cell, with the sums the per-scenario table needs."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    scenario = models.CharField(max_length=40)
+    answer_scenario = models.CharField(max_length=40, blank=True)
+    n = models.PositiveIntegerField(default=0)
+    ok = models.PositiveIntegerField(default=0, help_text="scenario_correct")
+    practice = models.PositiveIntegerField(default=0)
+    measurement = models.PositiveIntegerField(default=0, help_text="measurement_correct")
+    fix = models.PositiveIntegerField(default=0, help_text="fix_correct")
+    win = models.PositiveIntegerField(default=0, help_text="win_correct")
+    step_graded = models.PositiveIntegerField(default=0)
+    step_right = models.PositiveIntegerField(default=0)
+    gap_graded = models.PositiveIntegerField(default=0)
+    gap_right = models.PositiveIntegerField(default=0)
+    value_graded = models.PositiveIntegerField(default=0)
+    value_right = models.PositiveIntegerField(default=0)
+    expected_graded = models.PositiveIntegerField(default=0)
+    expected_right = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "scenario", "answer_scenario"], name="scenariotally_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.scenario}->{self.answer_scenario}: {self.n}"
+
+
+class ElapsedTally(models.Model):
+    """Graded timed attempts of one learner on one scenario whose time to diagnosis rounds up
+    to ``second`` (``second - 1 < elapsed_s <= second``): the share under the limit for any
+    whole-second limit, and where the median lies."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    scenario = models.CharField(max_length=40)
+    second = models.IntegerField()
+    n = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "scenario", "second"], name="elapsedtally_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.scenario}@{self.second}s: {self.n}"
+
+
+class WeekTally(models.Model):
+    """Graded attempts of one learner on one true scenario submitted in one UTC week (Monday):
+    accuracy, fully correct, lookalike confusions and the five sentences over time."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    week = models.DateField()
+    scenario = models.CharField(max_length=40)
+    n = models.PositiveIntegerField(default=0)
+    ok = models.PositiveIntegerField(default=0)
+    fully = models.PositiveIntegerField(default=0)
+    confused = models.PositiveIntegerField(default=0, help_text="answered the lookalike twin")
+    step_graded = models.PositiveIntegerField(default=0)
+    step_right = models.PositiveIntegerField(default=0)
+    gap_graded = models.PositiveIntegerField(default=0)
+    gap_right = models.PositiveIntegerField(default=0)
+    signature_graded = models.PositiveIntegerField(default=0)
+    signature_right = models.PositiveIntegerField(default=0)
+    measurement_graded = models.PositiveIntegerField(default=0)
+    measurement_right = models.PositiveIntegerField(default=0)
+    value_graded = models.PositiveIntegerField(default=0)
+    value_right = models.PositiveIntegerField(default=0)
+    fix_graded = models.PositiveIntegerField(default=0)
+    fix_right = models.PositiveIntegerField(default=0)
+    expected_graded = models.PositiveIntegerField(default=0)
+    expected_right = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "week", "scenario"], name="weektally_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.week}:{self.scenario}: {self.n}"
+
+
+class DayTally(models.Model):
+    """Graded attempts of one learner submitted on one UTC day (activity and streak)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    day = models.DateField()
+    n = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "day"], name="daytally_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.day}: {self.n}"
+
+
+class MathTally(models.Model):
+    """Graded mental-math answers of one learner in one family."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    family = models.CharField(max_length=40)
+    n = models.PositiveIntegerField(default=0)
+    correct = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "family"], name="mathtally_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id}:{self.family}: {self.n}"

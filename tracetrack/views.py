@@ -36,7 +36,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "due": due_overview(request.user, now),
         "open_attempt": services.open_attempt(request.user),
         "streak_opt_in": opted_in,
-        "streak": streak(Attempt.objects.filter(user=request.user), now) if opted_in else None,
+        "streak": streak(request.user, now) if opted_in else None,
     }
     context["assignments"] = learner_assignments(request.user, now)
     context["renarrations"] = due_renarrations(request.user, now)

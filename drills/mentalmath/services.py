@@ -21,7 +21,7 @@ import fsrs
 from django.db import transaction
 from django.utils import timezone
 
-from drills import mentalmath, scheduling
+from drills import mentalmath, scheduling, summaries
 from drills.models import Card, MathAttempt, MathSprint
 from drills.scheduling import cards
 from drills.trainer.services import time_limit_s
@@ -193,6 +193,7 @@ def submit_answer(attempt: MathAttempt, text: str) -> Submitted:
         locked.rating = int(rating)
         locked.counted = counted
         locked.save()
+        summaries.record_math_attempt(locked)
         cards.apply_live(locked.user, grade, item=locked.family, when=now, kind=Card.Kind.MATH)
         if sprint is not None:
             _rescore(sprint)

@@ -1,14 +1,19 @@
-"""Read models for the learner's home and dashboard. Aggregation happens in SQL.
+"""Read models for the learner's home and dashboard, and the cohort pages' drill numbers.
 
-Every function here takes a queryset of attempts (so an instructor's view can pass one learner's,
-or a cohort's) and returns plain data: numbers, dates, lists and dicts. ``learner_stats`` bundles
-them for one learner; the dashboard page and ``/dashboard/stats.json`` both render its result, so
-they always show the same numbers.
+The numbers are read from the summary counters (``drills.models``: ``ScenarioTally``,
+``ElapsedTally``, ``WeekTally``, ``DayTally``, ``MathTally``) that ``drills.summaries`` keeps up
+to date in the transaction that stores each grade, never by scanning a learner's history: a view
+costs the same at 20 attempts as at 20,000. ``manage.py rebuild_stats`` recomputes them from the
+raw attempts.
+
+Every function takes ``who``: one learner (a user or a user id) or several (an iterable or a
+``values("user_id")`` queryset of ids, for a cohort), and returns plain data: numbers, dates,
+lists and dicts. ``learner_stats`` bundles them for one learner; the dashboard page and
+``/dashboard/stats.json`` both render its result, so they always show the same numbers.
 
 Rules (a contract for the page, the JSON and the tests):
 
-* Only graded attempts count: ``submitted_at IS NOT NULL``. An attempt that was served and never
-  submitted is not an answer. Every function applies this filter itself.
+* Only graded attempts count (``submitted_at IS NOT NULL``): only a grade adds to a summary.
 * Practice attempts (``mode == "practice"``) are graded diagnoses, so they count in attempts,
   scenario accuracy, last-10 accuracy, measurement / fix / expected-win accuracy, the confusion
   matrix, the lookalike rates, accuracy over time and daily activity. They have no clock, so they
@@ -16,9 +21,9 @@ Rules (a contract for the page, the JSON and the tests):
   over the timed attempts (timed and Perfetto-only modes) only. They never update a card
   (``scheduling.counts_for_schedule``), so retrievability and next due ignore them. Each scenario
   row also reports how many of its attempts were practice.
-* No function loops over attempt rows in Python. Each one runs a fixed number of queries that
-  return aggregated rows (at most one per scenario, scenario pair, week or day), so the number of
-  queries and the size of what comes back do not grow with the number of attempts.
+* Each function runs a fixed number of queries over summary rows (at most one per scenario,
+  scenario pair, week, day or whole second of time) or over a bounded slice of attempts read
+  through an index (the last 10 per scenario; the one or two middle times per scenario).
 * "Under 2:00" means ``elapsed_s <= DRILL_TIME_LIMIT_S`` (the limit the learner sees; the
   network grace used for ``over_time`` is not counted).
 * Weeks start on Monday and days are UTC days.
@@ -27,27 +32,27 @@ Rules (a contract for the page, the JSON and the tests):
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connections
-from django.db.models import (
-    Aggregate,
-    Count,
-    DateField,
-    F,
-    FloatField,
-    Func,
-    Q,
-    QuerySet,
-    Window,
-)
-from django.db.models.functions import RowNumber
+from django.db.models import Count, Model, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from drills import scheduling
 from drills.mentalmath import FAMILIES
-from drills.models import FULLY_CORRECT, TIMED, Attempt, AttemptQuerySet, Card, MathAttempt
+from drills.models import (
+    TIMED,
+    Attempt,
+    Card,
+    DayTally,
+    ElapsedTally,
+    MathTally,
+    ScenarioTally,
+    WeekTally,
+)
 from scenarios import engine
 
 LAST_N = 10
@@ -91,107 +96,148 @@ def _utc_day(when: datetime) -> date:
     return when.astimezone(UTC).date()
 
 
-class PercentileCont(Aggregate):
-    """PostgreSQL ``percentile_cont(f) WITHIN GROUP (ORDER BY expr)``."""
-
-    function = "percentile_cont"
-    name = "PercentileCont"
-    output_field = FloatField()
-    template = "%(function)s(%(percentile)s) WITHIN GROUP (ORDER BY %(expressions)s)"
-
-    def __init__(self, expression, percentile: float, **extra):
-        super().__init__(expression, percentile=float(percentile), **extra)
+def _week_start(when: datetime | date) -> date:
+    d = when.astimezone(UTC).date() if isinstance(when, datetime) else when
+    return d - timedelta(days=d.weekday())
 
 
-class UTCDay(Func):
-    """The UTC calendar day of a datetime column, computed natively by the database.
-
-    Django's ``TruncDate`` is a Python function on SQLite, called once per row; with tens of
-    thousands of attempts that dominates the page. SQLite stores aware datetimes as UTC text,
-    so ``date()`` is exact there.
-    """
-
-    output_field = DateField()
-    template = "((%(expressions)s) AT TIME ZONE 'UTC')::date"
-
-    def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="date(%(expressions)s)", **extra)
+def _of(qs: QuerySet, who: Any) -> QuerySet:
+    """``qs`` narrowed to one learner (a user or an id) or to several (ids, or a subquery)."""
+    if isinstance(who, Model):
+        return qs.filter(user_id=who.pk)
+    if isinstance(who, int):
+        return qs.filter(user_id=who)
+    return qs.filter(user_id__in=who)
 
 
-class UTCWeek(Func):
-    """The Monday (UTC) starting the week of a datetime column, computed natively."""
-
-    output_field = DateField()
-    template = "date_trunc('week', (%(expressions)s) AT TIME ZONE 'UTC')::date"
-
-    def as_sqlite(self, compiler, connection, **extra):
-        # 'weekday 0' moves forward to the next Sunday (or stays on one); 6 days back is Monday.
-        template = "date(%(expressions)s, 'weekday 0', '-6 days')"
-        return self.as_sql(compiler, connection, template=template, **extra)
+def _sum(field: str, **filter_q: Any) -> Coalesce:
+    total = Sum(field, filter=Q(**filter_q)) if filter_q else Sum(field)
+    return Coalesce(total, 0)
 
 
-def _is_postgres(qs: QuerySet) -> bool:
-    return connections[qs.db].vendor == "postgresql"
+def _sentence_sums(keys: Iterable[str] | None = None) -> dict[str, Coalesce]:
+    """Sum(...) annotations over summary rows: per sentence, attempts graded on it and right."""
+    out: dict[str, Coalesce] = {}
+    for key, _fld, _title in SENTENCES:
+        if keys is not None and key not in keys:
+            continue
+        out[f"{key}_graded"] = _sum(f"{key}_graded")
+        out[f"{key}_right"] = _sum(f"{key}_right")
+    return out
 
 
 # --------------------------------------------------------------------------- per scenario
 
 
-def median_elapsed(attempts_qs: AttemptQuerySet) -> dict[str, float]:
-    """Median time to diagnosis (s) per true scenario over graded, timed attempts. One query.
+_SLUG = "\x00scenario"  # a placeholder parameter, replaced per scenario in a compiled query
+_BOUND = -1.0e300
 
-    PostgreSQL: ``percentile_cont(0.5)``. Elsewhere: one window query that numbers each
-    scenario's times in order and keeps the middle one or two rows (at most two per scenario),
-    which are averaged here.
-    """
-    qs = attempts_qs.graded().filter(TIMED, elapsed_s__isnull=False)
-    if _is_postgres(qs):
-        rows = (
-            qs.order_by()
-            .values("scenario")
-            .annotate(median=PercentileCont("elapsed_s", 0.5))
-            .values_list("scenario", "median")
-        )
-        return {slug: float(m) for slug, m in rows if m is not None}
-    inner = (
-        qs.order_by()
-        .annotate(
-            rn=Window(RowNumber(), partition_by=[F("scenario")], order_by=F("elapsed_s").asc()),
-            n=Window(Count("pk"), partition_by=[F("scenario")]),
-        )
-        .values_list("scenario", "elapsed_s", "rn", "n")
-    )
-    sql, params = inner.query.sql_with_params()
-    wrapped = (
-        "SELECT scenario, AVG(elapsed_s) FROM ("
-        f"SELECT x.* FROM ({sql}) AS x) AS w "
-        "WHERE w.rn IN ((w.n + 1) / 2, (w.n + 2) / 2) GROUP BY scenario"
-    )
+
+def _union(
+    qs: QuerySet, per_part: list[tuple[dict[Any, Any], tuple[Any, ...]]], tail: str = ""
+) -> list[tuple]:
+    """Run ``qs`` (compiled once, with placeholder parameters) once per entry of ``per_part``
+    (placeholder -> value, and the parameters of ``tail``, e.g. LIMIT/OFFSET), as one UNION ALL
+    query. Compiling the ORM query once keeps the cost flat in the number of scenarios."""
+    if not per_part:
+        return []
+    sql, params = qs.query.sql_with_params()
+    parts, args = [], []
+    for k, (values, tail_args) in enumerate(per_part):
+        parts.append(f"SELECT * FROM ({sql}{tail}) AS u{k}")
+        args.extend(values.get(p, p) if isinstance(p, str | float) else p for p in params)
+        args.extend(tail_args)
     with connections[qs.db].cursor() as cursor:
-        cursor.execute(wrapped, params)
-        return {slug: float(m) for slug, m in cursor.fetchall() if m is not None}
+        cursor.execute(" UNION ALL ".join(parts), args)
+        return cursor.fetchall()
 
 
-def last_n_accuracy(attempts_qs: AttemptQuerySet, n: int = LAST_N) -> dict[str, dict[str, Any]]:
-    """Accuracy over each scenario's last ``n`` graded attempts (by submission time). One query:
-    ROW_NUMBER() over the scenario partition, filtered to the first ``n``, then aggregated."""
-    ranked = (
-        attempts_qs.graded()
+def _middle_times(who: Any, wanted: dict[str, tuple[float, int, int]]) -> dict[str, float]:
+    """The median per scenario, from the timed attempts' index: ``wanted`` maps a scenario to
+    (lower bound, offset, count): the attempts with ``elapsed_s > bound`` in order, skipping
+    ``offset``, the next ``count`` (one or two) are the middle. One query (a UNION of at most
+    one short index range per scenario)."""
+    qs = (
+        _of(Attempt.objects.evidence().filter(TIMED, elapsed_s__isnull=False), who)
+        .filter(scenario=_SLUG, elapsed_s__gt=_BOUND)
+        .order_by("elapsed_s")
+        .values_list("scenario", "elapsed_s")
+    )
+    per_part = [
+        ({_SLUG: slug, _BOUND: float(bound)}, (count, offset))
+        for slug, (bound, offset, count) in wanted.items()
+    ]
+    values: dict[str, list[float]] = defaultdict(list)
+    for slug, elapsed in _union(qs, per_part, " LIMIT %s OFFSET %s"):
+        values[slug].append(float(elapsed))
+    return {slug: sum(v) / len(v) for slug, v in values.items() if v}
+
+
+def timing(who: Any) -> dict[str, dict[str, Any]]:
+    """Per scenario: graded timed attempts, those under the limit, and the median time to
+    diagnosis (s). Two queries: over the whole-second counts, a window sum finds each
+    scenario's total, its count under the limit and the second holding its middle time (one
+    row per scenario comes back); then the middle one or two times themselves."""
+    limit = _limit_s()
+    cells = (
+        _of(ElapsedTally.objects, who)
         .order_by()
-        .annotate(
-            rn=Window(
-                RowNumber(),
-                partition_by=[F("scenario")],
-                order_by=[F("submitted_at").desc(), F("pk").desc()],
-            )
+        .values_list("scenario", "second")
+        .annotate(total=Sum("n"))
+    )
+    sql, params = cells.query.sql_with_params()
+    middle = (
+        "SELECT scenario, second, n, cum, total, under FROM ("
+        "SELECT c.scenario AS scenario, c.second AS second, CAST(c.total AS INTEGER) AS n, "
+        # Whole numbers cast back to integers: PostgreSQL sums a sum as numeric, and the
+        # rank below must divide as integers.
+        "CAST(SUM(c.total) OVER (PARTITION BY c.scenario ORDER BY c.second) AS INTEGER) AS cum, "
+        "CAST(SUM(c.total) OVER (PARTITION BY c.scenario) AS INTEGER) AS total, "
+        "CAST(SUM(CASE WHEN c.second <= %s THEN c.total ELSE 0 END) "
+        "OVER (PARTITION BY c.scenario) AS INTEGER) AS under "
+        f"FROM ({sql}) AS c) AS w "
+        "WHERE w.cum >= (w.total + 1) / 2 AND w.cum - w.n < (w.total + 1) / 2"
+    )
+    out: dict[str, dict[str, Any]] = {}
+    wanted: dict[str, tuple[float, int, int]] = {}
+    with connections[cells.db].cursor() as cursor:
+        cursor.execute(middle, [limit, *params])
+        for slug, second, n, cum, total, under in cursor.fetchall():
+            total, under = int(total), int(under)
+            out[slug] = {"timed": total, "under_limit": under, "median_s": None}
+            first = (total + 1) // 2  # 1-based rank of the lower middle time
+            count = 2 if total % 2 == 0 else 1
+            wanted[slug] = (second - 1, first - (int(cum) - int(n)) - 1, count)
+    for slug, median in _middle_times(who, wanted).items():
+        out[slug]["median_s"] = median
+    return out
+
+
+def median_elapsed(who: Any) -> dict[str, float]:
+    """Median time to diagnosis (s) per true scenario over graded, timed attempts."""
+    return {s: t["median_s"] for s, t in timing(who).items() if t["median_s"] is not None}
+
+
+def last_n_accuracy(
+    who: Any, n: int = LAST_N, *, slugs: list[str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """Accuracy over each scenario's last ``n`` graded attempts (by submission time). One query
+    (two without ``slugs``, the scenarios to read): a UNION of each scenario's newest ``n``
+    through the (user, scenario, submitted_at) index."""
+    if slugs is None:
+        slugs = _scenario_slugs() + sorted(
+            set(_of(ScenarioTally.objects, who).values_list("scenario", flat=True))
+            - set(engine.SCENARIOS)
         )
-        .filter(rn__lte=n)
+    qs = (
+        _of(Attempt.objects.evidence(), who)
+        .filter(scenario=_SLUG)
+        .order_by("-submitted_at", "-pk")
         .values_list("scenario", "scenario_correct")
     )
-    # At most n rows per scenario come back (bounded: 11 x n), so tallying them is not a loop
-    # over the learner's history.
     tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for slug, correct in ranked:
+    # At most n rows per scenario come back (bounded: 11 x n).
+    for slug, correct in _union(qs, [({_SLUG: s}, (n,)) for s in slugs], " LIMIT %s"):
         tally[slug][0] += 1
         tally[slug][1] += 1 if correct else 0
     return {
@@ -201,7 +247,7 @@ def last_n_accuracy(attempts_qs: AttemptQuerySet, n: int = LAST_N) -> dict[str, 
 
 
 def per_scenario_stats(
-    attempts_qs: AttemptQuerySet,
+    who: Any,
     now: datetime,
     cards: QuerySet[Card] | dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
@@ -213,27 +259,24 @@ def per_scenario_stats(
     ``cards`` is a queryset of scenario cards (one learner's), or a mapping slug -> state; None
     leaves retrievability and due out (a cohort has no single card).
     """
-    graded = attempts_qs.graded()
-    limit = _limit_s()
-    timed = TIMED
     rows = {
         r["scenario"]: r
-        for r in graded.order_by()
+        for r in _of(ScenarioTally.objects, who)
+        .order_by()
         .values("scenario")
         .annotate(
-            attempts=Count("pk"),
-            correct=Count("pk", filter=Q(scenario_correct=True)),
-            practice=Count("pk", filter=Q(mode=Attempt.Mode.PRACTICE)),
-            timed=Count("pk", filter=timed & Q(elapsed_s__isnull=False)),
-            under_limit=Count("pk", filter=timed & Q(elapsed_s__lte=limit)),
-            measurement=Count("pk", filter=Q(measurement_correct=True)),
-            fix=Count("pk", filter=Q(fix_correct=True)),
-            win=Count("pk", filter=Q(win_correct=True)),
-            **_sentence_counts(("step", "gap", "value", "expected")),
+            attempts=_sum("n"),
+            correct=_sum("ok"),
+            practice=_sum("practice"),
+            measurement=_sum("measurement"),
+            fix=_sum("fix"),
+            win=_sum("win"),
+            **_sentence_sums(("step", "gap", "value", "expected")),
         )
     }
-    last = last_n_accuracy(attempts_qs)
-    medians = median_elapsed(attempts_qs)
+    slugs = _scenario_slugs() + sorted(s for s in rows if s not in engine.SCENARIOS)
+    last = last_n_accuracy(who, slugs=slugs)
+    times = timing(who)
 
     states: dict[str, dict[str, Any]] | None = None
     if isinstance(cards, QuerySet):
@@ -241,10 +284,10 @@ def per_scenario_stats(
     elif cards is not None:
         states = dict(cards)
 
-    slugs = _scenario_slugs() + sorted(s for s in rows if s not in engine.SCENARIOS)
     out = []
     for slug in slugs:
         r = rows.get(slug, {})
+        t = times.get(slug, {})
         n = r.get("attempts", 0)
         row: dict[str, Any] = {
             "slug": slug,
@@ -256,10 +299,10 @@ def per_scenario_stats(
             "last_n": last.get(slug, {}).get("attempts", 0),
             "last_n_accuracy": last.get(slug, {}).get("accuracy"),
             "practice": r.get("practice", 0),
-            "timed": r.get("timed", 0),
-            "median_s": medians.get(slug),
-            "under_limit": r.get("under_limit", 0),
-            "under_limit_share": _ratio(r.get("under_limit"), r.get("timed")),
+            "timed": t.get("timed", 0),
+            "median_s": t.get("median_s"),
+            "under_limit": t.get("under_limit", 0),
+            "under_limit_share": _ratio(t.get("under_limit"), t.get("timed")),
             "measurement_accuracy": _ratio(r.get("measurement"), n),
             "fix_accuracy": _ratio(r.get("fix"), n),
             "win_accuracy": _ratio(r.get("win"), n),
@@ -280,25 +323,38 @@ def per_scenario_stats(
 # --------------------------------------------------------------------------- confusion
 
 
-def answer_counts(
-    attempts_qs: AttemptQuerySet, windows: dict[int, Q] | None = None
-) -> list[dict[str, Any]]:
+def answer_counts(who: Any, windows: dict[int, tuple[Q, datetime]] | None = None) -> list[dict]:
     """Graded attempts per (learner, true scenario, answer): ``n``, ``ok`` (scenario right) and,
-    for each ``windows`` entry ``{key: Q}``, ``t<key>`` (those matching Q). One GROUP BY, which
-    the partial index attempt_graded_cover_idx answers without touching the table. The confusion
+    for each ``windows`` entry ``{key: (in_time, since)}``, ``t<key>``: those matching the
+    ``in_time`` Q, where every attempt submitted at or before ``since`` matches it. The counts
+    are the ``ScenarioTally`` rows; a window subtracts the attempts after ``since`` that miss it
+    (one more GROUP BY, over the attempts since the earliest ``since`` only). The confusion
     matrix and the lookalike mix-ups, of one learner or of a cohort, are sums over these rows."""
-    ann: dict[str, Any] = {
-        "n": Count("user_id"),
-        "ok": Count("user_id", filter=Q(scenario_correct=True)),
-    }
-    for key, q in (windows or {}).items():
-        ann[f"t{key}"] = Count("user_id", filter=q)
-    return list(
-        attempts_qs.graded()
-        .values("user_id", "scenario", "answer_scenario")
-        .annotate(**ann)
+    rows = list(
+        _of(ScenarioTally.objects, who)
         .order_by()
+        .values("user_id", "scenario", "answer_scenario", "n", "ok")
     )
+    if not windows:
+        return rows
+    earliest = min(since for _q, since in windows.values())
+    late_ann = {
+        f"late{key}": Count("pk", filter=Q(submitted_at__gt=since) & ~q)
+        for key, (q, since) in windows.items()
+    }
+    late = {
+        (r["user_id"], r["scenario"], r["answer_scenario"]): r
+        for r in _of(Attempt.objects.evidence(), who)
+        .filter(submitted_at__gt=earliest)
+        .order_by()
+        .values("user_id", "scenario", "answer_scenario")
+        .annotate(**late_ann)
+    }
+    for r in rows:
+        missed = late.get((r["user_id"], r["scenario"], r["answer_scenario"]), {})
+        for key in windows:
+            r[f"t{key}"] = r["n"] - missed.get(f"late{key}", 0)
+    return rows
 
 
 def confusion_counts(rows: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
@@ -325,17 +381,15 @@ def pair_mixups(
     return dict(mixups), dict(on_pair)
 
 
-def confusion_matrix(
-    attempts_qs: AttemptQuerySet, *, rows: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    """True scenario x answered scenario counts over graded attempts (one GROUP BY query, none
-    when the ``answer_counts`` rows are passed in).
+def confusion_matrix(who: Any, *, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """True scenario x answered scenario counts over graded attempts (one query, none when the
+    ``answer_counts`` rows are passed in).
 
     ``labels`` are the engine's scenarios in order, then any other slug met in the data (so the
     cells always sum to the number of graded attempts). ``matrix[i][j]`` counts attempts whose
     true scenario is ``labels[i]`` and whose answer is ``labels[j]``.
     """
-    counts = confusion_counts(answer_counts(attempts_qs) if rows is None else rows)
+    counts = confusion_counts(answer_counts(who) if rows is None else rows)
     labels = _scenario_slugs()
     extra = sorted({s for pair in counts for s in pair} - set(labels))
     labels = labels + extra
@@ -358,39 +412,36 @@ def confusion_matrix(
 # --------------------------------------------------------------------------- lookalikes
 
 
-def _week_start(when: datetime | date) -> date:
-    d = when.astimezone(UTC).date() if isinstance(when, datetime) else when
-    return d - timedelta(days=d.weekday())
-
-
 def lookalike_rates(
-    attempts_qs: AttemptQuerySet, *, weeks: int = TREND_WEEKS, now: datetime | None = None
+    who: Any,
+    *,
+    weeks: int = TREND_WEEKS,
+    now: datetime | None = None,
+    rows: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """For each directed lookalike pair (true A, answered its twin B): how often a graded attempt
-    on A was answered B, all time and per week (the ``weeks`` most recent weeks up to ``now``,
-    empty weeks included with ``rate`` None). One GROUP BY (scenario, week) query."""
+    on A was answered B, all time (from the ``answer_counts`` rows, passed in or read) and per
+    week (the ``weeks`` most recent weeks up to ``now``, empty weeks included with ``rate``
+    None, from the week counters)."""
     pairs = _lookalike_pairs()
-    confused = Q()
-    for true, twin in pairs:
-        confused |= Q(scenario=true, answer_scenario=twin)
-    rows = (
-        attempts_qs.graded()
-        .filter(scenario__in=[p[0] for p in pairs])
-        .order_by()
-        .annotate(week=UTCWeek("submitted_at"))
-        .values_list("scenario", "week")
-        .annotate(n=Count("pk"), confused=Count("pk", filter=confused))
-    )
-    by_pair: dict[str, dict[date, tuple[int, int]]] = defaultdict(dict)
-    for slug, week, n, c in rows:
-        by_pair[slug][_week_start(week)] = (n, c)
+    counts = confusion_counts(answer_counts(who) if rows is None else rows)
     end = _week_start(now or datetime.now(UTC))
     week_list = [end - timedelta(weeks=k) for k in range(weeks - 1, -1, -1)]
+    weekly = (
+        _of(WeekTally.objects, who)
+        .filter(scenario__in=[p[0] for p in pairs], week__gte=week_list[0], week__lte=end)
+        .order_by()
+        .values_list("scenario", "week")
+        .annotate(n=_sum("n"), confused=_sum("confused"))
+    )
+    by_pair: dict[str, dict[date, tuple[int, int]]] = defaultdict(dict)
+    for slug, week, n, c in weekly:
+        by_pair[slug][week] = (n, c)
     out = []
     for true, twin in pairs:
         series = by_pair.get(true, {})
-        total = sum(n for n, _ in series.values())
-        conf = sum(c for _, c in series.values())
+        total = sum(n for (t, _a), n in counts.items() if t == true)
+        conf = counts.get((true, twin), 0)
         trend = []
         for w in week_list:
             n, c = series.get(w, (0, 0))
@@ -413,30 +464,32 @@ def lookalike_rates(
 # --------------------------------------------------------------------------- over time
 
 
-def accuracy_over_time(
-    attempts_qs: AttemptQuerySet, *, weeks: int = TREND_WEEKS, now: datetime | None = None
-) -> list[dict[str, Any]]:
-    """Scenario accuracy per week for the ``weeks`` most recent weeks (empty weeks included).
-    One GROUP BY week query."""
+def _weeks_of(who: Any, weeks: int, now: datetime | None, **sums: Any):
     end = _week_start(now or datetime.now(UTC))
     start = end - timedelta(weeks=weeks - 1)
     rows = (
-        attempts_qs.graded()
-        .filter(submitted_at__gte=datetime.combine(start, datetime.min.time(), tzinfo=UTC))
+        _of(WeekTally.objects, who)
+        .filter(week__gte=start)
         .order_by()
-        .annotate(week=UTCWeek("submitted_at"))
-        .values_list("week")
-        .annotate(
-            n=Count("pk"),
-            correct=Count("pk", filter=Q(scenario_correct=True)),
-            fully=Count("pk", filter=FULLY_CORRECT),
-        )
+        .values("week")
+        .annotate(**sums)
     )
-    found = {_week_start(w): (n, c, f) for w, n, c, f in rows}
+    return start, {r["week"]: r for r in rows}
+
+
+def accuracy_over_time(
+    who: Any, *, weeks: int = TREND_WEEKS, now: datetime | None = None
+) -> list[dict[str, Any]]:
+    """Scenario accuracy per week for the ``weeks`` most recent weeks (empty weeks included).
+    One query over the week counters."""
+    start, found = _weeks_of(
+        who, weeks, now, attempts=_sum("n"), correct=_sum("ok"), fully=_sum("fully")
+    )
     out = []
     for k in range(weeks):
         w = start + timedelta(weeks=k)
-        n, c, f = found.get(w, (0, 0, 0))
+        r = found.get(w, {})
+        n, c, f = r.get("attempts", 0), r.get("correct", 0), r.get("fully", 0)
         out.append(
             {
                 "week": w,
@@ -450,36 +503,15 @@ def accuracy_over_time(
     return out
 
 
-def _sentence_counts(keys=None) -> dict[str, Count]:
-    """Count(...) annotations: per sentence, attempts graded on it and attempts right on it."""
-    out: dict[str, Count] = {}
-    for key, fld, _title in SENTENCES:
-        if keys is not None and key not in keys:
-            continue
-        out[f"{key}_graded"] = Count("pk", filter=Q(**{f"{fld}__isnull": False}))
-        out[f"{key}_right"] = Count("pk", filter=Q(**{fld: True}))
-    return out
-
-
 def sentence_accuracy_over_time(
-    attempts_qs: QuerySet[Attempt], *, weeks: int = TREND_WEEKS, now: datetime | None = None
+    who: Any, *, weeks: int = TREND_WEEKS, now: datetime | None = None
 ) -> dict[str, Any]:
     """Accuracy of each of the five sentences per week (the ``weeks`` most recent, empty weeks
-    included) and over the whole window. One GROUP BY week query.
+    included) and over the whole window. One query over the week counters.
 
     Each sentence's accuracy is over the attempts graded on it, so older three-part attempts
     count for the signature, measurement and fix but not for the numbers they never gave."""
-    end = _week_start(now or datetime.now(UTC))
-    start = end - timedelta(weeks=weeks - 1)
-    rows = (
-        attempts_qs.graded()
-        .filter(submitted_at__gte=datetime.combine(start, datetime.min.time(), tzinfo=UTC))
-        .order_by()
-        .annotate(week=UTCWeek("submitted_at"))
-        .values("week")
-        .annotate(n=Count("pk"), **_sentence_counts())
-    )
-    found = {_week_start(r["week"]): r for r in rows}
+    start, found = _weeks_of(who, weeks, now, n=_sum("n"), **_sentence_sums())
     keys = [k for k, _f, _t in SENTENCES]
     out_weeks = []
     totals = {k: [0, 0] for k in keys}
@@ -504,19 +536,19 @@ def sentence_accuracy_over_time(
 
 
 def daily_activity(
-    attempts_qs: AttemptQuerySet, *, weeks: int = ACTIVITY_WEEKS, now: datetime | None = None
+    who: Any, *, weeks: int = ACTIVITY_WEEKS, now: datetime | None = None
 ) -> dict[str, Any]:
     """Graded attempts per UTC day over the last ``weeks`` weeks (whole weeks, Monday first, the
-    current week last). One GROUP BY day query. ``weeks`` is a list of columns of 7 days."""
+    current week last). One query over the day counters. ``weeks`` is a list of columns of 7
+    days."""
     today = _utc_day(now or datetime.now(UTC))
     start = _week_start(today) - timedelta(weeks=weeks - 1)
     rows = (
-        attempts_qs.graded()
-        .filter(submitted_at__gte=datetime.combine(start, datetime.min.time(), tzinfo=UTC))
+        _of(DayTally.objects, who)
+        .filter(day__gte=start)
         .order_by()
-        .annotate(day=UTCDay("submitted_at"))
         .values_list("day")
-        .annotate(n=Count("pk"))
+        .annotate(total=_sum("n"))
     )
     counts = dict(rows)
     columns = []
@@ -537,32 +569,26 @@ def daily_activity(
     }
 
 
-def streak(attempts_qs: AttemptQuerySet, now: datetime) -> dict[str, Any]:
+def streak(who: Any, now: datetime) -> dict[str, Any]:
     """Consecutive UTC days with at least one graded attempt, ending today (or yesterday, while
     today's drill is still to do).
 
-    Reads the distinct UTC days of the last ``span`` days from SQL (one query, at most ``span``
-    small rows); only a streak that reaches back to the start of that window reads again, with
-    the window doubled."""
+    Reads the active days of the last ``span`` days from the day counters (one query, at most
+    ``span`` small rows); only a streak that reaches back to the start of that window reads
+    again, with the window widened."""
     today = _utc_day(now)
-    tomorrow = datetime.combine(today + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
-    graded = attempts_qs.graded().filter(submitted_at__lt=tomorrow).order_by()
+    active = _of(DayTally.objects, who).filter(day__lte=today, n__gt=0).order_by()
     span = 64
     while True:
-        since = tomorrow - timedelta(days=span)
-        days = set(
-            graded.filter(submitted_at__gte=since)
-            .annotate(day=UTCDay("submitted_at"))
-            .values_list("day", flat=True)
-            .distinct()
-        )
+        since = today - timedelta(days=span - 1)
+        days = set(active.filter(day__gte=since).values_list("day", flat=True).distinct())
         done_today = today in days
         day = today if done_today else today - timedelta(days=1)
         length = 0
         while day in days:
             length += 1
             day -= timedelta(days=1)
-        if length < span - 1 or not graded.filter(submitted_at__lt=since).exists():
+        if length < span - 1 or not active.filter(day__lt=since).exists():
             return {"days": length, "done_today": done_today}
         span *= 4
 
@@ -571,15 +597,11 @@ def streak(attempts_qs: AttemptQuerySet, now: datetime) -> dict[str, Any]:
 
 
 def math_stats(user, now: datetime) -> list[dict[str, Any]]:
-    """Per mental-math family: graded attempts, accuracy, share in time, and the family card's
-    retrievability and next due. Two queries (one GROUP BY family, one for the cards)."""
+    """Per mental-math family: graded attempts, accuracy, and the family card's retrievability
+    and next due. Two queries (the family counters, the cards)."""
     rows = {
         fam: (n, c)
-        for fam, n, c in MathAttempt.objects.filter(user=user)
-        .graded()
-        .order_by()
-        .values_list("family")
-        .annotate(n=Count("pk"), correct=Count("pk", filter=Q(correct=True)))
+        for fam, n, c in _of(MathTally.objects, user).values_list("family", "n", "correct")
     }
     cards = {
         item: (state, due)
@@ -613,15 +635,15 @@ def math_stats(user, now: datetime) -> list[dict[str, Any]]:
 def learner_stats(user, now: datetime) -> dict[str, Any]:
     """Everything the dashboard shows for one learner (the page and stats.json render this)."""
     # Re-narrations are answers on a trace the learner has read narrated: no evidence on the
-    # scenario, so they stay out of every per-scenario number (they are counted on their own).
-    attempts = Attempt.objects.filter(user=user).exclude(kind=Attempt.Kind.RENARRATION)
+    # scenario, so the summaries leave them out (they are counted on their own here).
     renarrations = (
         Attempt.objects.filter(user=user, kind=Attempt.Kind.RENARRATION)
         .graded()
         .aggregate(graded=Count("pk"), right=Count("pk", filter=Q(scenario_correct=True)))
     )
-    scenarios = per_scenario_stats(attempts, now, cards=Card.objects.filter(user=user))
-    confusion = confusion_matrix(attempts)
+    scenarios = per_scenario_stats(user, now, cards=Card.objects.filter(user=user))
+    rows = answer_counts(user)
+    confusion = confusion_matrix(user, rows=rows)
     total = confusion["total"]
     practice = sum(r["practice"] for r in scenarios)
     return {
@@ -636,10 +658,10 @@ def learner_stats(user, now: datetime) -> dict[str, Any]:
         "renarrations": renarrations,
         "scenarios": scenarios,
         "confusion": confusion,
-        "lookalikes": lookalike_rates(attempts, now=now),
-        "accuracy_over_time": accuracy_over_time(attempts, now=now),
-        "sentence_accuracy": sentence_accuracy_over_time(attempts, now=now),
-        "daily_activity": daily_activity(attempts, now=now),
+        "lookalikes": lookalike_rates(user, now=now, rows=rows),
+        "accuracy_over_time": accuracy_over_time(user, now=now),
+        "sentence_accuracy": sentence_accuracy_over_time(user, now=now),
+        "daily_activity": daily_activity(user, now=now),
         "math": math_stats(user, now),
     }
 

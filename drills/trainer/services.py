@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from drills import scheduling
+from drills import scheduling, summaries
 from drills.models import Attempt, LearnerProfile, MockInterview
 from drills.scheduling import cards
 from drills.trainer.grading import Diagnosis, grade, is_over_time
@@ -194,9 +194,9 @@ def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
 def close_attempt(attempt: Attempt, reason: str) -> Attempt:
     """Close an open attempt without a diagnosis ("abandoned" or "expired"): graded as a miss.
 
-    A timed attempt is rated Again and updates the card through ``cards.apply_live``, the path a
-    submitted diagnosis takes (and ``rebuild_cards`` replays); a practice attempt never touches a
-    card. Idempotent.
+    A timed attempt is rated Again and updates its card through ``cards.apply_trace_attempt``,
+    the path a submitted diagnosis takes (and ``rebuild_cards`` replays); a practice attempt
+    never touches a card. Idempotent.
     """
     assert reason in ("abandoned", "expired"), reason
     now = timezone.now()
@@ -226,7 +226,8 @@ def close_attempt(attempt: Attempt, reason: str) -> Attempt:
         locked.rating = int(scheduling.rating_for(miss))  # Again: the scenario was not named
         locked.counted = scheduling.counts_for_schedule(miss)
         locked.save()
-        cards.apply_live(locked.user, miss, item=locked.scenario, when=now)
+        summaries.record_attempt(locked)
+        cards.apply_trace_attempt(locked, miss, when=now)
     return locked
 
 
@@ -279,6 +280,7 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
         locked.rating = int(rating)
         locked.counted = scheduling.counts_for_schedule(result)
         locked.save()
+        summaries.record_attempt(locked)
         cards.apply_trace_attempt(locked, result, when=now)
     return locked, True
 

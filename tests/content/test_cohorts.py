@@ -30,7 +30,7 @@ from cohorts.models import (
 from cohorts.progress import learner_assignments
 from cohorts.tasks import send_due_reminders
 from content.models import ReadMark, WalkthroughSet
-from drills import scheduling
+from drills import scheduling, summaries
 from drills.models import Attempt, Card
 from scenarios.models import Trace
 
@@ -68,7 +68,7 @@ def make_attempt(user, scenario, answer, *, when=None):
         payload=b"",
         timeline_gz=b"",
     )
-    return Attempt.objects.create(
+    attempt = Attempt.objects.create(
         user=user,
         trace=trace,
         scenario=scenario,
@@ -78,6 +78,8 @@ def make_attempt(user, scenario, answer, *, when=None):
         scenario_correct=answer == scenario,
         elapsed_s=60,
     )
+    summaries.record_attempt(attempt)  # as the live write path does
+    return attempt
 
 
 def make_card(user, scenario, reviewed_days_ago=3):
@@ -543,6 +545,7 @@ def test_per_sentence_accuracy_matches_the_attempts(client, people, cohort):
     for user, fields in rows:
         a = make_attempt(user, "straggler", "straggler")
         Attempt.objects.filter(pk=a.pk).update(measurement_correct=True, fix_correct=True, **fields)
+    summaries.rebuild_users([ada.pk, bob.pk])  # the grades were edited after the fact
 
     def cells(html: str, row: str) -> dict[str, str]:
         tr = re.search(rf'<tr data-sentence-week="{row}">(.*?)</tr>', html, re.S).group(1)

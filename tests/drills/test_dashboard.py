@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from drills import scheduling
+from drills import scheduling, summaries
 from drills.models import Attempt, Card, LearnerProfile, MathAttempt
 from drills.stats import dashboard
 from scenarios import engine
@@ -50,10 +50,15 @@ def build(user, scenario, answer, when, *, elapsed=60.0, mode="timed", m=True, f
 
 
 def save_all(attempts: list[Attempt]) -> list[Attempt]:
+    """Store the attempts and count the graded ones as the live write path does."""
     traces = Trace.objects.bulk_create([trace_for(a.scenario) for a in attempts])
     for a, t in zip(attempts, traces, strict=True):
         a.trace = t
-    return Attempt.objects.bulk_create(attempts)
+    saved = Attempt.objects.bulk_create(attempts)
+    for a in saved:
+        if a.submitted_at is not None:
+            summaries.record_attempt(a)
+    return saved
 
 
 NOW = datetime(2025, 3, 14, 15, 0, tzinfo=UTC)
@@ -128,8 +133,7 @@ def test_per_scenario_numbers_match_the_hand_built_history(two_learners):
 def test_confusion_cells_and_lookalike_rates_both_directions(two_learners):
     ada, bob = two_learners
     history(ada, bob)
-    qs = Attempt.objects.filter(user=ada)
-    cm = dashboard.confusion_matrix(qs)
+    cm = dashboard.confusion_matrix(ada)
     at = {slug: i for i, slug in enumerate(cm["labels"])}
     assert cm["labels"][: len(engine.SCENARIOS)] == list(engine.SCENARIOS)
     assert cm["matrix"][at[S]][at[S]] == 10
@@ -140,7 +144,7 @@ def test_confusion_cells_and_lookalike_rates_both_directions(two_learners):
     assert cm["matrix"][at[ST]][at["healthy"]] == 1
     assert cm["total"] == sum(map(sum, cm["matrix"])) == 20
 
-    rates = {(p["true"], p["answered"]): p for p in dashboard.lookalike_rates(qs, now=NOW)}
+    rates = {(p["true"], p["answered"]): p for p in dashboard.lookalike_rates(ada, now=NOW)}
     assert set(rates) == {(S, B), (B, S), (RC, ST), (ST, RC)}
     assert (rates[S, B]["confused"], rates[S, B]["attempts"]) == (3, 13)
     assert rates[S, B]["rate"] == pytest.approx(3 / 13)
@@ -215,7 +219,7 @@ def test_query_count_is_flat_from_10_to_300_attempts(learner, learner_client):
     for slug in (S, B):
         state = scheduling.review(scheduling.new_card_state(), 3, timezone.now())
         Card.objects.create(user=learner, item=slug, state=state, due=scheduling.due(state))
-    MathAttempt.objects.create(
+    graded = MathAttempt.objects.create(
         user=learner,
         family="busbw",
         seed=1,
@@ -224,6 +228,7 @@ def test_query_count_is_flat_from_10_to_300_attempts(learner, learner_client):
         submitted_at=timezone.now(),
         correct=True,
     )
+    summaries.record_math_attempt(graded)
     _many(learner, 10)
     small = {u: _count(learner_client, u) for u in ("/dashboard/", "/dashboard/stats.json")}
     _many(learner, 290, start=10)
@@ -236,7 +241,7 @@ def test_query_count_is_flat_from_10_to_300_attempts(learner, learner_client):
 def test_math_section_aggregates_by_family(learner, learner_client):
     now = timezone.now()
     for correct in (True, True, False):
-        MathAttempt.objects.create(
+        graded = MathAttempt.objects.create(
             user=learner,
             family="busbw",
             seed=1,
@@ -245,6 +250,7 @@ def test_math_section_aggregates_by_family(learner, learner_client):
             submitted_at=now,
             correct=correct,
         )
+        summaries.record_math_attempt(graded)
     MathAttempt.objects.create(user=learner, family="busbw", seed=2, problem={}, served_at=now)
     state = scheduling.review(scheduling.new_card_state(), 3, now)
     Card.objects.create(
@@ -272,23 +278,23 @@ def test_streak_counts_consecutive_utc_days_from_sql():
 
     u = get_user_model().objects.create_user("streaker")
     save_all([build(u, S, S, t) for t in days(0, 0, 1, 2, 4, 5)])
-    assert dashboard.streak(Attempt.objects.filter(user=u), now) == {
+    assert dashboard.streak(u, now) == {
         "days": 3,
         "done_today": True,
     }
     # Not drilled today yet: yesterday's streak is still alive.
     later = now + timedelta(days=1)
-    assert dashboard.streak(Attempt.objects.filter(user=u), later) == {
+    assert dashboard.streak(u, later) == {
         "days": 3,
         "done_today": False,
     }
     # A day missed: the streak is over.
-    assert dashboard.streak(Attempt.objects.filter(user=u), now + timedelta(days=2))["days"] == 0
+    assert dashboard.streak(u, now + timedelta(days=2))["days"] == 0
     # A long streak reads past the first window of days.
     long = get_user_model().objects.create_user("long")
     save_all([build(long, S, S, now - timedelta(days=d, hours=1)) for d in range(100)])
     save_all([build(long, S, S, now - timedelta(days=d)) for d in range(101, 105)])
-    assert dashboard.streak(Attempt.objects.filter(user=long), now)["days"] == 100
+    assert dashboard.streak(long, now)["days"] == 100
 
 
 def test_streak_is_opt_in_from_the_home_page(learner, learner_client):
