@@ -13,11 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.core.cache import cache
 from django.db import transaction
 from django.utils import timezone
 
-from content import timelines
 from content.models import ReadMark
 from content.pages import Page, get_page, library
 from drills.models import Attempt, Card
@@ -28,7 +26,7 @@ from scenarios.models import Trace
 FIRST_DELAY = timedelta(days=1)
 TRACE_FIELDS = (
     "scenario", "seed", "hardware", "generator_version", "prompt", "key", "n_events", "payload",
-    "timeline_gz",
+    "timeline_gz", "perfetto_gz",
 )  # fmt: skip
 
 
@@ -83,14 +81,23 @@ def walkthrough_trace(page: Page, user) -> Trace:
     """A stored copy of the walkthrough's own trace, served to ``user`` (the engine is
     deterministic in (scenario, seed, hardware): it is the trace the narration was written on)."""
     assert page.scenario is not None and page.seed is not None
-    key = f"content:narrated:{engine.GENERATOR_VERSION}:{page.scenario}:{page.seed}:{page.hardware}"
-    fields = cache.get(key)
-    if fields is None:  # generating costs seconds; every re-narration of it stores the same rows
-        built = pool.build_trace(
-            page.scenario, page.seed, hardware=page.hardware, source=Trace.Source.NARRATED
+    # Generating costs seconds and every re-narration of a walkthrough stores the same rows: copy
+    # an earlier copy when there is one (the database, not the cache: Redis may be down).
+    earlier = (
+        Trace.objects.filter(
+            source=Trace.Source.NARRATED,
+            scenario=page.scenario,
+            seed=page.seed,
+            generator_version=engine.GENERATOR_VERSION,
+            **({"hardware": page.hardware} if page.hardware else {}),
         )
-        fields = {f: getattr(built, f) for f in TRACE_FIELDS}
-        cache.set(key, fields, timelines.TIMEOUT)
+        .only(*TRACE_FIELDS)
+        .first()
+    )
+    built = earlier or pool.build_trace(
+        page.scenario, page.seed, hardware=page.hardware, source=Trace.Source.NARRATED
+    )
+    fields = {f: getattr(built, f) for f in TRACE_FIELDS}
     trace = Trace(source=Trace.Source.NARRATED, **fields)
     trace.claimed_at = timezone.now()
     trace.claimed_by = user
