@@ -77,6 +77,16 @@ def learners(n: int = 3):
 
 
 def store(users, rows, *, live: bool) -> list[Attempt]:
+    # A learner has at most one open attempt (the database holds it): keep the first per learner.
+    opened: set[int] = set()
+    kept = []
+    for r in rows:
+        if r["submitted"] is None:
+            if r["learner"] in opened:
+                continue
+            opened.add(r["learner"])
+        kept.append(r)
+    rows = kept
     traces = Trace.objects.bulk_create(
         Trace(
             scenario=r["scenario"],
@@ -139,7 +149,9 @@ def same(x):
 def assert_matches_the_scan(users):
     ids = [u.pk for u in users]
     for u in users:
-        assert same(dashboard.learner_stats(u, NOW)) == same(scan.learner_stats(u, NOW))
+        live = dashboard.learner_stats(u, NOW)
+        live.pop("renarrations")  # counted from the attempts themselves, not from the counters
+        assert same(live) == same(scan.learner_stats(u, NOW))
         mine = Attempt.objects.filter(user=u)
         assert dashboard.streak(u, NOW) == scan.streak(mine, NOW)
         later = NOW + timedelta(days=1)
