@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from cohorts.progress import scenario_stats
 from cohorts.render import scenario_cells
+from drills import summaries
 from drills.models import Attempt, Card
 from drills.scheduling import new_card_state
 from tests.factories import AttemptFactory, UserFactory
@@ -33,6 +34,8 @@ def _submitted(user, *, mode, scenario="straggler", answer=None, when=None):
         over_time=False,
         counted=mode != Attempt.Mode.PRACTICE,
     )
+    a.refresh_from_db()
+    summaries.record_attempt(a)  # as the grading path does, in the same transaction
     return a
 
 
