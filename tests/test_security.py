@@ -682,7 +682,9 @@ def test_a_renarration_names_neither_walkthrough_nor_scenario_before_the_commit(
         "attempt page": strip_form(body(c.get(r["Location"]))),
         "home after start": body(c.get("/")),
         "timeline.json": c.get(f"/traces/{attempt.trace_id}/timeline.json").content.decode(),
-        "perfetto.json": c.get(f"/traces/{attempt.trace_id}/perfetto.json").content.decode(),
+        "perfetto.json": b"".join(
+            c.get(f"/traces/{attempt.trace_id}/perfetto.json").streaming_content
+        ).decode(),
         "narration before commit": _headers_text(c.get(f"/renarrations/{attempt.pk}/")),
     }
     for where, text in served.items():
