@@ -125,14 +125,15 @@ def _events_for_rank(
         out.append(ev)
     present = set(np.unique(c["tid"][idx]).tolist())
     out.extend(_meta_events(rank, pid_gpu, present))
-    if not workers or rank == 0:
+    if not workers:  # the per-rank Kineto files only (see _profiler_marks)
         out.extend(_profiler_marks(trace, rank))
     return out
 
 
 def _profiler_marks(trace: Trace, rank: int) -> list[dict]:
-    """Kineto's profiler span and its instants: the capture window (one per file: rank 0 only in
-    the merged Perfetto file, where copies would overlap on one track)."""
+    """Kineto's profiler span and its instants: the capture window, one per rank file as torch
+    writes them. The merged all-ranks Perfetto file leaves them out: its string pids and global
+    instants would stand for one rank's capture on a file that holds every rank."""
     c = trace.cols
     t0 = int(c["ts"].min()) - 1_000_000
     t1 = int((c["ts"] + c["dur"]).max()) + 500_000
@@ -414,7 +415,7 @@ def _meta_json(trace: Trace, rank: int, pid_gpu: int, workers: bool = True) -> l
     # metadata rows are few: reuse the dict path for them (they come last in the event list)
     idx = _rank_idx(trace, rank, workers)
     sub = _meta_events(rank, pid_gpu, set(np.unique(trace.cols["tid"][idx]).tolist()))
-    if not workers or rank == 0:
+    if not workers:  # the per-rank Kineto files only (see _profiler_marks)
         sub += _profiler_marks(trace, rank)
     return [orjson.dumps(e).decode() for e in sub]
 

@@ -18,7 +18,16 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "sampled_rank-0.json.gz"
 
 
-def test_upload_view_perfetto_delete(browser, live_server):
+@pytest.fixture
+def process_inline(monkeypatch):
+    """Process the upload in the server's own thread, as embedded mode does: with a broker
+    configured (CI) no worker runs beside the live server."""
+    from scenarios.tasks import process_upload
+
+    monkeypatch.setattr(process_upload, "delay", lambda *a: process_upload.apply(args=a))
+
+
+def test_upload_view_perfetto_delete(browser, live_server, process_inline):
     context = browser.new_context(viewport={"width": 1440, "height": 900})
     page = context.new_page()
     sign_up(page, live_server, "hopper")
