@@ -38,7 +38,7 @@ run: install-run  ## embedded mode: SQLite, in-process tasks, demo accounts, htt
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py load_content
 	$(PY) manage.py compress_perfetto_ui
-	$(PY) manage.py fill_pool --target $${POOL_TARGET:-4}
+	$(PY) manage.py fill_pool --target $${POOL_TARGET:-6}
 	$(PY) manage.py create_demo_accounts
 	@echo "serving on http://127.0.0.1:$(PORT) (set PORT=... to change)"
 	$(PY) manage.py runserver 127.0.0.1:$(PORT)
