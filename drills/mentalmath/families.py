@@ -791,11 +791,15 @@ _STALLS = [
 def _sample_amdahl(rng: random.Random, hw: Hardware, framing: str) -> Given:
     if framing == "remove":
         idx = rng.randrange(len(_STALLS))
+        count = rng.choice([2, 3, 4, 6, 8])
+        cost = rng.choice(_STALLS[idx][1])
+        # The stalls are a visible slice of the step, never most of it: at most 40 % of it.
+        floor = max(100, 20 * math.ceil(count * cost / 0.4 / 20))
         return {
             "stall": idx,
-            "count": rng.choice([2, 3, 4, 6, 8]),
-            "cost_ms": rng.choice(_STALLS[idx][1]),
-            "step_ms": float(rng.randrange(100, 401, 20)),
+            "count": count,
+            "cost_ms": cost,
+            "step_ms": float(rng.randrange(floor, max(floor, 400) + 1, 20)),
         }
     if framing == "straggler":
         return {"ranks": rng.choice([16, 64, 256]), "slow_pct": float(rng.choice([8, 15, 25, 40]))}

@@ -832,3 +832,21 @@ def test_drawn_numbers_stay_realistic():
             p = make_problem(key, seed)
             if p.unit == "×":
                 assert p.answer == pytest.approx(1.0) or p.answer >= 1.08
+
+
+@pytest.mark.parametrize("key", sorted(FAMILIES))
+def test_every_framing_draws_a_finite_positive_answer_for_hundreds_of_seeds(key):
+    """A learner presses "next problem" many times: no seed may divide by zero or ask for a
+    nonsense answer (a stall that outlasts its step, a negative remainder)."""
+    for framing in FAMILIES[key].framings:
+        for seed in range(300):
+            p = make_problem(key, seed, framing=framing)
+            assert math.isfinite(p.answer) and p.answer > 0, (key, framing, seed, p.answer)
+
+
+def test_removed_stalls_are_a_slice_of_the_step_not_all_of_it():
+    for seed in range(500):
+        p = make_problem("amdahl", seed, framing="remove")
+        removed = p.given["count"] * p.given["cost_ms"]
+        assert removed <= 0.4 * p.given["step_ms"], p.given
+        assert 1 < p.answer <= 1 / 0.6 + 1e-9
