@@ -46,6 +46,39 @@ def _step_span(M: Measured, rank: int, k: int, tid: int, label: str) -> dict:
     }
 
 
+def _per_step_spans(
+    M: Measured, ranks: list[int], tid: int, mask, label: str, unit_ms: bool = True
+) -> list[dict]:
+    """The longest event of ``mask`` in every step of every rank in ``ranks``: one evidence item
+    per (rank, step), each labelled with its own duration, so the reveal marks every instance
+    (every step's wait on every rank) and the short labels fit the viewer's label lanes."""
+    out: list[dict] = []
+    c = M.c
+    for r in ranks:
+        m = mask & (c["rank"] == r)
+        idx = np.flatnonzero(m)
+        if not len(idx):
+            continue
+        s, e = M.steps[r]
+        starts = M.ts[idx]
+        step = np.searchsorted(s, starts, "right") - 1  # the step each event starts in
+        inside = (step >= 0) & (starts < e[np.clip(step, 0, len(e) - 1)])
+        idx, step = idx[inside], step[inside]
+        for k in np.unique(step).tolist():
+            cand = idx[step == k]
+            i = int(cand[np.argmax(M.dur[cand])])
+            out.append(
+                {
+                    "rank": int(r),
+                    "row": row_name(r, tid),
+                    "start_us": _r(M.ts[i], 3),
+                    "end_us": _r(M.end[i], 3),
+                    "label": f"{label} {M.dur[i] / 1000:.1f} ms" if unit_ms else label,
+                }
+            )
+    return out
+
+
 class _Fmt:
     """One rounding per key: every number is printed, and then used, at the precision the
     reader sees (0.01 ms for sub-10 ms steps, else 0.1 ms), so each line's arithmetic adds up."""
@@ -141,13 +174,12 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"pin_memory=True): {s(fetch)} ms per batch ÷ {k} = {s(fetch_k)} ms, hidden under "
             f"{s(compute)} ms of compute; step {s(step)} → {s(expected)} ms."
         )
-        ev += _span(
+        ev += _per_step_spans(
             M,
-            r0,
+            M.ranks,
             MAIN,
             M.mask(names=lambda n: n.startswith("enumerate(DataLoader)")),
-            "waiting for the next batch",
-            3,
+            "batch wait",
         )
     elif slug == "launch-bound":
         gpu = q(f["gpu_per_step_ms"])
@@ -207,8 +239,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"inside the all-reduce, step {s(step)} → {s(expected)} ms."
         )
         ev += [_step_span(M, slow, k_mid, COMPUTE, "slow rank's compute")]
-        fast = next(r for r in M.ranks if r != slow)
-        ev += _span(M, fast, NCCL, M.mask(tid=NCCL), "waiting inside the collective", 1)
+        waiting = [r for r in M.ranks if r != slow]
+        ev += _per_step_spans(M, waiting, NCCL, M.mask(tid=NCCL), "waits")
     elif slug == "memory-bound-kernel":
         tbps = round(f["score_chain_tbps"], 2)
         gb = round(f["score_chain_ms_per_step"] * f["score_chain_tbps"], 1)  # ms × TB/s = GB
