@@ -280,6 +280,8 @@ PER_OBJECT: dict[str, Case] = {
     ),
     "trainer:abandon": Case(lambda w: [w.open.pk], ("POST",)),
     "math:attempt": Case(lambda w: [w.math.pk], ("GET",)),
+    # "Practise this calculation" on A's graded drill: built from A's trace's key.
+    "math:from_attempt": Case(lambda w: [w.submitted.pk], ("POST",)),
     "math:answer": Case(lambda w: [w.math.pk], ("POST",), lambda w: {"answer": "1"}, htmx=True),
     "math:sprint": Case(lambda w: [w.sprint.pk], ("GET",)),
     "math:sprint_answer": Case(lambda w: [w.sprint.pk], ("POST",), _sprint_answer, htmx=True),
@@ -701,6 +703,33 @@ def test_the_reveal_names_the_scenario_only_after_the_diagnosis(world):
     assert "data-scenario" not in html
     revealed = a.get(f"/drill/attempts/{world.submitted.pk}/").content.decode()
     assert f'data-scenario="{world.submitted.scenario}"' in revealed
+
+
+def test_practise_this_calculation_only_after_the_diagnosis(world):
+    """The math drill of a trace's calculation states its measured numbers and names the family
+    behind its diagnosis: before the commit it is refused (nothing built, nothing named), after
+    it the owner gets it and the request's numbers play no part."""
+    a = world.clients["ada"]
+    before = MathAttempt.objects.filter(user=world.ada).count()
+    for extra in ({}, {"HTTP_HX_REQUEST": "true"}):
+        r = a.post(
+            f"/math/from-drill/{world.open.pk}/", {"family": "amdahl", "slow_pct": "50"}, **extra
+        )
+        assert r.status_code == 302 and r["Location"] == f"/drill/attempts/{world.open.pk}/"
+        _assert_clean(
+            "practise before the commit (headers)", _headers_text(r), world.open.trace.key
+        )
+    assert MathAttempt.objects.filter(user=world.ada).count() == before
+    page = a.get(f"/drill/attempts/{world.open.pk}/").content.decode()
+    assert "practise-math" not in page and "/math/from-drill/" not in page
+    _assert_clean("attempt page after a refused practise", strip_form(page), world.open.trace.key)
+    world.open.refresh_from_db()
+    assert world.open.submitted_at is None
+
+    r = a.post(f"/math/from-drill/{world.submitted.pk}/", {"family": "busbw", "n": "2"})
+    made = MathAttempt.objects.get(pk=uuid_in(r["Location"], "/math/attempts/"))
+    assert made.user == world.ada and made.problem["source"]["attempt"] == str(world.submitted.pk)
+    assert made.family != "busbw" or world.submitted.scenario == "bandwidth-bound-collective"
 
 
 def test_an_open_attempt_changes_nothing_on_home_dashboard_or_cohort_pages(

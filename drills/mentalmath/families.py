@@ -414,7 +414,8 @@ def _solve_floor(framing: str, g: Given, hw: Hardware) -> _Solution:
         )
     elif framing in {"bytes", "efficiency"}:
         nbytes = _num(g, "bytes_mb") * 1e6
-        prompt = f"A fused elementwise kernel on {on} moves {show(_num(g, 'bytes_mb'))} MB in total"
+        what = _str(g, "what") if "what" in g else "A fused elementwise kernel"
+        prompt = f"{what} on {on} moves {show(_num(g, 'bytes_mb'))} MB in total"
         if framing == "bytes":
             prompt += " (reads plus writes). What is its floor time, the fastest it can run?"
     else:
@@ -612,8 +613,9 @@ def _solve_exposed(framing: str, g: Given, hw: Hardware) -> _Solution:
     exposed = comm * (1 - o)
     step = compute + exposed
     exposed_step = f"exposed = {fmt(comm)} ms × (1 − {fmt(o, 3)}) = {fmt(exposed)} ms"
+    ranks = _int(g, "n") if "n" in g else 8
     setting = (
-        f"A DDP step on 8 × {hw.name} has {show(compute)} ms of forward+backward compute and "
+        f"A DDP step on {ranks} × {hw.name} has {show(compute)} ms of forward+backward compute and "
         f"{comm_text}; {show(_num(g, 'overlap_pct'))} % of the communication is hidden under "
         "backward compute (HTA's overlap)."
     )
@@ -786,6 +788,11 @@ _STALLS = [
     ("{api}Malloc retries (allocator flush-and-retry)", [8.0, 12.0, 15.0]),
     ("{api}StreamSynchronize calls", [1.5, 2.5, 4.0]),
 ]
+# Stalls only a trace's own numbers bring ("Practise this calculation"): never drawn at random.
+_TRACE_STALLS = [
+    "{api}Malloc/{api}Free calls in steady state",
+    "recompiles (a new input shape each)",
+]
 
 
 def _sample_amdahl(rng: random.Random, hw: Hardware, framing: str) -> Given:
@@ -811,15 +818,24 @@ def _sample_amdahl(rng: random.Random, hw: Hardware, framing: str) -> Given:
 
 def _solve_amdahl(framing: str, g: Given, hw: Hardware) -> _Solution:
     if framing == "remove":
-        name = _STALLS[_int(g, "stall")][0].format(api=_api(hw, ""))
+        names = [s[0] for s in _STALLS] + _TRACE_STALLS
+        name = names[_int(g, "stall")].format(api=_api(hw, ""))
         count, cost, step = _int(g, "count"), _num(g, "cost_ms"), _num(g, "step_ms")
         removed = count * cost
         new = step - removed
         speedup = step / new
-        prompt = (
-            f"A {show(step)} ms training step on {hw.name} contains {count} {name}, each "
-            f"stalling the GPU for {show(cost)} ms. Remove them all: how much faster is the step?"
-        )
+        if "steps" in g:  # stalls spread over a run of steps: the run stands in for the step
+            prompt = (
+                f"A run of {_int(g, 'steps')} training steps on {hw.name} takes {show(step)} ms "
+                f"and contains {count} {name}, each stalling the GPU for {show(cost)} ms. Remove "
+                "them all: how much faster is the mean step?"
+            )
+        else:
+            prompt = (
+                f"A {show(step)} ms training step on {hw.name} contains {count} {name}, each "
+                f"stalling the GPU for {show(cost)} ms. Remove them all: how much faster is the "
+                "step?"
+            )
         steps = [
             f"stall = {count} × {show(cost)} = {fmt(removed)} ms",
             f"new step = {show(step)} − {fmt(removed)} = {fmt(new)} ms",

@@ -22,7 +22,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from drills import mentalmath, scheduling, summaries
-from drills.models import Card, MathAttempt, MathSprint
+from drills.mentalmath import from_trace
+from drills.models import Attempt, Card, MathAttempt, MathSprint
 from drills.scheduling import cards
 from drills.trainer.services import time_limit_s
 
@@ -133,6 +134,51 @@ def start_single(user, family: str | None = None) -> MathAttempt:
         return existing
     now = timezone.now()
     return _new_attempt(user, family or next_family(user, now), now)
+
+
+# --------------------------------------------------------------------------- from a trace's reveal
+
+
+class NoPractice(Exception):
+    """The trace attempt offers no calculation to practise; ``str()`` says why, for the learner."""
+
+
+def source_of(attempt: MathAttempt) -> str | None:
+    """The trace attempt (its id) whose numbers built this problem, or None for a drawn one."""
+    source = (attempt.problem or {}).get("source") or {}
+    return source.get("attempt") if isinstance(source, dict) else None
+
+
+def start_from_attempt(user, trace_attempt: Attempt) -> MathAttempt:
+    """A single 2:00 drill of the calculation behind ``trace_attempt``'s reveal, with that
+    trace's numbers, built here from the key the server stored (nothing the request sends).
+
+    Only for the learner's own, graded attempt: the view 404s anyone else's and refuses an open
+    one. An unanswered problem from the same trace is resumed; once answered, asking again gives
+    the trace's next framing (the reveal's own calculation first).
+    """
+    if trace_attempt.user_id != user.pk or not trace_attempt.is_submitted:
+        raise NoPractice("Commit your diagnosis first: the calculation is part of the reveal.")
+    source = str(trace_attempt.pk)
+    mine = MathAttempt.objects.filter(user=user, problem__source__attempt=source)
+    open_ = mine.filter(submitted_at__isnull=True).order_by("-served_at").first()
+    if open_ is not None:
+        return open_
+    trace = trace_attempt.trace
+    try:
+        problem = from_trace.problem_from_key(
+            trace.key, trace.prompt, hardware=trace.hardware, choice=mine.count()
+        )
+    except from_trace.NoPractice as exc:
+        raise NoPractice(f"No calculation to practise on this trace: {exc}.") from exc
+    return MathAttempt.objects.create(
+        user=user,
+        family=problem.family,
+        seed=_seeds.randrange(1, 2**62),
+        problem={**problem.to_dict(), "source": {"attempt": source}},
+        mode=MathAttempt.Mode.SINGLE,
+        served_at=timezone.now(),
+    )
 
 
 def problem_of(attempt: MathAttempt) -> mentalmath.Problem:

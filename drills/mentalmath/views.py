@@ -22,9 +22,10 @@ from drills.mentalmath import FAMILIES
 from drills.mentalmath import services as svc
 from drills.mentalmath.forms import MathAnswerForm, MathStartForm, SprintAnswerForm
 from drills.mentalmath.problem import fmt, tolerance_text
-from drills.models import Card, MathAttempt, MathSprint
+from drills.models import Attempt, Card, MathAttempt, MathSprint
 from drills.stats.dashboard import math_stats
 from drills.stats.format import pct
+from scenarios.models import Trace
 
 RATING_LABELS = {1: "Again", 2: "Hard", 3: "Good", 4: "Easy"}
 
@@ -106,6 +107,24 @@ def next_problem(request: HttpRequest) -> HttpResponse:
     return redirect(attempt_url(attempt))
 
 
+@require_POST
+def from_attempt(request: HttpRequest, attempt_id) -> HttpResponse:
+    """ "Practise this calculation" on a reveal: the problem is built from that attempt's stored
+    key (the request carries no numbers); someone else's attempt is a 404."""
+    trace_attempt = get_object_or_404(
+        Attempt.objects.visible_to(request.user)
+        .select_related("trace")
+        .defer(*Trace.blob_paths("trace")),
+        pk=attempt_id,
+    )
+    try:
+        attempt = svc.start_from_attempt(request.user, trace_attempt)
+    except svc.NoPractice as exc:
+        messages.error(request, str(exc))
+        return redirect("trainer:attempt", attempt_id=trace_attempt.pk)
+    return redirect(attempt_url(attempt))
+
+
 def attempt_url(attempt: MathAttempt) -> str:
     return reverse("math:attempt", args=[attempt.pk])
 
@@ -133,6 +152,14 @@ def _reveal(attempt: MathAttempt, *, card_due=None) -> dict[str, Any]:
         "card_due": card_due,
         "family_title": _family_title(attempt.family),
     }
+
+
+def _source_url(attempt: MathAttempt) -> str | None:
+    source = svc.source_of(attempt)
+    try:
+        return reverse("trainer:attempt", args=[uuid.UUID(str(source))]) if source else None
+    except ValueError:
+        return None
 
 
 def _family_title(key: str) -> str:
@@ -167,6 +194,7 @@ def _attempt_page(
         "remaining_s": max(0.0, limit - elapsed),
         "reveal": reveal,
         "in_sprint": attempt.sprint_id is not None,
+        "source_url": _source_url(attempt),
     }
     template = "drills/math/attempt.html#math" if partial else "drills/math/attempt.html"
     return _no_store(TemplateResponse(request, template, context, status=status))

@@ -443,6 +443,8 @@ def test_family_stats_aggregate_in_a_fixed_number_of_queries(
 
 
 def test_trace_reveal_offers_practise_this_calculation(learner_client, learner, no_refill):
+    """The button starts the key's calculation with this trace's numbers (see
+    tests/drills/test_practise_from_trace.py for every scenario)."""
     attempt = services.start_drill(learner, scenario="exposed-allreduce")
     key = attempt.trace.key
     assert key["mentalmath_family"]
@@ -453,14 +455,13 @@ def test_trace_reveal_offers_practise_this_calculation(learner_client, learner, 
     assert Attempt.objects.get(pk=attempt.pk).submitted_at is not None
     html = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
     assert "Practise this calculation" in html
-    family_field = re.search(
-        r'<input type="hidden" name="family" value="([^"]+)">\s*<button[^>]*id="practise-math"',
-        html,
+    assert f'action="/math/from-drill/{attempt.pk}/"' in html
+    response = learner_client.post(f"/math/from-drill/{attempt.pk}/")
+    math_attempt = MathAttempt.objects.get(pk=ATTEMPT_URL.search(response["Location"]).group(1))
+    assert math_attempt.family == math_services.resolve_family(key["mentalmath_family"])
+    assert math_attempt.problem["given"]["comm_ms"] == pytest.approx(
+        key["facts"]["comm_ms"], rel=0.01
     )
-    assert family_field
-    math_attempt = start(learner_client, family_field.group(1))
-    assert math_attempt.family == key["mentalmath_family"]
-    assert math_attempt.family in FAMILIES
 
 
 @pytest.mark.parametrize(("name", "family"), sorted(math_services.ENGINE_FAMILIES.items()))
