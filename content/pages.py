@@ -10,14 +10,25 @@ Two pieces of syntax on top of Markdown (docs/contracts.md §4):
   static/js/track.js;
 - in walkthroughs, ``{{key:step_ms}}``, ``{{key:expected_step_ms}}`` and
   ``{{key:measurement_value}}`` are replaced at request time by the walkthrough trace's
-  answer-key values (``render_walkthrough_steps``).
+  answer-key values (``render_walkthrough_steps``), and ``{{fact:NAME}}`` or
+  ``{{fact:NAME|FORMAT}}`` by one of its measured facts (``key["facts"]``; FORMAT is one of
+  ``FORMATS``): every number a narration quotes about its trace is written this way, never typed.
+
+A walkthrough's front matter may list ``claims``: a sentence the narration makes about its trace
+(``says``, quoted verbatim from the narration) and the check on the trace's facts that makes it
+true (``check``, e.g. ``overlap_pct < 5``; see ``CLAIM_FUNCTIONS``). ``check_claims`` evaluates
+them against a key; the content tests run it on every walkthrough's trace.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import html
+import logging
+import math
 import re
+import statistics
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +57,12 @@ SECTION_TITLES = dict(SECTIONS)
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 FOCUS_RE = re.compile(r"^(full|step:\d+|evidence:\d+|rank:\d+)$")
 TIMELINE_RE = re.compile(r"^\[\[timeline((?:\s+[a-z_]+=\S+)*)\s*\]\]\s*$", re.MULTILINE)
-KEY_PLACEHOLDER_RE = re.compile(r"\{\{key:([a-z_]+)\}\}")
+KEY_PLACEHOLDER_RE = re.compile(r"\{\{(key|fact):([a-z_]+)(?:\|([a-z0-9]+))?\}\}")
 KEY_FIELDS = ("step_ms", "expected_step_ms", "measurement_value")
+# How a fact is written: d0/d1/d2 decimals, pct a fraction as a percentage, len a list's length,
+# s milliseconds as seconds; no format: 0 decimals from 100, 1 from 10, else 2.
+FORMATS = ("d0", "d1", "d2", "pct", "len", "s")
+MISSING = "[missing]"
 _INLINE_SRC_RE = re.compile(r'data-src="/track/timelines/([a-z0-9-]+)/(\d+)\.json"')
 MAX_INLINE_SEED = 9_999  # inline timelines use small, fixed seeds; the endpoint refuses others
 
@@ -75,6 +90,14 @@ class Step:
     body_html: str
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A sentence of a narration about its trace, and the check on the trace that makes it true."""
+
+    says: str
+    check: str
+
+
 @dataclass
 class Page:
     slug: str
@@ -89,6 +112,7 @@ class Page:
     seed: int | None = None
     hardware: str | None = None
     steps: list[Step] = field(default_factory=list)
+    claims: list[Claim] = field(default_factory=list)
 
     @property
     def is_walkthrough(self) -> bool:
@@ -302,9 +326,14 @@ def parse_page(path: Path) -> Page:
                 )
             )
         all_md = body + "".join(s.body_md for s in page.steps)
-        placeholders = set(KEY_PLACEHOLDER_RE.findall(all_md))
-        if bad := placeholders - set(KEY_FIELDS):
-            raise PageError(f"{path}: unknown placeholder(s) {sorted(bad)}; use {KEY_FIELDS}")
+        for source, name, fmt in KEY_PLACEHOLDER_RE.findall(all_md):
+            if source == "key" and (name not in KEY_FIELDS or fmt):
+                raise PageError(f"{path}: unknown placeholder key:{name}; use {KEY_FIELDS}")
+            if fmt and fmt not in FORMATS:
+                raise PageError(f"{path}: unknown format {fmt!r} in fact:{name}; use {FORMATS}")
+        if "{{" in KEY_PLACEHOLDER_RE.sub("", all_md):
+            raise PageError(f"{path}: a '{{{{' that is not a key:/fact: placeholder")
+        page.claims = _parse_claims(meta.get("claims"), all_md, path)
     return page
 
 
@@ -350,6 +379,9 @@ def get_page(slug: str) -> Page | None:
 # ---- Walkthrough answer-key substitution ---------------------------------------------------
 
 
+log = logging.getLogger(__name__)
+
+
 def key_value(key: dict[str, Any], name: str) -> str:
     value = key.get(name)
     if isinstance(value, float):
@@ -357,9 +389,180 @@ def key_value(key: dict[str, Any], name: str) -> str:
     return "" if value is None else str(value)
 
 
+def format_fact(value: Any, fmt: str | None) -> str | None:
+    """A measured fact as the narration prints it, or None when it cannot be (missing, wrong
+    type, not finite)."""
+    if fmt == "len":
+        return str(len(value)) if isinstance(value, list) else None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    v = float(value)
+    if fmt == "pct":
+        return f"{max(0.0, round(v * 100)) + 0.0:.0f}"
+    if fmt == "s":
+        return f"{v / 1000:.1f}"
+    if fmt in ("d0", "d1", "d2"):
+        return f"{round(v, int(fmt[1])) + 0.0:.{fmt[1]}f}"
+    if isinstance(value, int):
+        return str(value)
+    digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
+    return f"{round(v, digits) + 0.0:.{digits}f}"
+
+
+def placeholder_value(key: dict[str, Any], source: str, name: str, fmt: str | None) -> str | None:
+    """What ``{{source:name|fmt}}`` prints for this key (None: the key has no such value)."""
+    if source == "key":
+        return key_value(key, name) if name in key else None
+    return format_fact((key.get("facts") or {}).get(name), fmt or None)
+
+
 def substitute_key(rendered: str, key: dict[str, Any]) -> str:
-    """Replace ``{{key:NAME}}`` in rendered HTML with this trace's (escaped) values."""
-    return KEY_PLACEHOLDER_RE.sub(lambda m: html.escape(key_value(key, m.group(1))), rendered)
+    """Replace ``{{key:NAME}}`` and ``{{fact:NAME|FMT}}`` in rendered HTML with this trace's
+    (escaped) values. A value the key lacks prints ``MISSING`` (the content tests fail on it)."""
+
+    def one(m: re.Match[str]) -> str:
+        value = placeholder_value(key, m.group(1), m.group(2), m.group(3))
+        if value is None:
+            log.warning("walkthrough placeholder %s has no value in its key", m.group(0))
+            return MISSING
+        return html.escape(value)
+
+    return KEY_PLACEHOLDER_RE.sub(one, rendered)
+
+
+# ---- Claims: what a narration says about its trace, checked against the trace ---------------
+
+CLAIM_FUNCTIONS = {
+    "len": len,
+    "max": max,
+    "min": min,
+    "abs": abs,
+    "mean": lambda xs: statistics.fmean(xs),
+    "median": lambda xs: statistics.median(xs),
+}
+_CLAIM_OPS: dict[type, Any] = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Eq: lambda a, b: a == b,
+}
+
+
+def _claim_names(node: ast.AST, source: Path | str) -> set[str]:
+    """The fact names a check reads; PageError on anything but arithmetic, comparisons, and/or,
+    names, numbers and ``CLAIM_FUNCTIONS`` calls."""
+    names: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            if not (isinstance(sub.func, ast.Name) and sub.func.id in CLAIM_FUNCTIONS):
+                raise PageError(f"{source}: claim calls something not in {list(CLAIM_FUNCTIONS)}")
+        elif isinstance(sub, ast.Name):
+            if sub.id not in CLAIM_FUNCTIONS:
+                names.add(sub.id)
+        elif isinstance(sub, ast.Constant):
+            if isinstance(sub.value, bool) or not isinstance(sub.value, int | float):
+                raise PageError(f"{source}: claim constants must be numbers")
+        elif (
+            not isinstance(
+                sub,
+                ast.Expression | ast.Compare | ast.BoolOp | ast.And | ast.Or | ast.BinOp | ast.Load,
+            )
+            and type(sub) not in _CLAIM_OPS
+            and not isinstance(sub, ast.UnaryOp | ast.USub)
+        ):
+            raise PageError(f"{source}: claim uses {type(sub).__name__}, which is not allowed")
+    return names
+
+
+def _parse_check(check: str, source: Path | str) -> ast.Expression:
+    try:
+        tree = ast.parse(check, mode="eval")
+    except SyntaxError as exc:
+        raise PageError(f"{source}: claim check {check!r} does not parse: {exc.msg}") from exc
+    _claim_names(tree, source)
+    return tree
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.replace("*", "").split())
+
+
+def _parse_claims(raw: Any, narration_md: str, source: Path) -> list[Claim]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise PageError(f"{source}: 'claims' must be a list")
+    narration = _squash(narration_md)
+    claims = []
+    for i, item in enumerate(raw):
+        if not isinstance(item, dict) or not item.get("says") or not item.get("check"):
+            raise PageError(f"{source}: claim {i} needs 'says' and 'check'")
+        says, check = str(item["says"]), str(item["check"])
+        if _squash(says) not in narration:
+            raise PageError(f"{source}: claim {i} quotes {says!r}, which the narration never says")
+        _parse_check(check, source)
+        claims.append(Claim(says=says, check=check))
+    return claims
+
+
+def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body, env)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id not in env:
+            raise KeyError(node.id)
+        return env[node.id]
+    if isinstance(node, ast.UnaryOp):
+        return -_evaluate(node.operand, env)
+    if isinstance(node, ast.BinOp):
+        return _CLAIM_OPS[type(node.op)](_evaluate(node.left, env), _evaluate(node.right, env))
+    if isinstance(node, ast.BoolOp):
+        values = [bool(_evaluate(v, env)) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Compare):
+        left = _evaluate(node.left, env)
+        for op, comp in zip(node.ops, node.comparators, strict=True):
+            right = _evaluate(comp, env)
+            if not _CLAIM_OPS[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.Call):
+        assert isinstance(node.func, ast.Name)
+        return CLAIM_FUNCTIONS[node.func.id](*(_evaluate(a, env) for a in node.args))
+    raise PageError(f"claim node {type(node).__name__} is not allowed")
+
+
+def check_claims(page: Page, key: dict[str, Any]) -> list[str]:
+    """The claims of ``page`` that its trace's key does not bear out (empty when all hold)."""
+    env: dict[str, Any] = {
+        **{k: v for k, v in key.items() if isinstance(v, int | float) and not isinstance(v, bool)},
+        **(key.get("facts") or {}),
+    }
+    failed = []
+    for claim in page.claims:
+        try:
+            ok = bool(_evaluate(_parse_check(claim.check, page.path), env))
+        except (
+            KeyError,
+            TypeError,
+            ValueError,
+            ZeroDivisionError,
+            statistics.StatisticsError,
+        ) as e:
+            failed.append(f"{claim.says!r}: {claim.check} cannot be evaluated ({e!r})")
+            continue
+        if not ok:
+            values = {n: env.get(n) for n in _claim_names(ast.parse(claim.check, mode="eval"), "")}
+            failed.append(f"{claim.says!r}: {claim.check} is false on this trace ({values})")
+    return failed
 
 
 def render_walkthrough_steps(page: Page, key: dict[str, Any]) -> list[dict[str, str]]:

@@ -1,0 +1,213 @@
+"""Walkthrough narrations quote their trace, never a hand-typed number: every number about the
+trace is a ``{{key:…}}``/``{{fact:…}}`` reference filled in from the trace's key when the page
+is rendered, and every claim the narration makes about the trace (``claims`` in the front
+matter: "none of the communication is hidden" → ``overlap_pct < 5``) holds on that trace.
+
+If the engine's rework changes a trace, a walkthrough whose words no longer fit fails here."""
+
+from __future__ import annotations
+
+import dataclasses
+import html as htmllib
+import math
+import re
+
+import pytest
+
+from content import pages as content_pages
+from content import timelines
+from content.pages import Claim, PageError
+from scenarios import engine
+
+pytestmark = pytest.mark.django_db
+
+# A number standing on its own (not part of a name such as H100, NVLink4, fp32 or 1F1B).
+NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+PLACEHOLDER = re.compile(r"\{\{(key|fact):([a-z_]+)(?:\|([a-z0-9]+))?\}\}")
+# Formulas and their constants are not quotes about the trace.
+FORMULAS = ("(p−1)/(m+p−1)", "(p−1)/(v·m)", "2(n−1)/n", "(1 − overlap)", "m + p − 1")
+HARDWARE_WORDS = {"A100": "a100", "H100": "h100", "H200": "h200", "MI300X": "mi300x"}
+LINK_WORDS = ("NVLink3", "NVLink4", "xGMI", "Infinity Fabric")
+
+
+def _without_illustrations(text: str) -> str:
+    """The text minus "(Illustrative …)" asides: round numbers that say they are not the trace's."""
+    out, i = [], 0
+    while (j := text.find("(Illustrative", i)) >= 0:
+        out.append(text[i:j])
+        depth, k = 0, j
+        while k < len(text):
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            k += 1
+            if depth == 0:
+                break
+        i = k
+    out.append(text[i:])
+    return "".join(out)
+
+
+def typed_numbers(markdown: str) -> list[str]:
+    """Numbers a narration states by hand (with a little context): what must be a reference."""
+    text = PLACEHOLDER.sub(" ", _without_illustrations(markdown))
+    text = re.sub(r"`[^`]*`", " ", text)  # code: API names, shapes
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # link targets
+    text = re.sub(r"(?m)^\s*\d+\.\s", " ", text)  # list numbering
+    for formula in FORMULAS:
+        text = text.replace(formula, " ")
+    return [text[max(0, m.start() - 30) : m.end() + 10] for m in NUMBER.finditer(text)]
+
+
+def narration_of(page) -> str:
+    return page.path.read_text(encoding="utf-8")
+
+
+def expected_text(key: dict, source: str, name: str, fmt: str | None) -> str:
+    """What a reference must print, computed here from the key (not with the page's code)."""
+    if source == "key":
+        value = key[name]
+        return f"{value:.1f}" if isinstance(value, float) else str(value)
+    value = key["facts"][name]
+    if fmt == "len":
+        return str(len(value))
+    assert isinstance(value, int | float) and math.isfinite(value), (name, value)
+    if fmt == "pct":
+        return str(round(value * 100))
+    if fmt == "s":
+        return f"{value / 1000:.1f}"
+    if fmt in ("d0", "d1", "d2"):
+        return f"{round(value, int(fmt[1])) + 0.0:.{fmt[1]}f}"  # + 0.0: never "-0"
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:.{0 if abs(value) >= 100 else 1 if abs(value) >= 10 else 2}f}"
+
+
+def _walkthroughs():
+    return content_pages.library().walkthroughs()
+
+
+def _key(page) -> dict:
+    return timelines.bundle(page.scenario, page.seed, page.hardware)["key"]
+
+
+def test_no_walkthrough_types_a_number_about_its_trace():
+    offenders = {}
+    for page in _walkthroughs():
+        found = typed_numbers(narration_of(page).split("\n---\n", 1)[1] + _steps_md(page))
+        if found:
+            offenders[page.slug] = found
+    assert not offenders, f"write these as {{{{fact:…}}}} / {{{{key:…}}}} references: {offenders}"
+
+
+def _steps_md(page) -> str:
+    return "\n".join(step.body_md for step in page.steps)
+
+
+def test_the_number_scan_catches_a_typed_number():
+    assert typed_numbers("the step is **41.4 ms** and 0 % hides") != []
+    assert typed_numbers("the step is **{{key:step_ms}} ms**, H100s, NVLink4, fp32, 1F1B") == []
+    assert typed_numbers("(Illustrative: 400 ms plus (2 × 34) ms is 468 ms.) Then ok.") == []
+    assert typed_numbers("bubble (p−1)/(m+p−1) of the step") == []
+
+
+def test_every_reference_prints_its_traces_number(learner_client):
+    for page in _walkthroughs():
+        key = _key(page)
+        served = htmllib.unescape(learner_client.get(page.url).content.decode())
+        assert content_pages.MISSING not in served and "{{" not in served, page.slug
+        refs = PLACEHOLDER.findall(_steps_md(page) + narration_of(page))
+        assert refs, f"{page.slug} quotes nothing from its trace"
+        for source, name, fmt in refs:
+            assert source == "key" or name in key["facts"], f"{page.slug}: no fact {name}"
+            assert expected_text(key, source, name, fmt or None) in served, (page.slug, name)
+
+
+def test_every_claim_a_narration_makes_holds_on_its_trace():
+    for page in _walkthroughs():
+        assert page.claims, f"{page.slug} states no checked claim about its trace"
+        assert content_pages.check_claims(page, _key(page)) == [], page.slug
+
+
+def test_the_hardware_a_narration_names_is_its_traces():
+    for page in _walkthroughs():
+        text = narration_of(page)
+        hw = engine.get_hardware(page.hardware)
+        for word, hw_key in HARDWARE_WORDS.items():
+            if re.search(rf"\b{word}s?\b", text):
+                assert hw_key == hw.key, (page.slug, word, hw.key)
+        for link in LINK_WORDS:
+            if link in text:
+                assert link == hw.scaleup_link, (page.slug, link, hw.scaleup_link)
+        assert _key(page)["facts"]["hbm_tbps"] == pytest.approx(hw.hbm_tbps)
+
+
+def test_a_claim_the_trace_contradicts_is_reported():
+    """The narration that once said the compute stream is idle under every collective, on a trace
+    where half the NCCL time overlaps compute, fails its check with the measured value."""
+    page = content_pages.get_page("walkthrough-straggler-vs-bandwidth")
+    key = _key(page)
+    wrong = dataclasses.replace(
+        page, claims=[Claim("the compute stream is idle under them", "overlap_pct < 5")]
+    )
+    (failure,) = content_pages.check_claims(wrong, key)
+    assert "overlap_pct" in failure and f"{key['facts']['overlap_pct']}" in failure
+    # and the page's own claims follow the trace: change the trace, they fail
+    exposed = content_pages.get_page("walkthrough-exposed-allreduce")
+    moved = _key(exposed)
+    moved = {**moved, "facts": {**moved["facts"], "overlap_pct": 62.0}}
+    failures = content_pages.check_claims(exposed, moved)
+    assert any("none of the communication is hidden" in f for f in failures)
+
+
+def test_a_reference_the_trace_lacks_renders_missing():
+    page = content_pages.get_page("walkthrough-sync-stalls")
+    key = _key(page)
+    gone = {**key, "facts": {k: v for k, v in key["facts"].items() if k != "inner_syncs_per_step"}}
+    rendered = " ".join(s["html"] for s in content_pages.render_walkthrough_steps(page, gone))
+    assert content_pages.MISSING in rendered
+
+
+WALK = """---
+title: T
+slug: walkthrough-t
+section: walkthroughs
+order: 9
+scenario: healthy
+seed: 1
+{extra}steps:
+  - title: One
+    body: |
+      {body}
+---
+Body.
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "body", "error"),
+    [
+        ("", "Step {{fact:step_ms|hex}} ms.", "unknown format"),
+        ("", "Step {{key:facts}} ms.", "unknown placeholder"),
+        ("", "Step {{facts:step_ms}} ms.", "not a key:/fact: placeholder"),
+        (
+            'claims:\n  - says: "the GPU never idles"\n    check: "gpu_idle_frac < 0.1"\n',
+            "The GPU is busy.",
+            "never says",
+        ),
+        (
+            'claims:\n  - says: "busy"\n    check: "__import__(\'os\')"\n',
+            "The GPU is busy.",
+            "claim calls something",
+        ),
+        (
+            'claims:\n  - says: "busy"\n    check: "facts.gpu_idle_frac < 0.1"\n',
+            "The GPU is busy.",
+            "not allowed",
+        ),
+        ('claims:\n  - says: "busy"\n', "The GPU is busy.", "needs 'says' and 'check'"),
+    ],
+)
+def test_bad_references_and_claims_are_refused_when_the_page_loads(tmp_path, extra, body, error):
+    path = tmp_path / "t.md"
+    path.write_text(WALK.format(extra=extra, body=body), encoding="utf-8")
+    with pytest.raises(PageError, match=re.escape(error)):
+        content_pages.parse_page(path)
