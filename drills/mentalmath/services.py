@@ -159,6 +159,10 @@ def start_from_attempt(user, trace_attempt: Attempt) -> MathAttempt:
     """
     if trace_attempt.user_id != user.pk or not trace_attempt.is_submitted:
         raise NoPractice("Commit your diagnosis first: the calculation is part of the reveal.")
+    interview = trace_attempt.interview if trace_attempt.interview_id is not None else None
+    if interview is not None and not interview.is_finished:
+        # A mock interview shows no reveal until its last trace is answered.
+        raise NoPractice("Finish the mock interview first: its reveals come at the end.")
     source = str(trace_attempt.pk)
     mine = MathAttempt.objects.filter(user=user, problem__source__attempt=source)
     open_ = mine.filter(submitted_at__isnull=True).order_by("-served_at").first()

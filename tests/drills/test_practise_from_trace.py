@@ -274,3 +274,20 @@ def test_missing_or_broken_facts_raise_no_practice():
     ):
         with pytest.raises(from_trace.NoPractice):
             from_trace.problem_from_key(broken, trace.prompt, hardware=trace.hardware)
+
+
+def test_an_unfinished_mock_interviews_trace_waits_for_the_end(learner_client, learner, no_refill):
+    """A mock interview shows its reveals at the end: its calculations wait until then too."""
+    from django.utils import timezone
+
+    from drills.models import MockInterview
+
+    attempt = services.start_drill(learner, scenario="allocator-stalls")
+    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    interview = MockInterview.objects.create(user=learner, started_at=timezone.now())
+    Attempt.objects.filter(pk=attempt.pk).update(interview=interview, kind=Attempt.Kind.INTERVIEW)
+    r = learner_client.post(f"/math/from-drill/{attempt.pk}/")
+    assert r.status_code == 302 and not MathAttempt.objects.exists()
+    MockInterview.objects.filter(pk=interview.pk).update(finished_at=timezone.now())
+    r = learner_client.post(f"/math/from-drill/{attempt.pk}/")
+    assert MathAttempt.objects.get(pk=MATH_URL.search(r["Location"]).group(1)).family == "amdahl"
