@@ -1,7 +1,10 @@
 """The learner's accuracy dashboard, its JSON twin, and the streak opt-in.
 
-The numbers come from ``drills.stats.dashboard.learner_stats`` (SQL aggregates); this module only
-lays them out: formatted table cells (``format``) and the charts' geometry (``charts``).
+The numbers come from ``drills.stats.dashboard.learner_stats`` (the summary counters), through
+the per-state cache of ``drills.stats.cached``: the parts drawn from the counters alone are
+rendered once per state and cached with them; the cards' columns are read and rendered on every
+view. This module only lays them out: formatted table cells (``format``) and the charts'
+geometry (``charts``).
 """
 
 from __future__ import annotations
@@ -11,21 +14,25 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.utils import timezone
+from django.utils import dateformat, timezone
+from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from drills.models import LearnerProfile
+from drills.stats import cached
 from drills.stats.charts import accuracy_chart, activity_chart, confusion_chart, sparkline
-from drills.stats.dashboard import learner_stats
+from drills.stats.dashboard import math_stats, with_cards
 from drills.stats.format import mmss, pct
 
 # --------------------------------------------------------------------------- views
 
 
-def _table(scenarios: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+def _table(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
             **row,
@@ -39,7 +46,6 @@ def _table(scenarios: list[dict[str, Any]], now: datetime) -> list[dict[str, Any
             "step_txt": pct(row["step_accuracy"]),
             "gap_txt": pct(row["gap_accuracy"]),
             "value_txt": pct(row["value_accuracy"]),
-            "retrievability_txt": pct(row.get("retrievability")),
         }
         for row in scenarios
     ]
@@ -73,22 +79,36 @@ def sentence_table(sentence_accuracy: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@require_GET
-def dashboard(request: HttpRequest) -> HttpResponse:
-    now = timezone.now()
-    stats = learner_stats(request.user, now)
+LIVE = "<!--live-->"
+
+
+def card_cells(retrievability: float | None, due: datetime | None, due_now: bool = False) -> str:
+    """A table row's card columns, filled on every view: retrievability and next due."""
+    if due is None:
+        when = '<span class="muted">not drilled</span>'
+    elif due_now:
+        when = '<strong class="warn-text">due now</strong>'
+    else:
+        local = timezone.localtime(due)
+        when = format_html(
+            '<time datetime="{}">{} UTC</time>',
+            dateformat.format(local, "c"),
+            dateformat.format(local, "D j M, H:i"),
+        )
+    return format_html('<td class="num">{}</td><td>{}</td>', pct(retrievability), when)
+
+
+def _row_keys(scenarios: list[dict[str, Any]], math: list[dict[str, Any]]) -> list[str]:
+    return [f"s:{r['slug']}" for r in scenarios] + [f"m:{m['family']}" for m in math]
+
+
+def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
+    """The page body drawn from the numbers alone, cut at each row's card columns: ``chunks``
+    (one more than the rows) and ``keys``, the rows in order."""
     context = {
         "stats": stats,
-        "now": now,
-        "table": _table(stats["scenarios"], now),
-        "math": [
-            {
-                **m,
-                "accuracy_txt": pct(m["accuracy"]),
-                "retrievability_txt": pct(m["retrievability"]),
-            }
-            for m in stats["math"]
-        ],
+        "table": _table(stats["scenarios"]),
+        "math": [{**m, "accuracy_txt": pct(m["accuracy"])} for m in math],
         "totals_accuracy": pct(stats["totals"]["accuracy"]),
         "confusion_chart": confusion_chart(stats["confusion"], stats["lookalikes"]),
         "pairs": [
@@ -99,14 +119,46 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "sentence_table": sentence_table(stats["sentence_accuracy"]),
         "activity_chart": activity_chart(stats["daily_activity"]),
     }
-    return TemplateResponse(request, "drills/dashboard.html", context)
+    chunks = render_to_string("drills/dashboard.html#body", context).split(LIVE)
+    keys = _row_keys(stats["scenarios"], math)
+    if len(chunks) != len(keys) + 1:
+        raise ValueError("the dashboard template marks one live cell per row")
+    return {"chunks": chunks, "keys": keys}
+
+
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    now = timezone.now()
+    key, entry = cached.counters(request.user, now)
+    stats = with_cards(entry["stats"], request.user, now)
+    keys = [f"s:{r['slug']}" for r in stats["scenarios"]] + [
+        f"m:{m['family']}" for m in stats["math"]
+    ]
+    cells = [card_cells(r["retrievability"], r["due"], r["due_now"]) for r in stats["scenarios"]]
+    cells += [card_cells(m["retrievability"], m["due"]) for m in stats["math"]]
+    body = entry.get("body")
+    if body is None:
+        without_cards = math_stats(
+            request.user, now, tallies=entry["stats"]["math_tallies"], cards={}
+        )
+        body = entry["body"] = _drawn(entry["stats"], without_cards)
+        cached.store(key, entry)
+    if body["keys"] != keys:  # a card of a family never answered: drawn for this view alone
+        body = _drawn(stats, stats["math"])
+    parts = [body["chunks"][0]]
+    for cell, chunk in zip(cells, body["chunks"][1:], strict=True):
+        parts += [cell, chunk]
+    return TemplateResponse(
+        request, "drills/dashboard.html", {"body_html": mark_safe("".join(parts))}
+    )
 
 
 @require_GET
 @never_cache
 def stats_json(request: HttpRequest) -> JsonResponse:
-    stats = learner_stats(request.user, timezone.now())
-    return JsonResponse(stats, encoder=DjangoJSONEncoder)
+    now = timezone.now()
+    _key, entry = cached.counters(request.user, now)
+    return JsonResponse(with_cards(entry["stats"], request.user, now), encoder=DjangoJSONEncoder)
 
 
 @require_POST
