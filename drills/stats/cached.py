@@ -71,19 +71,23 @@ def key_of(user, now: datetime) -> str | None:
     return f"dash:{fingerprint()}:{user.pk}:{token.hex}:{n}:{day}:{limit}"
 
 
-def counters(user, now: datetime) -> tuple[str | None, dict[str, Any]]:
-    """(key, entry): ``entry["stats"]`` is ``dashboard.learner_counters(user, now)``, from the
-    cache when this state was seen before; ``entry`` may carry more drawn from it (``store``)."""
-    key = key_of(user, now)
-    if key is not None:
-        entry = cache.get(key)
-        if entry is not None:
-            return key, entry
-    entry = {"stats": dashboard.learner_counters(user, now)}
-    store(key, entry)
-    return key, entry
+def counters(user, now: datetime, key: str | None = "") -> dict[str, Any]:
+    """``dashboard.learner_counters(user, now)``, from the cache when this state of the
+    learner's numbers was seen before (``key``: from ``key_of``, read here when not given)."""
+    if key == "":
+        key = key_of(user, now)
+    stats = part(key, "stats")
+    if stats is None:
+        stats = dashboard.learner_counters(user, now)
+        store(key, "stats", stats)
+    return stats
 
 
-def store(key: str | None, entry: dict[str, Any]) -> None:
+def part(key: str | None, name: str) -> Any:
+    """What was stored as ``name`` for this state (None when nothing was, or no key)."""
+    return None if key is None else cache.get(f"{key}:{name}")
+
+
+def store(key: str | None, name: str, value: Any) -> None:
     if key is not None:
-        cache.set(key, entry, TTL_S)
+        cache.set(f"{key}:{name}", value, TTL_S)

@@ -624,7 +624,6 @@ def math_stats(
     out = []
     for key in keys:
         n, c = tallies.get(key, (0, 0))
-        state, due = cards.get(key, (None, None))
         family = FAMILIES.get(key)
         out.append(
             {
@@ -633,11 +632,19 @@ def math_stats(
                 "attempts": n,
                 "correct": c,
                 "accuracy": _ratio(c, n),
-                "retrievability": None if state is None else scheduling.retrievability(state, now),
-                "due": due,
+                **math_card(cards.get(key), now),
             }
         )
     return out
+
+
+def math_card(card: tuple[dict[str, Any], datetime | None] | None, now: datetime) -> dict:
+    """A math row's card columns from the family card's (state, due): retrievability, due."""
+    state, due = (None, None) if card is None else card
+    return {
+        "retrievability": None if state is None else scheduling.retrievability(state, now),
+        "due": due,
+    }
 
 
 def math_tallies(who: Any) -> dict[str, tuple[int, int]]:
@@ -687,10 +694,12 @@ def learner_counters(user, now: datetime) -> dict[str, Any]:
     }
 
 
-def with_cards(counters: dict[str, Any], user, now: datetime) -> dict[str, Any]:
-    """``learner_stats`` from ``learner_counters``: each scenario row gets its card's
-    retrievability and next due, the math rows their family cards' (one query over the cards).
-    ``counters`` is left as it was."""
+Cards = tuple[dict[str, dict[str, Any]], dict[str, tuple[dict[str, Any], datetime | None]]]
+
+
+def cards_of(user) -> Cards:
+    """The learner's scenario cards (slug -> state) and mental-math family cards (family ->
+    (state, due)). One query."""
     scenario_cards: dict[str, dict[str, Any]] = {}
     math_cards: dict[str, tuple[dict[str, Any], datetime | None]] = {}
     for kind, item, state, due in Card.objects.filter(
@@ -700,11 +709,27 @@ def with_cards(counters: dict[str, Any], user, now: datetime) -> dict[str, Any]:
             scenario_cards[item] = state
         else:
             math_cards[item] = (state, due)
-    scenarios = []
-    for row in counters["scenarios"]:
-        fields = _card_fields(scenario_cards.get(row["slug"]), now)
-        fields["due_now"] = fields["due"] is not None and fields["due"] <= now
-        scenarios.append({**row, **fields})
+    return scenario_cards, math_cards
+
+
+def scenario_card(state: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
+    """A scenario row's card columns: retrievability, next due, and whether that is past."""
+    fields = _card_fields(state, now)
+    fields["due_now"] = fields["due"] is not None and fields["due"] <= now
+    return fields
+
+
+def with_cards(
+    counters: dict[str, Any], user, now: datetime, cards: Cards | None = None
+) -> dict[str, Any]:
+    """``learner_stats`` from ``learner_counters``: each scenario row gets its card's
+    retrievability and next due, the math rows their family cards' (``cards``, or one query
+    over them). ``counters`` is left as it was."""
+    scenario_cards, math_cards = cards_of(user) if cards is None else cards
+    scenarios = [
+        {**row, **scenario_card(scenario_cards.get(row["slug"]), now)}
+        for row in counters["scenarios"]
+    ]
     out = {k: v for k, v in counters.items() if k != "math_tallies"}
     return {
         "generated_at": now,

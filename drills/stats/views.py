@@ -16,8 +16,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
-from django.utils import dateformat, timezone
-from django.utils.html import format_html
+from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
@@ -26,7 +25,14 @@ from django.views.decorators.http import require_GET, require_POST
 from drills.models import LearnerProfile
 from drills.stats import cached
 from drills.stats.charts import accuracy_chart, activity_chart, confusion_chart, sparkline
-from drills.stats.dashboard import math_stats, with_cards
+from drills.stats.dashboard import (
+    Cards,
+    cards_of,
+    math_card,
+    math_stats,
+    scenario_card,
+    with_cards,
+)
 from drills.stats.format import mmss, pct
 
 # --------------------------------------------------------------------------- views
@@ -83,19 +89,23 @@ LIVE = "<!--live-->"
 
 
 def card_cells(retrievability: float | None, due: datetime | None, due_now: bool = False) -> str:
-    """A table row's card columns, filled on every view: retrievability and next due."""
+    """A table row's card columns, filled on every view: retrievability and next due (numbers
+    and dates only, nothing to escape; printed as the template's ``date`` filter would)."""
     if due is None:
         when = '<span class="muted">not drilled</span>'
     elif due_now:
         when = '<strong class="warn-text">due now</strong>'
     else:
-        local = timezone.localtime(due)
-        when = format_html(
-            '<time datetime="{}">{} UTC</time>',
-            dateformat.format(local, "c"),
-            dateformat.format(local, "D j M, H:i"),
+        d = timezone.localtime(due)
+        when = (
+            f'<time datetime="{d.isoformat()}">'
+            f"{WEEKDAYS[d.weekday()]} {d.day} {MONTHS[d.month - 1]}, {d:%H:%M} UTC</time>"
         )
-    return format_html('<td class="num">{}</td><td>{}</td>', pct(retrievability), when)
+    return f'<td class="num">{pct(retrievability)}</td><td>{when}</td>'
+
+
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def _row_keys(scenarios: list[dict[str, Any]], math: list[dict[str, Any]]) -> list[str]:
@@ -126,25 +136,39 @@ def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
     return {"chunks": chunks, "keys": keys}
 
 
+def _cells(keys: list[str], cards: Cards, now: datetime) -> list[str] | None:
+    """Each row's card columns, in the order of ``keys`` (None when a math card has no row)."""
+    scenario_cards, math_cards = cards
+    if any(f"m:{family}" not in keys for family in math_cards):
+        return None
+    out = []
+    for key in keys:
+        kind, item = key.split(":", 1)
+        if kind == "s":
+            card = scenario_card(scenario_cards.get(item), now)
+            out.append(card_cells(card["retrievability"], card["due"], card["due_now"]))
+        else:
+            card = math_card(math_cards.get(item), now)
+            out.append(card_cells(card["retrievability"], card["due"]))
+    return out
+
+
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
-    now = timezone.now()
-    key, entry = cached.counters(request.user, now)
-    stats = with_cards(entry["stats"], request.user, now)
-    keys = [f"s:{r['slug']}" for r in stats["scenarios"]] + [
-        f"m:{m['family']}" for m in stats["math"]
-    ]
-    cells = [card_cells(r["retrievability"], r["due"], r["due_now"]) for r in stats["scenarios"]]
-    cells += [card_cells(m["retrievability"], m["due"]) for m in stats["math"]]
-    body = entry.get("body")
+    user, now = request.user, timezone.now()
+    key = cached.key_of(user, now)
+    cards = cards_of(user)
+    body = cached.part(key, "page")
     if body is None:
-        without_cards = math_stats(
-            request.user, now, tallies=entry["stats"]["math_tallies"], cards={}
-        )
-        body = entry["body"] = _drawn(entry["stats"], without_cards)
-        cached.store(key, entry)
-    if body["keys"] != keys:  # a card of a family never answered: drawn for this view alone
+        counters = cached.counters(user, now, key)
+        math = math_stats(user, now, tallies=counters["math_tallies"], cards={})
+        body = _drawn(counters, math)
+        cached.store(key, "page", body)
+    cells = _cells(body["keys"], cards, now)
+    if cells is None:  # a card of a family never answered: drawn for this view alone
+        stats = with_cards(cached.counters(user, now, key), user, now, cards)
         body = _drawn(stats, stats["math"])
+        cells = _cells(body["keys"], cards, now) or []
     parts = [body["chunks"][0]]
     for cell, chunk in zip(cells, body["chunks"][1:], strict=True):
         parts += [cell, chunk]
@@ -157,8 +181,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @never_cache
 def stats_json(request: HttpRequest) -> JsonResponse:
     now = timezone.now()
-    _key, entry = cached.counters(request.user, now)
-    return JsonResponse(with_cards(entry["stats"], request.user, now), encoder=DjangoJSONEncoder)
+    stats = with_cards(cached.counters(request.user, now), request.user, now)
+    return JsonResponse(stats, encoder=DjangoJSONEncoder)
 
 
 @require_POST
