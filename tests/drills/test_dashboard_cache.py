@@ -196,3 +196,17 @@ def test_a_learner_never_graded_is_not_cached(learner_client, learner):
     assert kpi(body(learner_client), "graded") == "0"
     assert not StatsVersion.objects.filter(user=learner).exists()
     assert cached.key_of(learner, timezone.now()) is None
+
+
+def test_a_card_of_a_family_never_answered_still_gets_its_row(learner_client, learner):
+    save_all([build(learner, S, S, timezone.now() - timedelta(hours=1))])
+    body(learner_client)  # the cached body has no row for it
+    now = timezone.now()
+    state = scheduling.review(scheduling.new_card_state(), 3, now - timedelta(days=1))
+    Card.objects.create(
+        user=learner, kind="math", item="retired-family", state=state, due=scheduling.due(state)
+    )
+    page = body(learner_client)
+    row = re.search(r'data-family-row="retired-family">(.*?)</tr>', page, re.S).group(1)
+    assert "<time datetime=" in row
+    assert kpi(page, "graded") == "1"
