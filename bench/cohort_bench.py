@@ -147,12 +147,14 @@ def build(n_learners: int, n_attempts: int):
                            0, b"", b"", now))  # fmt: skip
             served = sub - timedelta(seconds=70)
             attempts.append((uuid.uuid4(), u.pk, trace_id, true, "timed", served, sub, answer,
-                             "", "", "", True, answer == true, 70.0, False))  # fmt: skip
+                             "", "", "", True, answer == true, 70.0, False, "drill", "",
+                             ""))  # fmt: skip
     _insert(Trace, ["id", "scenario", "seed", "hardware", "generator_version", "source", "prompt",
                     "key", "n_events", "payload", "timeline_gz", "created_at"], traces)  # fmt: skip
     _insert(Attempt, ["id", "user_id", "trace_id", "scenario", "mode", "served_at", "submitted_at",
                       "answer_scenario", "answer_measurement", "answer_fix", "answer_arithmetic",
-                      "five_sentence", "scenario_correct", "elapsed_s", "counted"],
+                      "five_sentence", "scenario_correct", "elapsed_s", "counted", "kind", "item",
+                      "closed"],
             attempts)  # fmt: skip
     # Inserted past the write path that keeps the summary counters: fill them as
     # `manage.py rebuild_stats` does.

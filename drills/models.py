@@ -145,6 +145,12 @@ class Attempt(models.Model):
                 condition=models.Q(submitted_at__isnull=False),
                 name="attempt_graded_recent_idx",
             ),
+            # The dashboard's re-narration count reads these few rows only.
+            models.Index(
+                fields=["user"],
+                condition=models.Q(submitted_at__isnull=False, kind="renarration"),
+                name="attempt_renarrated_idx",
+            ),
             # A scenario's timed times in order (the dashboard's median reads two of them).
             models.Index(
                 fields=["user", "scenario", "elapsed_s"],
@@ -429,3 +435,21 @@ class MathTally(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}:{self.family}: {self.n}"
+
+
+class StatsVersion(models.Model):
+    """Which state one learner's numbers are in, for caches of what is drawn from them (the
+    dashboard, the cohort pages). ``n`` goes up by one in the transaction of every change to the
+    learner's counters or re-narration grades (``drills.summaries``); ``token`` is drawn when the
+    row is made, so a database restored or recreated under a long-lived cache never meets an old
+    entry. Read it before the numbers it stands for: a cache entry is then never older than its
+    key."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    token = models.UUIDField(default=uuid.uuid4)
+    n = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.n}"

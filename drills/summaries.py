@@ -17,6 +17,7 @@ function, ``contributions``, says what an attempt adds, whether it is applied li
 from __future__ import annotations
 
 import math
+import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
@@ -32,6 +33,7 @@ from drills.models import (
     MathAttempt,
     MathTally,
     ScenarioTally,
+    StatsVersion,
     WeekTally,
 )
 from scenarios import engine
@@ -157,6 +159,19 @@ def _add(model: type[models.Model], key: tuple[Any, ...], counts: dict[str, int]
         cursor.execute(sql, params)
 
 
+def bump_version(user_id: int) -> None:
+    """One learner's numbers changed (in this transaction): move their ``StatsVersion`` on, so
+    every cache keyed on it misses from the commit on."""
+    table = connection.ops.quote_name(StatsVersion._meta.db_table)
+    token = StatsVersion._meta.get_field("token").get_db_prep_value(uuid.uuid4(), connection)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (user_id, token, n) VALUES (%s, %s, 1) "
+            f"ON CONFLICT (user_id) DO UPDATE SET n = {table}.n + 1",
+            [user_id, token],
+        )
+
+
 def _row_of(obj: models.Model, names: Iterable[str]) -> dict[str, Any]:
     return {n: getattr(obj, n) for n in names}
 
@@ -166,6 +181,7 @@ def record_attempt(attempt: Attempt) -> None:
     stores the grade (after the submit-once check), from every path that grades an attempt."""
     if attempt.submitted_at is None:
         raise ValueError("only a graded attempt is counted")
+    bump_version(attempt.user_id)
     if attempt.kind == Attempt.Kind.RENARRATION:
         return  # no evidence on the scenario: counted on their own, from the attempts
     for model, key, counts in contributions(_row_of(attempt, ATTEMPT_FIELDS)):
@@ -176,6 +192,7 @@ def record_math_attempt(attempt: MathAttempt) -> None:
     """Add one just-graded mental-math answer to the summaries (same rules as above)."""
     if attempt.submitted_at is None:
         raise ValueError("only a graded answer is counted")
+    bump_version(attempt.user_id)
     for model, key, counts in math_contributions(
         _row_of(attempt, ("user_id", "family", "correct"))
     ):
@@ -236,6 +253,8 @@ def rebuild_users(user_ids: Iterable[int]) -> dict[str, int]:
             )
             for model, cells in summed(math_rows, math_contributions).items():
                 written[model.__name__] += _write(model, cells)
+        for user_id in ids:
+            bump_version(user_id)
     return dict(written)
 
 

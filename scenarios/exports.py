@@ -5,14 +5,28 @@ trace (``pool.build_trace``). A download sends those bytes with ``Content-Encodi
 client that accepts gzip and streams them inflated, chunk by chunk, to one that does not; both
 carry the exact ``Content-Length``. The ETag is the trace's random id (the row never changes),
 so it says nothing about the scenario, and a revalidation answers 304 without reading the bytes.
+
+The stored bytes are also kept as a file (``EXPORT_SPOOL``, named by the trace's random id, so
+again nothing about the scenario), written once by the first download on this host: later
+downloads check the claim (one query, no bytes) and send the file the way a static file is sent
+(``FileResponse``; the WSGI server's sendfile). Rows never change, so a file never goes stale;
+the spool keeps at most ``EXPORT_SPOOL_MAX_FILES`` (the oldest go first), and a spool that
+cannot be written only costs the bytes being sent from the database instead.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import struct
+import tempfile
+import uuid
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
 
+from django.conf import settings
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils.http import parse_etags
@@ -34,6 +48,48 @@ def perfetto_gz(trace: Trace) -> bytes:
     Trace.objects.filter(Q(pk=trace.pk) & Q(perfetto_gz__isnull=True)).update(perfetto_gz=data)
     trace.perfetto_gz = data
     return data
+
+
+def _spool_path(trace_id: uuid.UUID) -> Path:
+    return Path(settings.EXPORT_SPOOL) / f"{trace_id.hex}.json.gz"
+
+
+def _prune(folder: Path) -> None:
+    """Keep the spool to ``EXPORT_SPOOL_MAX_FILES`` files, dropping the least recently written."""
+    limit = settings.EXPORT_SPOOL_MAX_FILES
+    entries = [e for e in os.scandir(folder) if e.name.endswith(".json.gz")]
+    if len(entries) <= limit:
+        return
+    entries.sort(key=lambda e: e.stat().st_mtime)
+    for entry in entries[: len(entries) - limit]:
+        with contextlib.suppress(OSError):
+            os.unlink(entry.path)
+
+
+def open_spooled(trace: Trace) -> BinaryIO | None:
+    """The trace's stored Perfetto export (gzip) as an open file from the spool, written there
+    from the database first if this host has not sent it before; None if the spool cannot be
+    written (send ``perfetto_gz(trace)`` then)."""
+    path = _spool_path(trace.pk)
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        pass
+    except OSError:  # no usable spool here (not a folder, no permission)
+        return None
+    data = perfetto_gz(trace)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".part-")
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the whole file or none
+        _prune(path.parent)
+        return path.open("rb")
+    except OSError:
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(tmp)
+        return None
 
 
 def inflated_size(body_gz: bytes) -> int:

@@ -112,3 +112,9 @@ def _perfetto_ui_cache_in_tmp(settings):
     concurrent runs can share it; tests of the compression itself use their own tmp_path.)
     """
     settings.PERFETTO_UI_CACHE = Path(tempfile.gettempdir()) / "tracetrack-test-perfetto-ui"
+
+
+@pytest.fixture(autouse=True)
+def _export_spool_in_tmp(settings, tmp_path_factory):
+    """Downloads spool their stored exports in a fresh folder per test, not in var/."""
+    settings.EXPORT_SPOOL = tmp_path_factory.mktemp("exports")

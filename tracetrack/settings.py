@@ -158,6 +158,10 @@ PERFETTO_UI_CACHE = Path(
     env_str("PERFETTO_UI_CACHE", str(VAR_DIR / "perfetto-ui")) or VAR_DIR / "perfetto-ui"
 )
 
+# Stored Perfetto exports kept as files on this host, sent like static files (scenarios/exports.py).
+EXPORT_SPOOL = Path(env_str("EXPORT_SPOOL", str(VAR_DIR / "exports")) or VAR_DIR / "exports")
+EXPORT_SPOOL_MAX_FILES = env_int("EXPORT_SPOOL_MAX_FILES", 2000, lo=1, hi=1_000_000)
+
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")) or "staticfiles")

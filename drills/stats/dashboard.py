@@ -312,9 +312,7 @@ def per_scenario_stats(
             },
         }
         if states is not None:
-            state = states.get(slug)
-            row["retrievability"] = None if state is None else scheduling.retrievability(state, now)
-            row["due"] = None if state is None else scheduling.due(state)
+            row.update(_card_fields(states.get(slug), now))
             row["due_now"] = row["due"] is not None and row["due"] <= now
         out.append(row)
     return out
@@ -596,24 +594,36 @@ def streak(who: Any, now: datetime) -> dict[str, Any]:
 # --------------------------------------------------------------------------- mental math
 
 
-def math_stats(user, now: datetime) -> list[dict[str, Any]]:
+def _card_fields(state: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
+    return {
+        "retrievability": None if state is None else scheduling.retrievability(state, now),
+        "due": None if state is None else scheduling.due(state),
+    }
+
+
+def math_stats(
+    user,
+    now: datetime,
+    *,
+    tallies: dict[str, tuple[int, int]] | None = None,
+    cards: dict[str, tuple[dict[str, Any], datetime | None]] | None = None,
+) -> list[dict[str, Any]]:
     """Per mental-math family: graded attempts, accuracy, and the family card's retrievability
-    and next due. Two queries (the family counters, the cards)."""
-    rows = {
-        fam: (n, c)
-        for fam, n, c in _of(MathTally.objects, user).values_list("family", "n", "correct")
-    }
-    cards = {
-        item: (state, due)
-        for item, state, due in Card.objects.filter(user=user, kind=Card.Kind.MATH).values_list(
-            "item", "state", "due"
-        )
-    }
-    keys = list(FAMILIES) + sorted((set(rows) | set(cards)) - set(FAMILIES))
+    and next due. Two queries (the family counters, the cards; none for the ones passed in:
+    ``tallies`` family -> (graded, correct), ``cards`` family -> (state, due))."""
+    if tallies is None:
+        tallies = math_tallies(user)
+    if cards is None:
+        cards = {
+            item: (state, due)
+            for item, state, due in Card.objects.filter(user=user, kind=Card.Kind.MATH).values_list(
+                "item", "state", "due"
+            )
+        }
+    keys = list(FAMILIES) + sorted((set(tallies) | set(cards)) - set(FAMILIES))
     out = []
     for key in keys:
-        n, c = rows.get(key, (0, 0))
-        state, due = cards.get(key, (None, None))
+        n, c = tallies.get(key, (0, 0))
         family = FAMILIES.get(key)
         out.append(
             {
@@ -622,18 +632,37 @@ def math_stats(user, now: datetime) -> list[dict[str, Any]]:
                 "attempts": n,
                 "correct": c,
                 "accuracy": _ratio(c, n),
-                "retrievability": None if state is None else scheduling.retrievability(state, now),
-                "due": due,
+                **math_card(cards.get(key), now),
             }
         )
     return out
 
 
+def math_card(card: tuple[dict[str, Any], datetime | None] | None, now: datetime) -> dict:
+    """A math row's card columns from the family card's (state, due): retrievability, due."""
+    state, due = (None, None) if card is None else card
+    return {
+        "retrievability": None if state is None else scheduling.retrievability(state, now),
+        "due": due,
+    }
+
+
+def math_tallies(who: Any) -> dict[str, tuple[int, int]]:
+    """Per mental-math family: (graded answers, right). One query over the family counters."""
+    return {
+        fam: (n, c)
+        for fam, n, c in _of(MathTally.objects, who).values_list("family", "n", "correct")
+    }
+
+
 # --------------------------------------------------------------------------- bundles
 
 
-def learner_stats(user, now: datetime) -> dict[str, Any]:
-    """Everything the dashboard shows for one learner (the page and stats.json render this)."""
+def learner_counters(user, now: datetime) -> dict[str, Any]:
+    """What ``learner_stats`` shows that the learner's counters and re-narration grades decide:
+    no card is read, and ``now`` matters only through its UTC day (the week and day windows).
+    Together with the ``StatsVersion`` read before it, a cacheable snapshot (``drills.stats.
+    cached``); ``with_cards`` completes it."""
     # Re-narrations are answers on a trace the learner has read narrated: no evidence on the
     # scenario, so the summaries leave them out (they are counted on their own here).
     renarrations = (
@@ -641,13 +670,12 @@ def learner_stats(user, now: datetime) -> dict[str, Any]:
         .graded()
         .aggregate(graded=Count("pk"), right=Count("pk", filter=Q(scenario_correct=True)))
     )
-    scenarios = per_scenario_stats(user, now, cards=Card.objects.filter(user=user))
+    scenarios = per_scenario_stats(user, now)
     rows = answer_counts(user)
     confusion = confusion_matrix(user, rows=rows)
     total = confusion["total"]
     practice = sum(r["practice"] for r in scenarios)
     return {
-        "generated_at": now,
         "time_limit_s": _limit_s(),
         "totals": {
             "graded": total,
@@ -662,8 +690,58 @@ def learner_stats(user, now: datetime) -> dict[str, Any]:
         "accuracy_over_time": accuracy_over_time(user, now=now),
         "sentence_accuracy": sentence_accuracy_over_time(user, now=now),
         "daily_activity": daily_activity(user, now=now),
-        "math": math_stats(user, now),
+        "math_tallies": math_tallies(user),
     }
+
+
+Cards = tuple[dict[str, dict[str, Any]], dict[str, tuple[dict[str, Any], datetime | None]]]
+
+
+def cards_of(user) -> Cards:
+    """The learner's scenario cards (slug -> state) and mental-math family cards (family ->
+    (state, due)). One query."""
+    scenario_cards: dict[str, dict[str, Any]] = {}
+    math_cards: dict[str, tuple[dict[str, Any], datetime | None]] = {}
+    for kind, item, state, due in Card.objects.filter(
+        user=user, kind__in=(Card.Kind.SCENARIO, Card.Kind.MATH)
+    ).values_list("kind", "item", "state", "due"):
+        if kind == Card.Kind.SCENARIO:
+            scenario_cards[item] = state
+        else:
+            math_cards[item] = (state, due)
+    return scenario_cards, math_cards
+
+
+def scenario_card(state: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
+    """A scenario row's card columns: retrievability, next due, and whether that is past."""
+    fields = _card_fields(state, now)
+    fields["due_now"] = fields["due"] is not None and fields["due"] <= now
+    return fields
+
+
+def with_cards(
+    counters: dict[str, Any], user, now: datetime, cards: Cards | None = None
+) -> dict[str, Any]:
+    """``learner_stats`` from ``learner_counters``: each scenario row gets its card's
+    retrievability and next due, the math rows their family cards' (``cards``, or one query
+    over them). ``counters`` is left as it was."""
+    scenario_cards, math_cards = cards_of(user) if cards is None else cards
+    scenarios = [
+        {**row, **scenario_card(scenario_cards.get(row["slug"]), now)}
+        for row in counters["scenarios"]
+    ]
+    out = {k: v for k, v in counters.items() if k != "math_tallies"}
+    return {
+        "generated_at": now,
+        **out,
+        "scenarios": scenarios,
+        "math": math_stats(user, now, tallies=counters["math_tallies"], cards=math_cards),
+    }
+
+
+def learner_stats(user, now: datetime) -> dict[str, Any]:
+    """Everything the dashboard shows for one learner (the page and stats.json render this)."""
+    return with_cards(learner_counters(user, now), user, now)
 
 
 def due_overview(user, now: datetime) -> dict[str, Any]:

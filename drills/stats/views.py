@@ -1,7 +1,10 @@
 """The learner's accuracy dashboard, its JSON twin, and the streak opt-in.
 
-The numbers come from ``drills.stats.dashboard.learner_stats`` (SQL aggregates); this module only
-lays them out: formatted table cells (``format``) and the charts' geometry (``charts``).
+The numbers come from ``drills.stats.dashboard.learner_stats`` (the summary counters), through
+the per-state cache of ``drills.stats.cached``: the parts drawn from the counters alone are
+rendered once per state and cached with them; the cards' columns are read and rendered on every
+view. This module only lays them out: formatted table cells (``format``) and the charts'
+geometry (``charts``).
 """
 
 from __future__ import annotations
@@ -11,21 +14,31 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from drills.models import LearnerProfile
+from drills.stats import cached
 from drills.stats.charts import accuracy_chart, activity_chart, confusion_chart, sparkline
-from drills.stats.dashboard import learner_stats
+from drills.stats.dashboard import (
+    Cards,
+    cards_of,
+    math_card,
+    math_stats,
+    scenario_card,
+    with_cards,
+)
 from drills.stats.format import mmss, pct
 
 # --------------------------------------------------------------------------- views
 
 
-def _table(scenarios: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+def _table(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {
             **row,
@@ -39,7 +52,6 @@ def _table(scenarios: list[dict[str, Any]], now: datetime) -> list[dict[str, Any
             "step_txt": pct(row["step_accuracy"]),
             "gap_txt": pct(row["gap_accuracy"]),
             "value_txt": pct(row["value_accuracy"]),
-            "retrievability_txt": pct(row.get("retrievability")),
         }
         for row in scenarios
     ]
@@ -73,22 +85,40 @@ def sentence_table(sentence_accuracy: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@require_GET
-def dashboard(request: HttpRequest) -> HttpResponse:
-    now = timezone.now()
-    stats = learner_stats(request.user, now)
+LIVE = "<!--live-->"
+
+
+def card_cells(retrievability: float | None, due: datetime | None, due_now: bool = False) -> str:
+    """A table row's card columns, filled on every view: retrievability and next due (numbers
+    and dates only, nothing to escape; printed as the template's ``date`` filter would)."""
+    if due is None:
+        when = '<span class="muted">not drilled</span>'
+    elif due_now:
+        when = '<strong class="warn-text">due now</strong>'
+    else:
+        d = timezone.localtime(due)
+        when = (
+            f'<time datetime="{d.isoformat()}">'
+            f"{WEEKDAYS[d.weekday()]} {d.day} {MONTHS[d.month - 1]}, {d:%H:%M} UTC</time>"
+        )
+    return f'<td class="num">{pct(retrievability)}</td><td>{when}</td>'
+
+
+WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _row_keys(scenarios: list[dict[str, Any]], math: list[dict[str, Any]]) -> list[str]:
+    return [f"s:{r['slug']}" for r in scenarios] + [f"m:{m['family']}" for m in math]
+
+
+def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
+    """The page body drawn from the numbers alone, cut at each row's card columns: ``chunks``
+    (one more than the rows) and ``keys``, the rows in order."""
     context = {
         "stats": stats,
-        "now": now,
-        "table": _table(stats["scenarios"], now),
-        "math": [
-            {
-                **m,
-                "accuracy_txt": pct(m["accuracy"]),
-                "retrievability_txt": pct(m["retrievability"]),
-            }
-            for m in stats["math"]
-        ],
+        "table": _table(stats["scenarios"]),
+        "math": [{**m, "accuracy_txt": pct(m["accuracy"])} for m in math],
         "totals_accuracy": pct(stats["totals"]["accuracy"]),
         "confusion_chart": confusion_chart(stats["confusion"], stats["lookalikes"]),
         "pairs": [
@@ -99,13 +129,59 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "sentence_table": sentence_table(stats["sentence_accuracy"]),
         "activity_chart": activity_chart(stats["daily_activity"]),
     }
-    return TemplateResponse(request, "drills/dashboard.html", context)
+    chunks = render_to_string("drills/dashboard.html#body", context).split(LIVE)
+    keys = _row_keys(stats["scenarios"], math)
+    if len(chunks) != len(keys) + 1:
+        raise ValueError("the dashboard template marks one live cell per row")
+    return {"chunks": chunks, "keys": keys}
+
+
+def _cells(keys: list[str], cards: Cards, now: datetime) -> list[str] | None:
+    """Each row's card columns, in the order of ``keys`` (None when a math card has no row)."""
+    scenario_cards, math_cards = cards
+    if any(f"m:{family}" not in keys for family in math_cards):
+        return None
+    out = []
+    for key in keys:
+        kind, item = key.split(":", 1)
+        if kind == "s":
+            card = scenario_card(scenario_cards.get(item), now)
+            out.append(card_cells(card["retrievability"], card["due"], card["due_now"]))
+        else:
+            card = math_card(math_cards.get(item), now)
+            out.append(card_cells(card["retrievability"], card["due"]))
+    return out
+
+
+@require_GET
+def dashboard(request: HttpRequest) -> HttpResponse:
+    user, now = request.user, timezone.now()
+    key = cached.key_of(user, now)
+    cards = cards_of(user)
+    body = cached.part(key, "page")
+    if body is None:
+        counters = cached.counters(user, now, key)
+        math = math_stats(user, now, tallies=counters["math_tallies"], cards={})
+        body = _drawn(counters, math)
+        cached.store(key, "page", body)
+    cells = _cells(body["keys"], cards, now)
+    if cells is None:  # a card of a family never answered: drawn for this view alone
+        stats = with_cards(cached.counters(user, now, key), user, now, cards)
+        body = _drawn(stats, stats["math"])
+        cells = _cells(body["keys"], cards, now) or []
+    parts = [body["chunks"][0]]
+    for cell, chunk in zip(cells, body["chunks"][1:], strict=True):
+        parts += [cell, chunk]
+    return TemplateResponse(
+        request, "drills/dashboard.html", {"body_html": mark_safe("".join(parts))}
+    )
 
 
 @require_GET
 @never_cache
 def stats_json(request: HttpRequest) -> JsonResponse:
-    stats = learner_stats(request.user, timezone.now())
+    now = timezone.now()
+    stats = with_cards(cached.counters(request.user, now), request.user, now)
     return JsonResponse(stats, encoder=DjangoJSONEncoder)
 
 

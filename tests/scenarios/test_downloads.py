@@ -116,6 +116,58 @@ def test_a_row_from_before_stored_exports_gets_it_built_once(learner_client, lea
     assert gzip.decompress(stored) == real(row.load())
 
 
+def _trace_queries(queries) -> list[str]:
+    return [q["sql"] for q in queries.captured_queries if "scenarios_trace" in q["sql"]]
+
+
+def test_later_downloads_send_the_spooled_file_after_one_query(learner_client, learner, settings):
+    row = owned_trace(learner)
+    stored = bytes(row.perfetto_gz)
+    url = f"/traces/{row.pk}/perfetto.json"
+    assert body(learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")) == stored
+    assert (settings.EXPORT_SPOOL / f"{row.pk.hex}.json.gz").read_bytes() == stored
+    with CaptureQueriesContext(connection) as queries:
+        again = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")
+        sent = body(again)
+    assert sent == stored and int(again["Content-Length"]) == len(stored)
+    assert again["Content-Encoding"] == "gzip" and again["Content-Type"] == "application/json"
+    assert again["Content-Disposition"] == f'attachment; filename="trace-{row.pk.hex[:12]}.json"'
+    trace_sql = _trace_queries(queries)
+    assert len(trace_sql) == 1 and "perfetto_gz" not in trace_sql[0]
+    # Without gzip, the same file inflated.
+    assert body(learner_client.get(url, HTTP_ACCEPT_ENCODING="br")) == gzip.decompress(stored)
+    # Someone else asking for a spooled trace still gets 404.
+    from django.contrib.auth import get_user_model
+
+    other = learner_client.__class__()
+    other.force_login(get_user_model().objects.create_user("eve", password="x-long-pass-1"))
+    assert other.get(url, HTTP_ACCEPT_ENCODING="gzip").status_code == 404
+
+
+def test_a_spool_that_cannot_be_written_sends_the_bytes_from_the_row(
+    learner_client, learner, settings, tmp_path
+):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    settings.EXPORT_SPOOL = blocker / "exports"
+    row = owned_trace(learner)
+    response = learner_client.get(f"/traces/{row.pk}/perfetto.json", HTTP_ACCEPT_ENCODING="gzip")
+    assert response.status_code == 200 and response["Content-Encoding"] == "gzip"
+    assert body(response) == bytes(row.perfetto_gz)
+    assert int(response["Content-Length"]) == len(row.perfetto_gz)
+
+
+def test_the_spool_keeps_at_most_its_limit_of_files(learner_client, learner, settings):
+    settings.EXPORT_SPOOL_MAX_FILES = 1
+    rows = [owned_trace(learner, seed=s) for s in (11, 12)]
+    for row in rows:
+        url = f"/traces/{row.pk}/perfetto.json"
+        assert body(learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")) == bytes(row.perfetto_gz)
+    assert [p.name for p in settings.EXPORT_SPOOL.iterdir()] == [f"{rows[1].pk.hex}.json.gz"]
+    again = learner_client.get(f"/traces/{rows[0].pk}/perfetto.json", HTTP_ACCEPT_ENCODING="gzip")
+    assert body(again) == bytes(rows[0].perfetto_gz)
+
+
 def test_inflate_chunks_matches_gzip_decompress():
     data = b"".join(str(i).encode() * 7 for i in range(50_000))
     packed = pool.gzip_export(data)

@@ -1,0 +1,93 @@
+"""One learner's dashboard numbers, and the page parts drawn from them, cached per state.
+
+A snapshot is keyed on the learner's ``StatsVersion`` (read first, in its own query; moved on
+in the transaction of every grade, re-narration and rebuild), on the UTC day (the only way the
+counters' windows depend on the clock), on the time limit and on a fingerprint of the scenario
+catalogue and of the code and templates that draw it. So a grade shows on the very next view,
+and a deploy that changes what is drawn never serves an older drawing. The cards are not in it:
+retrievability and next due are read fresh on every view (``dashboard.with_cards``).
+
+A learner without a ``StatsVersion`` row has never been graded (the migration that made the
+table gave one to everyone with numbers): nothing is cached for them.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+
+from drills.mentalmath import FAMILIES
+from drills.models import StatsVersion
+from drills.stats import dashboard
+from scenarios import engine
+
+# Long enough to outlive a day's views; the key changes with the day anyway.
+TTL_S = 36 * 3600
+HERE = Path(__file__).resolve().parent
+SOURCES = (
+    HERE / "dashboard.py",
+    HERE / "charts.py",
+    HERE / "format.py",
+    HERE / "views.py",
+    HERE / "cached.py",
+    settings.BASE_DIR / "templates" / "drills" / "dashboard.html",
+    settings.BASE_DIR / "templates" / "drills" / "_charts.html",
+    settings.BASE_DIR / "templates" / "drills" / "_sentence_accuracy.html",
+)
+
+
+@functools.cache
+def fingerprint() -> str:
+    """What a snapshot's numbers and drawings depend on besides the learner's data."""
+    h = hashlib.sha256()
+    catalogue = (
+        [(s, engine.title_of(s), engine.lookalike_of(s)) for s in engine.SCENARIOS],
+        [(k, f.title) for k, f in FAMILIES.items()],
+        dashboard.SENTENCES,
+        dashboard.TREND_WEEKS,
+        dashboard.ACTIVITY_WEEKS,
+        dashboard.LAST_N,
+    )
+    h.update(repr(catalogue).encode())
+    for path in SOURCES:
+        h.update(path.read_bytes() if path.exists() else path.name.encode())
+    return h.hexdigest()[:16]
+
+
+def key_of(user, now: datetime) -> str | None:
+    """The cache key of this learner's numbers as they are now (one query), or None."""
+    row = StatsVersion.objects.filter(user_id=user.pk).values_list("token", "n").first()
+    if row is None:
+        return None
+    token, n = row
+    day = now.astimezone(UTC).date().isoformat()
+    limit = settings.TRACETRACK["DRILL_TIME_LIMIT_S"]
+    return f"dash:{fingerprint()}:{user.pk}:{token.hex}:{n}:{day}:{limit}"
+
+
+def counters(user, now: datetime, key: str | None = "") -> dict[str, Any]:
+    """``dashboard.learner_counters(user, now)``, from the cache when this state of the
+    learner's numbers was seen before (``key``: from ``key_of``, read here when not given)."""
+    if key == "":
+        key = key_of(user, now)
+    stats = part(key, "stats")
+    if stats is None:
+        stats = dashboard.learner_counters(user, now)
+        store(key, "stats", stats)
+    return stats
+
+
+def part(key: str | None, name: str) -> Any:
+    """What was stored as ``name`` for this state (None when nothing was, or no key)."""
+    return None if key is None else cache.get(f"{key}:{name}")
+
+
+def store(key: str | None, name: str, value: Any) -> None:
+    if key is not None:
+        cache.set(f"{key}:{name}", value, TTL_S)

@@ -1,0 +1,212 @@
+"""The dashboard's per-state cache, as a learner sees it: a page served from the cache is the
+page the numbers draw now; a grade (drill, math answer, re-narration) or a rebuild shows on the
+very next view; the cards' columns are never stale; another learner never sees a cached page
+that is not theirs."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.core.cache import cache
+from django.template.defaultfilters import date as date_filter
+from django.utils import timezone
+
+from drills import scheduling, summaries
+from drills.models import Attempt, Card, MathAttempt, StatsVersion
+from drills.stats import cached, dashboard
+from scenarios.models import Trace
+from tests.conftest import right_answer
+from tests.drills.test_dashboard import S, build, save_all, trace_for
+
+pytestmark = pytest.mark.django_db
+
+
+def start(client) -> Attempt:
+    response = client.post("/drill/next/", {"mode": "timed"})
+    assert response.status_code == 302
+    attempt_id = re.search(r"/drill/attempts/([0-9a-f-]{36})/", response["Location"]).group(1)
+    return Attempt.objects.select_related("trace").get(pk=attempt_id)
+
+
+def drill(client, *, right: bool = True) -> Attempt:
+    attempt = start(client)
+    answer = right_answer(attempt)
+    if not right:
+        answer["scenario"] = "healthy" if attempt.scenario != "healthy" else "straggler"
+    response = client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", answer)
+    assert response.status_code in (200, 302)
+    attempt.refresh_from_db()
+    assert attempt.submitted_at is not None
+    return attempt
+
+
+def body(client) -> str:
+    """The dashboard's content (the page around it carries per-request tokens)."""
+    response = client.get("/dashboard/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    start = html.index('<section class="card dash-head">')
+    return html[start : html.rindex("</section>") + len("</section>")]
+
+
+def kpi(html: str, name: str) -> str:
+    return re.search(rf'data-kpi="{name}">([^<]*)<', html).group(1)
+
+
+def scenario_row(html: str, slug: str) -> str:
+    return re.search(rf'data-scenario-row="{slug}">(.*?)</tr>', html, re.S).group(1)
+
+
+def json_without_clock(client) -> dict:
+    data = client.get("/dashboard/stats.json").json()
+    data.pop("generated_at")
+    return data
+
+
+def test_a_graded_drill_shows_on_the_very_next_view(learner_client, learner, no_refill):
+    first = drill(learner_client)
+    page = body(learner_client)
+    assert kpi(page, "graded") == "1"
+    assert body(learner_client) == page  # the second view comes from the cache ...
+    key = cached.key_of(learner, timezone.now())
+    assert key is not None and cached.part(key, "page") is not None
+    cache.delete_many([f"{key}:page", f"{key}:stats"])
+    assert body(learner_client) == page  # ... and is the page the numbers draw afresh
+
+    second = drill(learner_client, right=False)
+    page = body(learner_client)
+    assert kpi(page, "graded") == "2" and kpi(page, "accuracy") == "50%"
+    counts = {first.scenario: 0, second.scenario: 0}
+    for a in (first, second):
+        counts[a.scenario] += 1
+    for slug, n in counts.items():
+        assert re.search(rf'<td class="num">{n}</td>', scenario_row(page, slug))
+    assert f"{2} graded attempts, 1 on the diagonal" in page
+    data = json_without_clock(learner_client)
+    assert data["totals"]["graded"] == 2 and data["confusion"]["total"] == 2
+
+
+def test_the_page_and_json_from_the_cache_equal_the_read_model(learner_client, learner):
+    now = timezone.now()
+    save_all([build(learner, S, S, now - timedelta(days=d, hours=1)) for d in range(40)])
+    state = scheduling.review(scheduling.new_card_state(), 3, now - timedelta(days=5))
+    Card.objects.create(user=learner, item=S, state=state, due=scheduling.due(state))
+    for _ in range(2):  # a miss, then a hit
+        data = json_without_clock(learner_client)
+        fresh = learner_client.get("/dashboard/stats.json").json()
+        fresh.pop("generated_at")
+        assert data == fresh
+        expect = dashboard.learner_stats(learner, timezone.now())
+        assert data["totals"] == expect["totals"]
+        assert data["confusion"] == expect["confusion"]
+        row = next(r for r in data["scenarios"] if r["slug"] == S)
+        assert row["attempts"] == 40
+        assert row["retrievability"] == pytest.approx(
+            next(r for r in expect["scenarios"] if r["slug"] == S)["retrievability"], abs=1e-6
+        )
+
+
+def test_card_columns_are_read_on_every_view(learner_client, learner):
+    now = timezone.now()
+    save_all([build(learner, S, S, now - timedelta(hours=2))])
+    state = scheduling.review(scheduling.new_card_state(), 3, now - timedelta(hours=2))
+    card = Card.objects.create(user=learner, item=S, state=state, due=scheduling.due(state))
+    row = scenario_row(body(learner_client), S)
+    assert "due now" not in row and "<time datetime=" in row
+    # The card moves without any grade (the counters, and so the cached body, stay as they were).
+    card.state = scheduling.pull_due_now(state, now - timedelta(minutes=1))
+    card.save()
+    row = scenario_row(body(learner_client), S)
+    assert "due now" in row
+    card.delete()
+    assert "not drilled" in scenario_row(body(learner_client), S)
+
+
+def test_a_due_date_prints_as_the_template_printed_it(learner_client, learner):
+    now = timezone.now()
+    save_all([build(learner, S, S, now - timedelta(hours=2))])
+    state = scheduling.review(scheduling.new_card_state(), 3, now - timedelta(hours=2))
+    Card.objects.create(user=learner, item=S, state=state, due=scheduling.due(state))
+    due = scheduling.due(state)
+    row = scenario_row(body(learner_client), S)
+    iso, shown = date_filter(due, "c"), date_filter(due, "D j M, H:i")
+    assert f'<time datetime="{iso}">{shown} UTC</time>' in row
+
+
+def test_a_math_answer_shows_on_the_next_view(learner_client, learner):
+    save_all([build(learner, S, S, timezone.now() - timedelta(hours=1))])
+    body(learner_client)  # cached
+    now = timezone.now()
+    graded = MathAttempt.objects.create(
+        user=learner,
+        family="busbw",
+        seed=1,
+        problem={},
+        served_at=now,
+        submitted_at=now,
+        correct=True,
+    )
+    summaries.record_math_attempt(graded)
+    page = body(learner_client)
+    row = re.search(r'data-family-row="busbw">(.*?)</tr>', page, re.S).group(1)
+    assert '<td class="num">1</td>' in row and "100%" in row
+
+
+def test_a_rebuild_shows_on_the_next_view(learner_client, learner):
+    save_all([build(learner, S, S, timezone.now() - timedelta(hours=1))])
+    assert kpi(body(learner_client), "graded") == "1"
+    # Attempts written past the live path (an import), then the counters rebuilt.
+    imported = [build(learner, S, S, timezone.now() - timedelta(hours=k + 2)) for k in range(3)]
+    for a, trace in zip(
+        imported, Trace.objects.bulk_create([trace_for(S) for _ in range(3)]), strict=True
+    ):
+        a.trace = trace
+    Attempt.objects.bulk_create(imported)
+    assert kpi(body(learner_client), "graded") == "1"  # the counters do not know yet
+    summaries.rebuild_users([learner.pk])
+    assert kpi(body(learner_client), "graded") == "4"
+
+
+def test_a_new_day_moves_the_windows(learner):
+    now = timezone.now()
+    save_all([build(learner, S, S, now - timedelta(hours=1))])
+    today = cached.counters(learner, now)
+    assert cached.part(cached.key_of(learner, now), "stats") == today
+    later = now + timedelta(days=8)
+    assert cached.counters(learner, later) == dashboard.learner_counters(learner, later) != today
+    assert cached.key_of(learner, later) != cached.key_of(learner, now)
+
+
+def test_each_learner_sees_only_their_own_cached_page(people, client):
+    ada, bob = people["ada"], people["bob"]
+    now = timezone.now()
+    save_all([build(ada, S, S, now - timedelta(hours=k + 1)) for k in range(3)])
+    save_all([build(bob, S, "healthy", now - timedelta(hours=1))])
+    client.force_login(ada)
+    assert kpi(body(client), "graded") == "3"
+    client.force_login(bob)
+    page = body(client)
+    assert kpi(page, "graded") == "1" and kpi(page, "accuracy") == "0%"
+    assert json_without_clock(client)["totals"]["graded"] == 1
+
+
+def test_a_learner_never_graded_is_not_cached(learner_client, learner):
+    assert kpi(body(learner_client), "graded") == "0"
+    assert not StatsVersion.objects.filter(user=learner).exists()
+    assert cached.key_of(learner, timezone.now()) is None
+
+
+def test_a_card_of_a_family_never_answered_still_gets_its_row(learner_client, learner):
+    save_all([build(learner, S, S, timezone.now() - timedelta(hours=1))])
+    body(learner_client)  # the cached body has no row for it
+    now = timezone.now()
+    state = scheduling.review(scheduling.new_card_state(), 3, now - timedelta(days=1))
+    Card.objects.create(
+        user=learner, kind="math", item="retired-family", state=state, due=scheduling.due(state)
+    )
+    page = body(learner_client)
+    row = re.search(r'data-family-row="retired-family">(.*?)</tr>', page, re.S).group(1)
+    assert "<time datetime=" in row
+    assert kpi(page, "graded") == "1"
