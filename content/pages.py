@@ -95,6 +95,14 @@ class Page:
         return self.section == "walkthroughs"
 
     @property
+    def trace_args(self) -> tuple[str, int, str | None]:
+        """(scenario, seed, hardware) of a walkthrough's trace, as ``content.timelines`` takes
+        them; the loader refuses a walkthrough without scenario and seed."""
+        if self.scenario is None or self.seed is None:
+            raise ValueError(f"page {self.slug!r} has no trace: it is not a walkthrough")
+        return self.scenario, self.seed, self.hardware
+
+    @property
     def url(self) -> str:
         if self.is_walkthrough:
             return reverse("content:walkthrough", args=[self.slug])

@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import gzip
 
-from django.http import HttpRequest, HttpResponse, HttpResponseNotModified, StreamingHttpResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBase,
+    HttpResponseNotModified,
+    StreamingHttpResponse,
+)
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
@@ -33,7 +39,7 @@ def timeline_json(request: HttpRequest, trace_id) -> HttpResponse:
 
 
 @require_GET
-def perfetto_json(request: HttpRequest, trace_id) -> HttpResponse:
+def perfetto_json(request: HttpRequest, trace_id) -> HttpResponseBase:
     """The whole trace, every rank, as Chrome-trace JSON that Perfetto opens: stored bytes."""
     gzipped = exports.accepts_gzip(request)
     tag = exports.etag(trace_id, gzipped)

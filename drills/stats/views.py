@@ -17,6 +17,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.http import SignedInRequest
 from drills.models import LearnerProfile
 from drills.stats.charts import accuracy_chart, activity_chart, confusion_chart, sparkline
 from drills.stats.dashboard import learner_stats
@@ -110,7 +111,7 @@ def stats_json(request: HttpRequest) -> JsonResponse:
 
 
 @require_POST
-def streak_opt_in(request: HttpRequest) -> HttpResponse:
+def streak_opt_in(request: SignedInRequest) -> HttpResponse:
     """Turn the home page's streak on or off (``streak_opt_in`` = "1" or "0")."""
     wanted = request.POST.get("streak_opt_in") == "1"
     LearnerProfile.objects.update_or_create(user=request.user, defaults={"streak_opt_in": wanted})
