@@ -23,8 +23,8 @@ from accounts.http import SignedInRequest
 from accounts.roles import is_instructor
 from drills.interview import services as interviews
 from drills.models import Attempt, MockInterview
+from drills.stats.charts import sentence_table
 from drills.stats.dashboard import sentence_accuracy_over_time
-from drills.stats.views import sentence_table
 from drills.trainer import reveal
 from scenarios.views import gzipped_json
 

@@ -19,7 +19,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.http import SignedInRequest
 from drills.models import LearnerProfile
-from drills.stats.charts import accuracy_chart, activity_chart, confusion_chart, sparkline
+from drills.stats.charts import (
+    accuracy_chart,
+    activity_chart,
+    confusion_chart,
+    sentence_table,
+    sparkline,
+)
 from drills.stats.dashboard import learner_stats
 from drills.stats.format import mmss, pct
 
@@ -44,34 +50,6 @@ def _table(scenarios: list[dict[str, Any]], now: datetime) -> list[dict[str, Any
         }
         for row in scenarios
     ]
-
-
-def sentence_table(sentence_accuracy: dict[str, Any]) -> dict[str, Any]:
-    """Per-sentence accuracy as a table: the weeks with attempts (newest first) and a total row.
-    Shared by the dashboard and the cohort pages (``drills/_sentence_accuracy.html``)."""
-    keys = [s["key"] for s in sentence_accuracy["sentences"]]
-
-    def cells(per: dict[str, Any]) -> list[dict[str, Any]]:
-        return [
-            {
-                "key": k,
-                "txt": pct(per[k]["accuracy"]),
-                "right": per[k]["right"],
-                "graded": per[k]["graded"],
-            }
-            for k in keys
-        ]
-
-    weeks = [
-        {"week": w["week"], "attempts": w["attempts"], "cells": cells(w["sentences"])}
-        for w in reversed(sentence_accuracy["weeks"])
-        if w["attempts"]
-    ]
-    return {
-        "titles": [s["title"] for s in sentence_accuracy["sentences"]],
-        "weeks": weeks,
-        "total": cells(sentence_accuracy["totals"]),
-    }
 
 
 @require_GET
