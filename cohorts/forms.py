@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -104,8 +106,9 @@ class AssignmentForm(forms.ModelForm):
             "renarration",
         ]
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         due, cutoff = data.get("due_at"), data.get("cutoff_at")
         if due is not None and due <= timezone.now():
             self.add_error("due_at", "The due date is in the past: pick a time after now.")
@@ -151,8 +154,9 @@ class ExtensionForm(forms.ModelForm):
         assert isinstance(learner, LearnerChoiceField)  # declared above; a deep copy of it
         learner.queryset = assignment.cohort.members.order_by("username")
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         due, cutoff = data.get("due_at"), data.get("cutoff_at")
         if due is not None and due < self.assignment.due_at:
             self.add_error(
