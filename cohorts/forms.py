@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from accounts.roles import is_instructor
@@ -103,8 +106,9 @@ class AssignmentForm(forms.ModelForm):
             "renarration",
         ]
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         due, cutoff = data.get("due_at"), data.get("cutoff_at")
         if due is not None and due <= timezone.now():
             self.add_error("due_at", "The due date is in the past: pick a time after now.")
@@ -122,8 +126,15 @@ class AssignmentForm(forms.ModelForm):
         return data
 
 
+class LearnerChoiceField(forms.ModelChoiceField):
+    """A cohort member, listed by username."""
+
+    def label_from_instance(self, obj: User) -> str:
+        return obj.username
+
+
 class ExtensionForm(forms.ModelForm):
-    learner = forms.ModelChoiceField(
+    learner = LearnerChoiceField(
         queryset=get_user_model().objects.none(),
         label="Learner",
         empty_label="Choose a learner…",
@@ -139,11 +150,13 @@ class ExtensionForm(forms.ModelForm):
     def __init__(self, *args, assignment: Assignment, **kwargs):
         super().__init__(*args, **kwargs)
         self.assignment = assignment
-        self.fields["learner"].queryset = assignment.cohort.members.order_by("username")
-        self.fields["learner"].label_from_instance = lambda u: u.username
+        learner = self.fields["learner"]
+        assert isinstance(learner, LearnerChoiceField)  # declared above; a deep copy of it
+        learner.queryset = assignment.cohort.members.order_by("username")
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
         due, cutoff = data.get("due_at"), data.get("cutoff_at")
         if due is not None and due < self.assignment.due_at:
             self.add_error(
@@ -162,7 +175,7 @@ class CoInstructorForm(forms.Form):
     def __init__(self, *args, cohort: Cohort, **kwargs):
         super().__init__(*args, **kwargs)
         self.cohort = cohort
-        self.user = None
+        self.user: User | None = None  # the co-instructor, once clean_username found them
 
     def clean_username(self) -> str:
         name = self.cleaned_data["username"].strip()

@@ -557,7 +557,7 @@ def learner_assignments(user, now: datetime, *, cohort=None) -> list[dict[str, A
     pair_counts = pair_goal_counts(
         assignments, [uid], extensions={(aid, uid): e for aid, e in extensions.items()}
     )
-    out = []
+    out: list[dict[str, Any]] = []
     for a in assignments:
         ext = extensions.get(a.pk)
         due, cutoff = effective_dates(a, ext)

@@ -19,11 +19,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.http import SignedInRequest
 from accounts.roles import is_instructor
 from drills.interview import services as interviews
 from drills.models import Attempt, MockInterview
+from drills.stats.charts import sentence_table
 from drills.stats.dashboard import sentence_accuracy_over_time
-from drills.stats.views import sentence_table
 from drills.trainer import reveal
 from scenarios.views import gzipped_json
 
@@ -83,7 +84,7 @@ def cohort_new(request: HttpRequest) -> HttpResponse:
     return TemplateResponse(request, "cohorts/new.html", {"form": form}, status=status)
 
 
-def _join(request: HttpRequest, cohort: Cohort) -> HttpResponse:
+def _join(request: SignedInRequest, cohort: Cohort) -> HttpResponse:
     if cohort.instructors.filter(pk=request.user.pk).exists():
         messages.info(request, f"You teach {cohort.name}; instructors do not join as learners.")
         return redirect("cohorts:detail", cohort_id=cohort.pk)
@@ -98,7 +99,7 @@ def _join(request: HttpRequest, cohort: Cohort) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def join(request: HttpRequest) -> HttpResponse:
+def join(request: SignedInRequest) -> HttpResponse:
     form = JoinForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         assert form.cohort is not None
@@ -108,7 +109,7 @@ def join(request: HttpRequest) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def join_link(request: HttpRequest, code: str) -> HttpResponse:
+def join_link(request: SignedInRequest, code: str) -> HttpResponse:
     cohort = (
         Cohort.objects.filter(join_code=normalise_code(code))
         .prefetch_related("instructors")
@@ -339,7 +340,7 @@ def assign(request: HttpRequest, cohort_id: int) -> HttpResponse:
 
 
 @require_POST
-def extend(request: HttpRequest, cohort_id: int, assignment_id: int) -> HttpResponse:
+def extend(request: SignedInRequest, cohort_id: int, assignment_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
     assignment = get_object_or_404(
         Assignment.objects.select_related("cohort"), cohort=cohort, pk=assignment_id
@@ -382,12 +383,13 @@ def add_instructor(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
     form = CoInstructorForm(request.POST, cohort=cohort)
     if form.is_valid():
+        assert form.user is not None  # clean_username sets it
         cohort.instructors.add(form.user)
         Membership.objects.filter(cohort=cohort, user=form.user).delete()
         messages.success(request, f"{form.user.username} now co-teaches {cohort.name}.")
     else:
         for error in form.errors.get("username", []):
-            messages.error(request, error)
+            messages.error(request, str(error))  # ErrorList yields the messages as str
     return redirect("cohorts:detail", cohort_id=cohort.pk)
 
 

@@ -30,6 +30,7 @@ import math
 import re
 import statistics
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,14 @@ class Page:
     @property
     def is_walkthrough(self) -> bool:
         return self.section == "walkthroughs"
+
+    @property
+    def trace_args(self) -> tuple[str, int, str | None]:
+        """(scenario, seed, hardware) of a walkthrough's trace, as ``content.timelines`` takes
+        them; the loader refuses a walkthrough without scenario and seed."""
+        if self.scenario is None or self.seed is None:
+            raise ValueError(f"page {self.slug!r} has no trace: it is not a walkthrough")
+        return self.scenario, self.seed, self.hardware
 
     @property
     def url(self) -> str:
@@ -432,7 +441,7 @@ def substitute_key(rendered: str, key: dict[str, Any]) -> str:
 
 # ---- Claims: what a narration says about its trace, checked against the trace ---------------
 
-CLAIM_FUNCTIONS = {
+CLAIM_FUNCTIONS: dict[str, Callable[..., Any]] = {
     "len": len,
     "max": max,
     "min": min,

@@ -9,6 +9,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.http import SignedInRequest
 from content import pages as content_pages
 from content import renarration, timelines
 from content.models import ReadMark, WalkthroughSet
@@ -20,11 +21,11 @@ from scenarios import perfetto_ui
 from scenarios.views import gzipped_json
 
 
-def _read_slugs(request: HttpRequest) -> set[str]:
+def _read_slugs(request: SignedInRequest) -> set[str]:
     return set(ReadMark.objects.filter(user=request.user).values_list("slug", flat=True))
 
 
-def _nav_context(request: HttpRequest, page: Page | None) -> dict:
+def _nav_context(request: SignedInRequest, page: Page | None) -> dict:
     lib = library()
     read = _read_slugs(request)
     prev, nxt = lib.neighbours(page) if page else (None, None)
@@ -53,7 +54,7 @@ def _walkthrough_or_404(slug: str) -> Page:
 
 
 @require_GET
-def index(request: HttpRequest) -> HttpResponse:
+def index(request: SignedInRequest) -> HttpResponse:
     lib = library()
     sets = []
     for ws in WalkthroughSet.objects.all():
@@ -71,7 +72,7 @@ def index(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def page(request: HttpRequest, slug: str) -> HttpResponse:
+def page(request: SignedInRequest, slug: str) -> HttpResponse:
     pg = _page_or_404(slug)
     if pg.is_walkthrough:
         return redirect(pg.url)
@@ -81,9 +82,9 @@ def page(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @require_GET
-def walkthrough(request: HttpRequest, slug: str) -> HttpResponse:
+def walkthrough(request: SignedInRequest, slug: str) -> HttpResponse:
     pg = _walkthrough_or_404(slug)
-    data = timelines.bundle(pg.scenario, pg.seed, pg.hardware)
+    data = timelines.bundle(*pg.trace_args)
     key = data["key"]
     context = _nav_context(request, pg)
     context.update(
@@ -104,13 +105,13 @@ def walkthrough(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def walkthrough_timeline(request: HttpRequest, slug: str) -> HttpResponse:
     pg = _walkthrough_or_404(slug)
-    return gzipped_json(request, timelines.bundle(pg.scenario, pg.seed, pg.hardware)["timeline_gz"])
+    return gzipped_json(request, timelines.bundle(*pg.trace_args)["timeline_gz"])
 
 
 @require_GET
 def walkthrough_perfetto(request: HttpRequest, slug: str) -> HttpResponse:
     pg = _walkthrough_or_404(slug)
-    response = gzipped_json(request, timelines.perfetto_gz(pg.scenario, pg.seed, pg.hardware))
+    response = gzipped_json(request, timelines.perfetto_gz(*pg.trace_args))
     response["Content-Disposition"] = f'attachment; filename="{pg.slug}.json"'
     return response
 
@@ -138,7 +139,7 @@ def download(request: HttpRequest, name: str) -> FileResponse:
 
 
 @require_POST
-def toggle_read(request: HttpRequest, slug: str) -> HttpResponse:
+def toggle_read(request: SignedInRequest, slug: str) -> HttpResponse:
     pg = _page_or_404(slug)
     deleted, _ = ReadMark.objects.filter(user=request.user, slug=pg.slug).delete()
     if not deleted:

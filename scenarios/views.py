@@ -6,6 +6,7 @@ from django.http import (
     FileResponse,
     HttpRequest,
     HttpResponse,
+    HttpResponseBase,
     HttpResponseNotModified,
     StreamingHttpResponse,
 )
@@ -39,7 +40,7 @@ def timeline_json(request: HttpRequest, trace_id) -> HttpResponse:
 
 
 @require_GET
-def perfetto_json(request: HttpRequest, trace_id) -> HttpResponse:
+def perfetto_json(request: HttpRequest, trace_id) -> HttpResponseBase:
     """The whole trace, every rank, as Chrome-trace JSON that Perfetto opens: stored bytes."""
     gzipped = exports.accepts_gzip(request)
     tag = exports.etag(trace_id, gzipped)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
+from typing import Any, TypedDict
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -103,7 +104,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "tracetrack.sqlite3",
+            "NAME": str(VAR_DIR / "tracetrack.sqlite3"),
             "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20},
         }
     }
@@ -180,6 +181,7 @@ STORAGES = {
 # Email: the console in development; SMTP in production (EMAIL_HOST, default localhost).
 # EMAIL_CONSOLE=true keeps the console backend, e.g. for a local `docker compose up` trial.
 _EMAIL_HOST = env_str("EMAIL_HOST")
+MAILERS: dict[str, dict[str, Any]]
 if env_bool("EMAIL_CONSOLE", DEBUG and not _EMAIL_HOST):
     MAILERS = {"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}
 else:
@@ -256,8 +258,31 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+
+class Knobs(TypedDict):
+    """The type of TRACETRACK below, so that each reader gets the knob's own type."""
+
+    SITE_URL: str
+    DESIRED_RETENTION: float
+    DRILL_TIME_LIMIT_S: int
+    PERFETTO_LOAD_ALLOWANCE_S: int
+    DRILL_CLAIMS_PER_HOUR: int
+    POOL_TARGET: int
+    POOL_LOW_WATER: int
+    POOL_DEGRADED_AFTER_S: float
+    LOGIN_FAILURE_LIMIT: int
+    LOGIN_DELAY_S: float
+    LOGIN_LOCKOUT_S: int
+    UPLOAD_MAX_BYTES: int
+    UPLOAD_MAX_UNPACKED_BYTES: int
+    UPLOAD_MAX_RATIO: int
+    UPLOAD_MAX_RANKS: int
+    UPLOAD_MAX_EVENTS: int
+    UPLOAD_EXPIRY_DAYS: int
+
+
 # The product's own knobs.
-TRACETRACK = {
+TRACETRACK: Knobs = {
     # Where learners reach the site: e-mails (reminders) carry absolute links built on it.
     "SITE_URL": (env_url("SITE_URL", ("http", "https")) or "http://localhost:8000").rstrip("/"),
     "DESIRED_RETENTION": env_float("DESIRED_RETENTION", 0.95, lo=0.70, hi=0.99),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -32,7 +33,7 @@ def home(request: HttpRequest) -> HttpResponse:
         return TemplateResponse(request, "landing.html")
     now = timezone.now()
     opted_in = LearnerProfile.objects.filter(user=request.user, streak_opt_in=True).exists()
-    context = {
+    context: dict[str, Any] = {
         "due": due_overview(request.user, now),
         "open_attempt": services.open_attempt(request.user),
         "streak_opt_in": opted_in,

@@ -37,9 +37,7 @@ def start(user, now: datetime | None = None) -> MockInterview:
 
 
 def attempts(interview: MockInterview) -> list[Attempt]:
-    return list(
-        interview.attempts.select_related("trace").order_by("served_at", "pk")  # type: ignore[attr-defined]
-    )
+    return list(interview.attempts.select_related("trace").order_by("served_at", "pk"))
 
 
 def next_attempt(interview: MockInterview) -> Attempt | None:

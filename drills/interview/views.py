@@ -7,17 +7,18 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.http import SignedInRequest
 from drills.interview import services
 from drills.models import MockInterview
 from drills.trainer import services as trainer_services
 
 
-def _own(request: HttpRequest, interview_id) -> MockInterview:
+def _own(request: SignedInRequest, interview_id) -> MockInterview:
     return get_object_or_404(MockInterview.objects.filter(user=request.user), pk=interview_id)
 
 
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: SignedInRequest) -> HttpResponse:
     past = MockInterview.objects.filter(user=request.user).order_by("-started_at")[:20]
     return TemplateResponse(
         request,
@@ -33,7 +34,7 @@ def start(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-def detail(request: HttpRequest, interview_id) -> HttpResponse:
+def detail(request: SignedInRequest, interview_id) -> HttpResponse:
     """Between traces: how far along, and the button to the next; once all five are graded,
     the report."""
     interview = _own(request, interview_id)
@@ -47,7 +48,7 @@ def detail(request: HttpRequest, interview_id) -> HttpResponse:
 
 
 @require_POST
-def next_trace(request: HttpRequest, interview_id) -> HttpResponse:
+def next_trace(request: SignedInRequest, interview_id) -> HttpResponse:
     interview = _own(request, interview_id)
     if interview.is_finished:
         return redirect(reverse("interview:detail", args=[interview.pk]))
@@ -62,7 +63,7 @@ def next_trace(request: HttpRequest, interview_id) -> HttpResponse:
 
 
 @require_POST
-def share(request: HttpRequest, interview_id) -> HttpResponse:
+def share(request: SignedInRequest, interview_id) -> HttpResponse:
     interview = _own(request, interview_id)
     if not interview.is_finished:
         raise Http404("Finish the interview before sharing its report.")

@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.http import SignedInRequest
 from drills.mentalmath import FAMILIES
 from drills.mentalmath import services as svc
 from drills.mentalmath.forms import MathAnswerForm, MathStartForm, SprintAnswerForm
@@ -209,7 +210,7 @@ def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
 
 
 @require_POST
-def submit_answer(request: HttpRequest, attempt_id) -> HttpResponse:
+def submit_answer(request: SignedInRequest, attempt_id) -> HttpResponse:
     attempt = _attempt_for(request, attempt_id)
     if attempt.submitted_at is not None:
         return _after_answer(request, attempt)
@@ -224,7 +225,7 @@ def submit_answer(request: HttpRequest, attempt_id) -> HttpResponse:
     return _attempt_page(request, attempt, form, status=status, partial=bool(request.htmx))
 
 
-def _after_answer(request: HttpRequest, attempt: MathAttempt) -> HttpResponse:
+def _after_answer(request: SignedInRequest, attempt: MathAttempt) -> HttpResponse:
     if request.htmx:
         return _attempt_page(request, attempt, None, partial=True)
     return redirect(attempt_url(attempt))
@@ -276,7 +277,7 @@ def _sprint_page(
                 {
                     "attempt": a,
                     "title": _family_title(a.family),
-                    "in_time": a.submitted_at <= sprint.ends_at,
+                    "in_time": a.submitted_at is not None and a.submitted_at <= sprint.ends_at,
                     "value_txt": "—" if a.value is None else f"{fmt(a.value, 4)} {problem.unit}",
                     "expected_txt": problem.answer_text,
                 }
@@ -312,7 +313,7 @@ def sprint_detail(request: HttpRequest, sprint_id) -> HttpResponse:
 
 
 @require_POST
-def sprint_answer(request: HttpRequest, sprint_id) -> HttpResponse:
+def sprint_answer(request: SignedInRequest, sprint_id) -> HttpResponse:
     sprint = _sprint_for(request, sprint_id)
     form = SprintAnswerForm(request.POST)
     partial = bool(request.htmx)
@@ -342,7 +343,7 @@ def sprint_answer(request: HttpRequest, sprint_id) -> HttpResponse:
 
 
 def _after_sprint_answer(
-    request: HttpRequest, sprint: MathSprint, attempt: MathAttempt
+    request: SignedInRequest, sprint: MathSprint, attempt: MathAttempt
 ) -> HttpResponse:
     if request.htmx:
         return _sprint_page(request, sprint, last=attempt, partial=True)

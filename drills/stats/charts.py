@@ -199,3 +199,31 @@ def activity_chart(activity: dict[str, Any]) -> dict[str, Any]:
             if label
         ],
     }
+
+
+def sentence_table(sentence_accuracy: dict[str, Any]) -> dict[str, Any]:
+    """Per-sentence accuracy as a table: the weeks with attempts (newest first) and a total row.
+    Shared by the dashboard and the cohort pages (``drills/_sentence_accuracy.html``)."""
+    keys = [s["key"] for s in sentence_accuracy["sentences"]]
+
+    def cells(per: dict[str, Any]) -> list[dict[str, Any]]:
+        return [
+            {
+                "key": k,
+                "txt": pct(per[k]["accuracy"]),
+                "right": per[k]["right"],
+                "graded": per[k]["graded"],
+            }
+            for k in keys
+        ]
+
+    weeks = [
+        {"week": w["week"], "attempts": w["attempts"], "cells": cells(w["sentences"])}
+        for w in reversed(sentence_accuracy["weeks"])
+        if w["attempts"]
+    ]
+    return {
+        "titles": [s["title"] for s in sentence_accuracy["sentences"]],
+        "weeks": weeks,
+        "total": cells(sentence_accuracy["totals"]),
+    }

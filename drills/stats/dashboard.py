@@ -38,7 +38,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connections
-from django.db.models import Count, Model, Q, QuerySet, Sum
+from django.db.models import Count, Manager, Model, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from drills import scheduling
@@ -101,7 +101,7 @@ def _week_start(when: datetime | date) -> date:
     return d - timedelta(days=d.weekday())
 
 
-def _of(qs: QuerySet, who: Any) -> QuerySet:
+def _of(qs: QuerySet | Manager, who: Any) -> QuerySet:
     """``qs`` narrowed to one learner (a user or an id) or to several (ids, or a subquery)."""
     if isinstance(who, Model):
         return qs.filter(user_id=who.pk)
@@ -142,7 +142,8 @@ def _union(
     if not per_part:
         return []
     sql, params = qs.query.sql_with_params()
-    parts, args = [], []
+    parts: list[str] = []
+    args: list[Any] = []
     for k, (values, tail_args) in enumerate(per_part):
         parts.append(f"SELECT * FROM ({sql}{tail}) AS u{k}")
         args.extend(values.get(p, p) if isinstance(p, str | float) else p for p in params)

@@ -22,9 +22,16 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.http import SignedInRequest
 from drills.models import LearnerProfile
 from drills.stats import cached
-from drills.stats.charts import accuracy_chart, activity_chart, confusion_chart, sparkline
+from drills.stats.charts import (
+    accuracy_chart,
+    activity_chart,
+    confusion_chart,
+    sentence_table,
+    sparkline,
+)
 from drills.stats.dashboard import (
     Cards,
     cards_of,
@@ -55,34 +62,6 @@ def _table(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         for row in scenarios
     ]
-
-
-def sentence_table(sentence_accuracy: dict[str, Any]) -> dict[str, Any]:
-    """Per-sentence accuracy as a table: the weeks with attempts (newest first) and a total row.
-    Shared by the dashboard and the cohort pages (``drills/_sentence_accuracy.html``)."""
-    keys = [s["key"] for s in sentence_accuracy["sentences"]]
-
-    def cells(per: dict[str, Any]) -> list[dict[str, Any]]:
-        return [
-            {
-                "key": k,
-                "txt": pct(per[k]["accuracy"]),
-                "right": per[k]["right"],
-                "graded": per[k]["graded"],
-            }
-            for k in keys
-        ]
-
-    weeks = [
-        {"week": w["week"], "attempts": w["attempts"], "cells": cells(w["sentences"])}
-        for w in reversed(sentence_accuracy["weeks"])
-        if w["attempts"]
-    ]
-    return {
-        "titles": [s["title"] for s in sentence_accuracy["sentences"]],
-        "weeks": weeks,
-        "total": cells(sentence_accuracy["totals"]),
-    }
 
 
 LIVE = "<!--live-->"
@@ -186,7 +165,7 @@ def stats_json(request: HttpRequest) -> JsonResponse:
 
 
 @require_POST
-def streak_opt_in(request: HttpRequest) -> HttpResponse:
+def streak_opt_in(request: SignedInRequest) -> HttpResponse:
     """Turn the home page's streak on or off (``streak_opt_in`` = "1" or "0")."""
     wanted = request.POST.get("streak_opt_in") == "1"
     LearnerProfile.objects.update_or_create(user=request.user, defaults={"streak_opt_in": wanted})

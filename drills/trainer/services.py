@@ -94,6 +94,17 @@ def next_scenario(user, now: datetime | None = None, *, recent: list[str] | None
     )
 
 
+def _newest(user, n: int) -> list[tuple[str, datetime, datetime | None]]:
+    """(scenario, served_at, submitted_at) of the learner's ``n`` newest attempts. One query
+    answers three questions: is one open (the open attempt is always the newest: the one-open
+    constraint lets none be dealt after it), how many were dealt lately, which scenarios."""
+    return list(
+        Attempt.objects.filter(user=user)
+        .order_by("-served_at")
+        .values_list("scenario", "served_at", "submitted_at")[:n]
+    )
+
+
 def open_attempt(user) -> Attempt | None:
     """The learner's unfinished attempt, if any (a new drill resumes it instead of piling up)."""
     return (
@@ -112,12 +123,26 @@ def start_drill(
     scenario: str | None = None,
     interview: MockInterview | None = None,
 ) -> Attempt:
-    """Deal a new drill (one of a mock interview's when ``interview`` is given). The caller has
-    made sure the learner has no open attempt; the database refuses a second one
-    (``attempt_one_open_per_user``) and the claim rolls back with it."""
-    _refuse_a_second_open_attempt(user)
-    with transaction.atomic():
-        return _deal(user, mode, scenario or next_scenario(user), interview=interview)
+    """Deal a new drill (one of a mock interview's when ``interview`` is given), or raise
+    ``DrillInProgress`` when the learner has an attempt of any kind open. The newest attempts
+    say both whether one is open and what was dealt lately (one query, as in ``next_drill``);
+    should an open one hide behind them, the database refuses a second open attempt
+    (``attempt_one_open_per_user``), the claim rolls back, and the learner is sent to it all
+    the same."""
+    latest = _newest(user, 5)
+    if latest and latest[0][2] is None:
+        _refuse_a_second_open_attempt(user)
+    recent = [slug for slug, _served, _sub in latest][::-1]
+    try:
+        with transaction.atomic():
+            return _deal(
+                user, mode, scenario or next_scenario(user, recent=recent), interview=interview
+            )
+    except IntegrityError:
+        current = open_attempt(user)
+        if current is None:
+            raise
+        raise DrillInProgress(current) from None
 
 
 def _deal(user, mode: str, scenario: str, *, interview: MockInterview | None = None) -> Attempt:
@@ -168,13 +193,8 @@ def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
         with transaction.atomic():
             # One learner's starts serialise here (a no-op lock on SQLite, which has one writer).
             LearnerProfile.objects.select_for_update().get_or_create(user=user)
-            # The newest attempts answer three questions in one query: is one open (the open
-            # attempt is always the newest), how many were dealt this hour, what was dealt lately.
-            latest = list(
-                Attempt.objects.filter(user=user)
-                .order_by("-served_at")
-                .values_list("scenario", "served_at", "submitted_at")[: max(cap, 5)]
-            )
+            # Is one open, how many were dealt this hour, what was dealt lately: one query.
+            latest = _newest(user, max(cap, 5))
             if latest and latest[0][2] is None:
                 current = open_attempt(user)
                 if current is not None:

@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.http import SignedInRequest
 from drills.models import Attempt
 from drills.trainer import reveal, services
 from drills.trainer.forms import DiagnosisForm, StartForm
@@ -42,7 +43,7 @@ def _trainer_page(request: HttpRequest, status: int = 200) -> HttpResponse:
 
 
 @require_POST
-def next_drill(request: HttpRequest) -> HttpResponse:
+def next_drill(request: SignedInRequest) -> HttpResponse:
     form = StartForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Unknown drill mode.")
@@ -86,7 +87,7 @@ def abandon(request: HttpRequest, attempt_id) -> HttpResponse:
 
 
 @require_POST
-def submit_diagnosis(request: HttpRequest, attempt_id) -> HttpResponse:
+def submit_diagnosis(request: SignedInRequest, attempt_id) -> HttpResponse:
     attempt = _attempt_for(request, attempt_id)
     if attempt.is_submitted:
         return _after_submit(request, attempt)
@@ -108,7 +109,7 @@ def _follow_up_url(attempt: Attempt) -> str | None:
     return None
 
 
-def _after_submit(request: HttpRequest, attempt: Attempt) -> HttpResponse:
+def _after_submit(request: SignedInRequest, attempt: Attempt) -> HttpResponse:
     follow = _follow_up_url(attempt)
     if follow is not None:
         if request.htmx:

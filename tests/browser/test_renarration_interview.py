@@ -92,7 +92,7 @@ def test_a_walkthrough_read_yesterday_comes_back_as_a_renarration(page, live_ser
 
 def test_a_mock_interviews_report_matches_its_five_attempts(page, live_server, monkeypatch):
     order = itertools.cycle(["healthy", "launch-bound"])
-    monkeypatch.setattr(services, "next_scenario", lambda user, now=None: next(order))
+    monkeypatch.setattr(services, "next_scenario", lambda user, now=None, **_: next(order))
     monkeypatch.setattr(pool, "schedule_refill", lambda scenario: None)
     sign_up(page, live_server, "candidate")
     page.goto(f"{live_server.url}/interview/")

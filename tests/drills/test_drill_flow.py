@@ -284,14 +284,26 @@ BLOB_COLUMNS = ("payload", "timeline_gz", "perfetto_gz")
 DRILL_START_MAX_QUERIES = 17
 
 
+@pytest.fixture(scope="module")
+def real_prompts_and_keys() -> dict[str, tuple[str, str]]:
+    """Each scenario's prompt and key as the engine writes them, generated once per module
+    (the generation is most of the setup) and handed on as JSON text, so no test can change
+    what the next one gets."""
+    out = {}
+    for seed, slug in enumerate(engine.SCENARIOS):
+        real = engine.generate(slug, seed)
+        out[slug] = (json.dumps(real.prompt), json.dumps(real.key.to_dict()))
+    return out
+
+
 @pytest.fixture
-def stocked_pool():
+def stocked_pool(real_prompts_and_keys):
     """Two unclaimed traces per scenario: real prompt and key, small stand-in byte columns."""
     from scenarios.models import Trace
 
     for seed, slug in enumerate(engine.SCENARIOS):
-        real = engine.generate(slug, seed)
-        prompt, key = real.prompt, real.key.to_dict()
+        prompt_json, key_json = real_prompts_and_keys[slug]
+        prompt, key = json.loads(prompt_json), json.loads(key_json)
         for copy in range(2):
             Trace.objects.create(
                 scenario=slug,

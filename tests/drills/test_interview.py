@@ -27,7 +27,7 @@ ORDER = ["straggler", "healthy", "launch-bound", "straggler", "healthy"]
 @pytest.fixture
 def scripted(monkeypatch, no_refill):
     order = itertools.cycle(ORDER)
-    monkeypatch.setattr(services, "next_scenario", lambda user, now=None: next(order))
+    monkeypatch.setattr(services, "next_scenario", lambda user, now=None, **_: next(order))
 
 
 def wrong_signature(attempt: Attempt) -> dict[str, str]:
