@@ -11,7 +11,10 @@ Readings (times in ms):
   over every row / rank 0's CPU rows / rank 0's compute row.
 - ``launch_starts``: starts of consecutive launch calls stepped through inside one step.
 - ``kernel_durs``: durations of consecutive kernels stepped through on the compute row.
-- ``collective``: the longest NCCL kernel's details (duration, args).
+- ``collectives``: the NCCL kernels of one step on every rank (rank, start, duration, args),
+  found by search and stepped through.
+- ``refill_gaps``: when a step has many synchronize calls, the compute stream's idle time from
+  each one's end to the next kernel (one step, rank 0).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ class Readings:
     gpu0_names: dict[str, dict]
     launch_starts: list[float] = field(default_factory=list)
     kernel_durs: list[float] = field(default_factory=list)
-    collective: dict | None = None
+    collectives: list[dict] = field(default_factory=list)  # NCCL kernels of one step
     refill_gaps: list[float] = field(default_factory=list)  # after each sync of one step
 
 
@@ -72,6 +75,21 @@ def _count(names: dict[str, dict], pred) -> float:
 
 def _total(names: dict[str, dict], pred) -> float:
     return sum(d["total"] for n, d in names.items() if pred(n))
+
+
+def _busbw(c: dict) -> tuple[float, float]:
+    """(bytes, bus bandwidth in GB/s) of one collective from its details."""
+    a = c["args"]
+    n = max(1.0, float(a.get("Group size", 1) or 1))
+    coll = str(a.get("Collective name", ""))
+    if coll == "allreduce":
+        fac = 2 * (n - 1) / n
+    elif "gather" in coll or "scatter" in coll:
+        fac = (n - 1) / n
+    else:
+        fac = 1.0
+    nbytes = float(a.get("In msg nelems", 0) or 0) * DTYPE_BYTES.get(str(a.get("dtype")), 2)
+    return nbytes, nbytes * fac / (c["dur"] * 1e6)  # bytes per ms → GB/s
 
 
 def numbers(r: Readings) -> dict[str, float]:
@@ -124,21 +142,27 @@ def numbers(r: Readings) -> dict[str, float]:
     if len(r.launch_starts) > 2 and r.kernel_durs:
         diffs = [b - a for a, b in zip(r.launch_starts, r.launch_starts[1:], strict=False)]
         out["launch_ratio"] = statistics.median(diffs) / statistics.median(r.kernel_durs)
-    c = r.collective
-    if c and c.get("args"):
-        a = c["args"]
-        n = float(a.get("Group size", 1) or 1)
-        coll = str(a.get("Collective name", ""))
-        fac = (
-            2 * (n - 1) / n
-            if coll == "allreduce"
-            else (n - 1) / n
-            if "gather" in coll or "scatter" in coll
-            else 1.0
+    # bus bandwidth: each collective's fastest copy across ranks moved the bytes without
+    # waiting for the others; the median over the large collectives
+    per_rank: dict[int, list[dict]] = {}
+    for c in sorted(r.collectives, key=lambda c: c["start"]):
+        per_rank.setdefault(c["rank"], []).append(c)
+    out["p2p"] = float(
+        any(
+            "SendRecv" in c["name"]
+            or str(c["args"].get("Collective name", "")).lower() in ("send", "recv", "sendrecv")
+            for c in r.collectives
         )
-        nbytes = float(a.get("In msg nelems", 0)) * DTYPE_BYTES.get(str(a.get("dtype")), 2)
-        out["busbw"] = nbytes * fac / (c["dur"] * 1e6)  # bytes per ms → GB/s
-        out["p2p"] = float(coll.lower() in ("send", "recv", "sendrecv") or "SendRecv" in c["name"])
+    )
+    if per_rank:
+        n_c = min(len(v) for v in per_rank.values())
+        best = []
+        for i in range(n_c):
+            bws = [_busbw(v[i]) for v in per_rank.values()]
+            best.append(max(bws, key=lambda b: b[1]))
+        if best:
+            big = statistics.median(b[0] for b in best)
+            out["busbw"] = statistics.median(b[1] for b in best if b[0] >= big)
     return out
 
 
