@@ -10,7 +10,7 @@ Readings (times in ms):
 - ``all_names`` / ``cpu0_names`` / ``gpu0_names``: the range table's names (count, total, mean)
   over every row / rank 0's CPU rows / rank 0's compute row.
 - ``launch_starts``: starts of consecutive launch calls stepped through inside one step.
-- ``kernel_durs``: durations of consecutive kernels stepped through on the compute row.
+- ``kernel_median``: the range table's median slice on rank 0's compute row (whole steps).
 - ``collectives``: the NCCL kernels of one step on every rank (rank, start, duration, args),
   found by search and stepped through.
 - ``refill_gaps``: when a step has many synchronize calls, the compute stream's idle time from
@@ -24,6 +24,7 @@ import statistics
 from dataclasses import dataclass, field
 
 GEMM = re.compile(r"gemm|Cijk_|gemv|wvSplitK|flash|fmha", re.I)
+MOSTLY_IDLE = 0.25  # a compute stream idle this share of the time: measure the launch cadence
 MANY_SYNCS = 4  # synchronize calls per step that make a learner measure the refill gaps
 DTYPE_BYTES = {"BFloat16": 2, "Half": 2, "Float": 4, "Double": 8, "Float8_e4m3fn": 1}
 
@@ -36,7 +37,7 @@ class Readings:
     cpu0_names: dict[str, dict]
     gpu0_names: dict[str, dict]
     launch_starts: list[float] = field(default_factory=list)
-    kernel_durs: list[float] = field(default_factory=list)
+    kernel_median: float = 0.0
     collectives: list[dict] = field(default_factory=list)  # NCCL kernels of one step
     refill_gaps: list[float] = field(default_factory=list)  # after each sync of one step
 
@@ -139,9 +140,9 @@ def numbers(r: Readings) -> dict[str, float]:
         / n_steps
         / len(ranks),
     }
-    if len(r.launch_starts) > 2 and r.kernel_durs:
+    if len(r.launch_starts) > 2 and r.kernel_median > 0:
         diffs = [b - a for a, b in zip(r.launch_starts, r.launch_starts[1:], strict=False)]
-        out["launch_ratio"] = statistics.median(diffs) / statistics.median(r.kernel_durs)
+        out["launch_ratio"] = statistics.median(diffs) / r.kernel_median
     # bus bandwidth: each collective's fastest copy across ranks moved the bytes without
     # waiting for the others; the median over the large collectives
     per_rank: dict[int, list[dict]] = {}
@@ -234,7 +235,7 @@ def read(r: Readings) -> Reading:
             f"{step:.1f} − {x['hot_family']:.1f} ms of the hot elementwise family",
         )
     # 7. one GPU idle a quarter of the step with tiny kernels launched far apart → launch-bound
-    if x["ranks"] == 1 and x["idle_share"] >= 25:
+    if x["ranks"] == 1 and x["idle_share"] >= 100 * MOSTLY_IDLE:
         busy = step - gap
         expected = busy + x["kernels"] * 0.0015 + 0.03
         return say(

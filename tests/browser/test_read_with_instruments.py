@@ -4,14 +4,15 @@ A learner in Chromium opens a drill of each scenario (all 11 slugs, healthy incl
 every number through the page: search "ProfilerStep" and step through the hits reading each
 step's start and duration in the details panel; drag across whole steps on the time axis and read
 the range table (rows busy/idle/exposed, slices by name); drag over rank 0's CPU rows and its
-compute row for their own tables; step through launch calls by search and through kernels with →
-on the compute row; select rank 0's NCCL row and press "Longest kernel" to read a collective's
-arguments. The written rules in ``reading_rules`` turn those readings into the five sentences;
-the test commits them and checks the reveal grades each one right. The key is read only after the
-reveal, to say what was off when a sentence is wrong.
+compute row for their own tables (its typical kernel is the table's median); step through launch
+calls by search; after each synchronize call, put the keyboard on the compute row and press → for
+the next kernel; step through one step's NCCL kernels by search and read their arguments. The
+written rules in ``reading_rules`` turn those readings into the five sentences; the test commits
+them and checks the reveal grades each one right. The key is read only after the reveal, to say
+what was off when a sentence is wrong.
 
-Seeds: ``TT_INSTRUMENT_SEEDS`` (comma-separated, default "7"). Screenshots of a selection table and
-each reveal go to test-artifacts/instruments/.
+Seeds: ``TT_INSTRUMENT_SEEDS`` (comma-separated, default "7"). Screenshots of each selection
+table and reveal, and the readings, go to test-artifacts/instruments/.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 from drills.models import Attempt
 from drills.trainer import services
 from scenarios import engine, pool
-from tests.browser.reading_rules import MANY_SYNCS, Readings, read
+from tests.browser.reading_rules import MANY_SYNCS, MOSTLY_IDLE, Readings, read
 from tests.browser.test_drill_e2e import ATTEMPT_URL, sign_up
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -105,9 +106,10 @@ def table(page) -> tuple[list[dict], dict[str, dict]]:
         m = re.match(r"rank (\d+) · (.*)", cells[0])
         rank, name = (int(m.group(1)), m.group(2)) if m else (0, cells[0])
         row = {"rank": rank, "name": name, "busy": number(cells[1]), "idle": number(cells[2])}
+        row["count"], row["median"] = number(cells[4]), number(cells[5] or "0")
         row["kind"] = "nccl" if "(NCCL)" in name else "gpu" if "(compute)" in name else "cpu"
-        if len(cells) > 4 and cells[4].strip():
-            row["exposed"] = number(cells[4])
+        if len(cells) > 6 and cells[6].strip():
+            row["exposed"] = number(cells[6])
         rows.append(row)
     names_data = page.evaluate(
         """() => [...document.querySelectorAll('.tt-agg-names tbody tr')]
@@ -123,7 +125,7 @@ def table(page) -> tuple[list[dict], dict[str, dict]]:
 
 
 class Instruments:
-    """The learner's hands on the viewer: search and step, drag to measure, longest kernel."""
+    """The learner's hands on the viewer: search and step, drag to measure, → on a row."""
 
     def __init__(self, page):
         self.page = page
@@ -214,7 +216,7 @@ def row_layout(page) -> list[dict]:
     return rows
 
 
-def take_readings(page) -> Readings:
+def take_readings(page, name: str = "trace") -> Readings:
     ins = Instruments(page)
     ins.hover_timeline()
     layout = row_layout(page)
@@ -227,7 +229,7 @@ def take_readings(page) -> Readings:
     t1 = max(s["start"] + s["dur"] for s in steps)
     rows, all_names = ins.drag_all_rows(t0, t1)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.locator(".tt-agg").screenshot(path=str(ARTIFACTS / "selection-table.png"))
+    page.locator(".tt-agg").screenshot(path=str(ARTIFACTS / f"selection-{name}.png"))
     ins.clear()
     r0 = [i for i, r in enumerate(layout) if r["rank"] == layout[0]["rank"]]
     cpu = [i for i in r0 if layout[i]["kind"] == "cpu"]
@@ -237,9 +239,10 @@ def take_readings(page) -> Readings:
     a0, b0 = steps0[0]["start"], steps0[-1]["start"] + steps0[-1]["dur"]
     _, cpu0_names = ins.drag_rows(a0, b0, cpu[0], cpu[-1])
     ins.clear()
-    _, gpu0_names = ins.drag_rows(a0, b0, gpu, gpu)
+    gpu0_rows, gpu0_names = ins.drag_rows(a0, b0, gpu, gpu)
     ins.clear()
     readings = Readings(steps, rows, all_names, cpu0_names, gpu0_names)
+    readings.kernel_median = gpu0_rows[0]["median"]
     mid = steps0[len(steps0) // 2]
     mid_end = mid["start"] + mid["dur"]
     syncs = sum(d["count"] for n, d in cpu0_names.items() if n.endswith("Synchronize"))
@@ -254,21 +257,15 @@ def take_readings(page) -> Readings:
             and d["Row"] in {layout[i]["name"] for i in cpu}
         ]
         readings.refill_gaps = [ins.next_start_after(e, gpu, mid["dur"] / 2) - e for e in ends]
-    # launch cadence: zoom into the middle of a step, step through launch calls by search
-    ins.view(mid["start"] + 0.35 * mid["dur"], mid["start"] + 0.65 * mid["dur"])
-    launches = ins.search_all("LaunchKernel", limit=41)
-    readings.launch_starts = [dur_ms(d["Start"]) for d in launches if int(d["Rank"]) == 0]
-    # kernel durations: select a kernel on the compute row (longest kernel in a short range of
-    # it), then step to the next kernels with →
-    ins.drag_rows(mid["start"] + 0.35 * mid["dur"], mid["start"] + 0.4 * mid["dur"], gpu, gpu)
-    page.locator(".tt-longest").click()
-    ins.clear()
-    ins.hover_timeline()
-    durs = []
-    for _ in range(41):
-        durs.append(dur_ms(details(page)["Duration"]))
-        page.keyboard.press("ArrowRight")
-    readings.kernel_durs = durs
+    comp0 = next(r for r in rows if r["kind"] == "gpu")
+    if len({s["rank"] for s in steps}) == 1 and comp0["idle"] >= MOSTLY_IDLE * (t1 - t0):
+        # one GPU idle much of the time: how fast are kernels launched, how long do they run?
+        # launch cadence: zoom into the middle of a step, step through launch calls by search
+        ins.view(mid["start"] + 0.35 * mid["dur"], mid["start"] + 0.65 * mid["dur"])
+        launches = ins.search_all("LaunchKernel", limit=41)
+        readings.launch_starts = [
+            dur_ms(d["Start"]) for d in launches if int(d["Rank"]) == layout[0]["rank"]
+        ]
     if nccl is not None:
         # the collectives of one step, every rank: search and step through them
         ins.view(mid["start"], mid_end)
@@ -320,7 +317,7 @@ def test_each_scenario_is_read_right_from_the_instruments(
     page.click("#start-drill")
     page.wait_for_url(ATTEMPT_URL)
     page.wait_for_function(f"() => {V}")
-    readings = take_readings(page)
+    readings = take_readings(page, f"{slug}-{seed}")
     reading = read(readings)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / f"readings-{slug}-{seed}.json").write_text(
