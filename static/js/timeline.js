@@ -10,7 +10,10 @@
  *     (every span is drawn; labels are laid out in lanes so no two overlap: highlightLayout())
  *   viewer.setRange(t0, t1, [rowIndex…]); viewer.getRange(); viewer.getAggregate()
  *     -> {t0, t1, dur, slices, names: [{name, count, total, mean, max, share}],
- *         rows: [{row, name, rank, busy, idle, busyShare}]}   (µs; total/share inside the range)
+ *         rows: [{row, name, rank, busy, idle, busyShare, count, median, exposed?}]}   (µs;
+ *         total/share inside the range; count/median: the row's top-level slices overlapping it
+ *         and their median whole duration; exposed: an NCCL row's busy time while its rank's
+ *         compute stream is idle)
  *   viewer.utilisation(rowIndex) -> {busy, columns}; viewer.find(q) -> count; viewer.findNext(±1);
  *   viewer.longestKernel(); viewer.pinRow(rowIndex, on?); viewer.pinnedRows()
  *   viewer.on("select", cb)  // cb({name, start, dur, end, row, rowKind, rowIndex, rank, cat, corr, depth, args, index})
@@ -1309,6 +1312,7 @@
         const row = D.rows[r];
         if (!row) continue;
         let busy = 0;
+        const durs = [];
         row.lanes.forEach((L, d) => {
           const ts = L.ts, end = L.end, idx = L.idx;
           let upto = -Infinity;
@@ -1323,16 +1327,54 @@
             cnt[ni]++; tot[ni] += cb - ca; sum[ni] += e0 - s0;
             if (e0 - s0 > mx[ni]) mx[ni] = e0 - s0;
             slices++;
+            if (d === 0) durs.push(e0 - s0);
             if (d === 0 && cb > upto) { busy += cb - (ca > upto ? ca : upto); upto = cb; }
           }
         });
-        rowsOut.push({ row: r, name: row.name, rank: row.rank, kind: row.kind, busy, idle: (b - a) - busy, busyShare: b > a ? busy / (b - a) : 0 });
+        // the typical top-level slice (kernel) of the row: the median whole duration
+        const sorted = Float64Array.from(durs).sort();
+        const median = sorted.length ? (sorted[(sorted.length - 1) >> 1] + sorted[sorted.length >> 1]) / 2 : 0;
+        const out = { row: r, name: row.name, rank: row.rank, kind: row.kind, busy, idle: (b - a) - busy, busyShare: b > a ? busy / (b - a) : 0, count: durs.length, median };
+        if (row.kind === 'nccl') out.exposed = exposedTime(row, a, b, busy);
+        rowsOut.push(out);
       }
       const names = seen.map((ni) => ({
         name: String(D.names[ni]), count: cnt[ni], total: tot[ni], mean: sum[ni] / cnt[ni], max: mx[ni], share: b > a ? tot[ni] / (b - a) : 0,
       }));
       names.sort((x, y) => y.total - x.total || (x.name < y.name ? -1 : 1));
       return { t0: a, t1: b, dur: b - a, slices, names, rows: rowsOut };
+    }
+    /** Merged busy intervals of a row's top-level slices inside [a, b] (flat [s0, e0, s1, e1…]). */
+    function busySpans(row, a, b) {
+      const out = [];
+      const L = row.lanes[0];
+      if (!L) return out;
+      for (let j = upper(L.pmax, a); j < L.n; j++) {
+        const s0 = L.ts[j];
+        if (s0 >= b) break;
+        const e0 = L.end[j];
+        if (e0 <= a) continue;
+        const ca = s0 > a ? s0 : a, cb = e0 < b ? e0 : b;
+        const n = out.length;
+        if (n && ca <= out[n - 1]) { if (cb > out[n - 1]) out[n - 1] = cb; } else out.push(ca, cb);
+      }
+      return out;
+    }
+    /** A communication row's busy time inside [a, b] while its rank's compute stream is idle
+     *  (the exposed, unoverlapped part of the communication). */
+    function exposedTime(row, a, b, busy) {
+      const comp = D.rows.find((x) => x.rank === row.rank && x.kind === 'gpu');
+      if (!comp) return busy;
+      const n = busySpans(row, a, b), c = busySpans(comp, a, b);
+      let under = 0, k = 0;
+      for (let i = 0; i < n.length; i += 2) {
+        while (k < c.length && c[k + 1] <= n[i]) k += 2;
+        for (let m = k; m < c.length && c[m] < n[i + 1]; m += 2) {
+          const lo = c[m] > n[i] ? c[m] : n[i], hi = c[m + 1] < n[i + 1] ? c[m + 1] : n[i + 1];
+          if (hi > lo) under += hi - lo;
+        }
+      }
+      return Math.max(0, busy - under);
     }
     const AGG_TOP = 25;
     function renderAgg() {
@@ -1352,14 +1394,20 @@
       const tr = el('table', 'tt-agg-table tt-agg-rows');
       tr.append(el('caption', null, 'Rows in the selection'));
       const thr = el('tr');
-      for (const [h, num] of [['Row', false], ['Busy (ms)', true], ['Idle (ms)', true], ['Busy', true]]) { const th = el('th', num ? 'tt-num' : null, h); th.scope = 'col'; thr.append(th); }
+      const anyComm = agg.rows.some((r) => r.exposed !== undefined);
+      const heads = [['Row', false], ['Busy (ms)', true], ['Idle (ms)', true], ['Busy', true], ['Slices', true], ['Median (ms)', true]];
+      if (anyComm) heads.push(['Exposed (ms)', true]);
+      const tips = { 'Slices': 'Top-level slices that overlap the selection', 'Median (ms)': 'Median whole duration of those slices (the typical kernel on a GPU stream)' };
+      for (const [h, num] of heads) { const th = el('th', num ? 'tt-num' : null, h); th.scope = 'col'; if (tips[h]) th.title = tips[h]; if (h === 'Exposed (ms)') th.title = 'Communication busy while the same rank\'s compute stream is idle'; thr.append(th); }
       const thd = el('thead'); thd.append(thr); tr.append(thd);
       const tbr = el('tbody');
       for (const r of agg.rows) {
         const row = el('tr');
         const nameCell = el('th', 'tt-agg-name', (D.rankBy.size > 1 ? 'rank ' + r.rank + ' · ' : '') + r.name);
         nameCell.scope = 'row';
-        row.append(nameCell, el('td', 'tt-num', fmtMs(r.busy)), el('td', 'tt-num', fmtMs(r.idle)), el('td', 'tt-num', fmtPct(r.busyShare)));
+        row.append(nameCell, el('td', 'tt-num', fmtMs(r.busy)), el('td', 'tt-num', fmtMs(r.idle)), el('td', 'tt-num', fmtPct(r.busyShare)),
+          el('td', 'tt-num', r.count.toLocaleString('en-US')), el('td', 'tt-num', r.count ? fmtMs(r.median) : ''));
+        if (anyComm) row.append(el('td', 'tt-num', r.exposed === undefined ? '' : fmtMs(r.exposed)));
         tbr.append(row);
       }
       tr.append(tbr);

@@ -529,3 +529,77 @@ def test_evidence_labels_never_overlap_and_every_span_is_drawn(browser, case):
         shot(pg, f"evidence-labels-{case}")
         assert not errors, errors
         ctx.close()
+
+
+def comm_timeline() -> dict:
+    """One rank: a compute stream with kernels of 10, 20, 30 µs (every 100 µs) and an NCCL
+    stream whose collectives (60 µs, every 200 µs) start 5 µs before a kernel."""
+    rows = [
+        {"rank": 0, "kind": "gpu", "name": "GPU 0 · stream 7 (compute)", "depth": 1},
+        {"rank": 0, "kind": "nccl", "name": "GPU 0 · stream 20 (NCCL)", "depth": 1},
+    ]
+    sl = {k: [] for k in ("row", "ts", "dur", "depth", "name", "cat", "corr")}
+
+    def add(row, ts, dur, name):
+        for k, v in (("row", row), ("ts", ts), ("dur", dur), ("depth", 0), ("name", name)):
+            sl[k].append(v)
+        sl["cat"].append(3)
+        sl["corr"].append(0)
+
+    for j in range(100):
+        add(0, 100.0 * j, (10.0, 20.0, 30.0)[j % 3], j % 3)
+    for j in range(50):
+        add(1, 200.0 * j - 5.0 + 200.0, 60.0, 3)
+    return {
+        "v": 1,
+        "span": [0.0, 10_300.0],
+        "ranks": [{"rank": 0, "label": "rank 0"}],
+        "rows": rows,
+        "names": ["gemm_a", "gemm_b", "elementwise", "ncclKernel_AllReduce"],
+        "cats": TL["cats"],
+        "slices": sl,
+        "args": {},
+    }
+
+
+def test_range_table_gives_exposed_comm_and_the_typical_kernel(browser):
+    """The rows table: an NCCL row's exposed time (busy while the compute stream is idle), and
+    each row's slice count and median duration, as a learner reads them off the page."""
+    tl = comm_timeline()
+    with serve({"comm.json": tl}) as (base, _):
+        ctx, pg, errors = open_demo(browser, base, "comm.json")
+        pg.evaluate("viewer.zoomTo(0, 10300)")
+        ya = pg.evaluate("viewer.rowClientY(0)")
+        yb = pg.evaluate("viewer.rowClientY(1)")
+        xa = pg.evaluate("viewer.timeToClientX(0)")
+        xb = pg.evaluate("viewer.timeToClientX(10000)")
+        pg.keyboard.down("Alt")
+        pg.mouse.move(xa, ya)
+        pg.mouse.down()
+        pg.mouse.move(xb, yb, steps=5)
+        pg.mouse.up()
+        pg.keyboard.up("Alt")
+        agg = pg.evaluate("viewer.getAggregate()")
+        a, b = agg["t0"], agg["t1"]
+        comp = [(100.0 * j, 100.0 * j + (10.0, 20.0, 30.0)[j % 3]) for j in range(100)]
+        comm = [(200.0 * j + 195.0, 200.0 * j + 255.0) for j in range(50)]
+
+        def clip(iv):
+            return [(max(s, a), min(e, b)) for s, e in iv if e > a and s < b]
+
+        under = sum(max(0.0, min(e, d) - max(s, c)) for s, e in clip(comm) for c, d in clip(comp))
+        busy = sum(e - s for s, e in clip(comm))
+        nccl = next(r for r in agg["rows"] if r["row"] == 1)
+        gpu = next(r for r in agg["rows"] if r["row"] == 0)
+        assert nccl["exposed"] == pytest.approx(busy - under, rel=1e-6)
+        assert 0 < nccl["exposed"] < nccl["busy"]
+        assert "exposed" not in gpu
+        in_range = [e - s for s, e in comp if e > a and s < b]
+        assert gpu["count"] == len(in_range)
+        assert gpu["median"] == pytest.approx(sorted(in_range)[len(in_range) // 2])
+        # the page shows them: the NCCL row's last cell is its exposed time in ms
+        cells = pg.locator(".tt-agg-rows tbody tr", has_text="NCCL").locator("td").all_inner_texts()
+        assert cells[-1] == f"{nccl['exposed'] / 1000:.3f}", cells
+        assert cells[-3] == "50" and cells[-2] == "0.0600", cells
+        assert not errors, errors
+        ctx.close()
