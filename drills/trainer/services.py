@@ -11,7 +11,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from drills import scheduling, summaries
-from drills.models import Attempt, LearnerProfile, MockInterview
+from drills.contrast import services as contrast
+from drills.models import Attempt, Card, LearnerProfile, MockInterview
 from drills.scheduling import cards
 from drills.trainer.grading import Diagnosis, grade, is_over_time
 from scenarios import engine, pool
@@ -23,6 +24,13 @@ log = logging.getLogger(__name__)
 
 def time_limit_s() -> int:
     return settings.TRACETRACK["DRILL_TIME_LIMIT_S"]
+
+
+def limit_for(attempt: Attempt) -> float:
+    """The attempt's clock: a contrast trial's 45 s, else the drill's limit."""
+    if attempt.kind == Attempt.Kind.CONTRAST:
+        return scheduling.TRIAL_LIMIT_S
+    return float(time_limit_s())
 
 
 def load_allowance_s(mode: str) -> float:
@@ -43,7 +51,7 @@ def clock_elapsed_s(attempt: Attempt, now: datetime) -> float:
 def display_remaining_s(attempt: Attempt, now: datetime) -> float:
     """What the page's clock shows: the limit plus the loading allowance, minus server time."""
     raw = (now - attempt.served_at).total_seconds()
-    return max(0.0, time_limit_s() + load_allowance_s(attempt.mode) - raw)
+    return max(0.0, limit_for(attempt) + load_allowance_s(attempt.mode) - raw)
 
 
 def is_expired(attempt: Attempt, now: datetime) -> bool:
@@ -51,7 +59,7 @@ def is_expired(attempt: Attempt, now: datetime) -> bool:
     return (
         attempt.submitted_at is None
         and attempt.mode != Attempt.Mode.PRACTICE
-        and is_over_time(clock_elapsed_s(attempt, now), time_limit_s())
+        and is_over_time(clock_elapsed_s(attempt, now), limit_for(attempt))
     )
 
 
@@ -92,6 +100,13 @@ def next_scenario(user, now: datetime | None = None, *, recent: list[str] | None
     return scheduling.pick_next(
         states, now, rng=random.Random(), weights=scenario_weights(), recent=recent
     )
+
+
+def next_trial(user, now: datetime, *, recent_kinds: list[str]) -> str | None:
+    """The confused pair to serve as a contrast trial now, if any (``scheduling.pick_trial``)."""
+    due_pairs = Card.objects.filter(user=user, kind=Card.Kind.PAIR, due__lte=now)
+    states = dict(due_pairs.values_list("item", "state"))
+    return scheduling.pick_trial(states, now, recent_kinds=recent_kinds) if states else None
 
 
 def open_attempt(user) -> Attempt | None:
@@ -173,16 +188,22 @@ def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
             latest = list(
                 Attempt.objects.filter(user=user)
                 .order_by("-served_at")
-                .values_list("scenario", "served_at", "submitted_at")[: max(cap, 5)]
+                .values_list("scenario", "served_at", "submitted_at", "kind")[: max(cap, 5)]
             )
             if latest and latest[0][2] is None:
                 current = open_attempt(user)
                 if current is not None:
                     return current, False
             since = now - timedelta(hours=1)
-            if sum(1 for _s, served, _sub in latest if served >= since) >= cap:
+            if sum(1 for _s, served, _sub, _k in latest if served >= since) >= cap:
                 raise TooManyDrills
-            recent = [slug for slug, _served, _sub in latest[:5]][::-1]
+            trial = None
+            if mode != Attempt.Mode.PRACTICE:  # a trial is on the clock: never in practice
+                kinds = [kind for _s, _served, _sub, kind in latest[: scheduling.TRIAL_EVERY]]
+                trial = next_trial(user, now, recent_kinds=kinds[::-1])
+            if trial is not None:
+                return contrast.deal(user, trial, now), True
+            recent = [slug for slug, _served, _sub, _k in latest[:5]][::-1]
             return _deal(user, mode, next_scenario(user, now, recent=recent)), True
     except IntegrityError:
         current = open_attempt(user)
@@ -212,7 +233,7 @@ def close_attempt(attempt: Attempt, reason: str) -> Attempt:
         locked.fix_correct = False
         locked.win_correct = False
         locked.over_time = locked.mode != Attempt.Mode.PRACTICE and is_over_time(
-            locked.elapsed_s, time_limit_s()
+            locked.elapsed_s, limit_for(locked)
         )
         miss = scheduling.Grade(
             scenario_correct=False,
@@ -222,6 +243,7 @@ def close_attempt(attempt: Attempt, reason: str) -> Attempt:
             elapsed_s=locked.elapsed_s,
             over_time=locked.over_time,
             practice=locked.mode == Attempt.Mode.PRACTICE,
+            trial=locked.kind == Attempt.Kind.CONTRAST,
         )
         locked.rating = int(scheduling.rating_for(miss))  # Again: the scenario was not named
         locked.counted = scheduling.counts_for_schedule(miss)

@@ -9,7 +9,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from drills.models import Attempt
-from drills.trainer import reveal, services
+from drills.trainer import fixed, reveal, services
 from drills.trainer.forms import DiagnosisForm, StartForm
 from scenarios import perfetto_ui
 from scenarios.models import Trace
@@ -56,6 +56,10 @@ def next_drill(request: HttpRequest) -> HttpResponse:
             "take a break and come back in a while.",
         )
         return _trainer_page(request, status=429)
+    if request.htmx and attempt.kind == Attempt.Kind.CONTRAST:
+        response = HttpResponse(status=204)  # a trial has its own page
+        response["HX-Redirect"] = attempt_url(attempt)
+        return response
     if request.htmx:
         response = _attempt_page(request, attempt, DiagnosisForm(), partial=True)
         response["HX-Push-Url"] = attempt_url(attempt)
@@ -64,12 +68,16 @@ def next_drill(request: HttpRequest) -> HttpResponse:
 
 
 def attempt_url(attempt: Attempt) -> str:
+    if attempt.kind == Attempt.Kind.CONTRAST:
+        return reverse("contrast:trial", args=[attempt.pk])
     return reverse("trainer:attempt", args=[attempt.pk])
 
 
 @require_GET
 def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
     attempt = _attempt_for(request, attempt_id)
+    if attempt.kind == Attempt.Kind.CONTRAST:
+        return redirect(attempt_url(attempt))
     follow = _follow_up_url(attempt) if attempt.is_submitted else None
     if follow is not None:
         return redirect(follow)
@@ -88,6 +96,8 @@ def abandon(request: HttpRequest, attempt_id) -> HttpResponse:
 @require_POST
 def submit_diagnosis(request: HttpRequest, attempt_id) -> HttpResponse:
     attempt = _attempt_for(request, attempt_id)
+    if attempt.kind == Attempt.Kind.CONTRAST:  # answered on its own page, with its own form
+        return redirect(attempt_url(attempt))
     if attempt.is_submitted:
         return _after_submit(request, attempt)
     form = DiagnosisForm(request.POST)
@@ -141,6 +151,7 @@ def _attempt_page(
         "load_allowance_s": services.load_allowance_s(attempt.mode),
         "perfetto_only": attempt.mode == Attempt.Mode.PERFETTO,
         "reveal": reveal.build(attempt) if attempt.is_submitted else None,
+        "after_fix": fixed.after_fix(attempt) if attempt.is_submitted else None,
         **perfetto_ui.link_context(request, reverse("scenarios:perfetto", args=[attempt.trace_id])),
     }
     template = "drills/attempt.html#drill" if partial else "drills/attempt.html"
