@@ -56,7 +56,7 @@ from typing import Any, Protocol
 import fsrs
 
 from scenarios.engine import diagnosis
-from scenarios.engine.catalog import SCENARIOS, lookalike_of, lookalike_pairs
+from scenarios.engine.catalog import HOSTS, SCENARIOS, lookalike_of, lookalike_pairs
 
 __all__ = [
     "AGAIN_AFTER_S",
@@ -74,6 +74,7 @@ __all__ = [
     "numbers_right",
     "pair_key",
     "pair_of",
+    "pairable",
     "pick_next",
     "pick_trial",
     "pull_due_now",
@@ -198,12 +199,21 @@ def pair_of(key: str) -> tuple[str, str]:
     return a, b
 
 
+def pairable(a: str, b: str) -> bool:
+    """Whether one workload can host both scenarios (a trial draws the two from one workload:
+    a decode-only and a pipeline-only scenario never share one)."""
+    return bool({f for f, _w in HOSTS[a]} & {f for f, _w in HOSTS[b]})
+
+
 def confusion_pair(true_slug: str, answered_slug: str | None) -> str | None:
     """The pair card a graded answer pulls due: the true scenario and the one named instead, when
-    both are scenarios and they differ (a blank answer — a miss on the clock — names none)."""
+    both are scenarios, they differ (a blank answer — a miss on the clock — names none) and one
+    workload can host both (otherwise no trial can show them side by side)."""
     if not answered_slug or answered_slug == true_slug:
         return None
     if true_slug not in SCENARIOS or answered_slug not in SCENARIOS:
+        return None
+    if not pairable(true_slug, answered_slug):
         return None
     return pair_key(true_slug, answered_slug)
 

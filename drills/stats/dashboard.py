@@ -42,6 +42,7 @@ from django.db.models import Count, Model, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from drills import scheduling
+from drills.contrast.progress import pair_discrimination
 from drills.mentalmath import FAMILIES
 from drills.models import (
     TIMED,
@@ -663,6 +664,8 @@ def learner_stats(user, now: datetime) -> dict[str, Any]:
         "sentence_accuracy": sentence_accuracy_over_time(user, now=now),
         "daily_activity": daily_activity(user, now=now),
         "math": math_stats(user, now),
+        # Contrast trials: no evidence on a scenario, so counted per confused pair instead.
+        "pair_discrimination": pair_discrimination(user, now, weeks=TREND_WEEKS),
     }
 
 

@@ -95,6 +95,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             {**p, "rate_txt": pct(p["rate"]), "spark": sparkline(p["trend"])}
             for p in stats["lookalikes"]
         ],
+        "pair_trials": [
+            {**p, "rate_txt": pct(p["rate"]), "spark": sparkline(p["trend"])}
+            for p in stats["pair_discrimination"]
+        ],
         "accuracy_chart": accuracy_chart(stats["accuracy_over_time"]),
         "sentence_table": sentence_table(stats["sentence_accuracy"]),
         "activity_chart": activity_chart(stats["daily_activity"]),

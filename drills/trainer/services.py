@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import random
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -89,10 +90,18 @@ def scenario_weights() -> dict[str, int]:
     return {slug: s.weight for slug, s in engine.SCENARIOS.items()}
 
 
-def next_scenario(user, now: datetime | None = None, *, recent: list[str] | None = None) -> str:
-    """The scenario to deal next (``recent``, oldest first, spares a query when known)."""
+def next_scenario(
+    user,
+    now: datetime | None = None,
+    *,
+    recent: list[str] | None = None,
+    held: dict[str, Card] | None = None,
+) -> str:
+    """The scenario to deal next (``recent``, oldest first, and ``held``, the scenario cards,
+    spare a query each when known)."""
     now = now or timezone.now()
-    held = cards.load_cards(user)
+    if held is None:
+        held = cards.load_cards(user)
     states = {slug: (held[slug].state if slug in held else None) for slug in engine.SCENARIOS}
     if recent is None:
         newest_first = Attempt.objects.filter(user=user).order_by("-served_at")
@@ -100,13 +109,6 @@ def next_scenario(user, now: datetime | None = None, *, recent: list[str] | None
     return scheduling.pick_next(
         states, now, rng=random.Random(), weights=scenario_weights(), recent=recent
     )
-
-
-def next_trial(user, now: datetime, *, recent_kinds: list[str]) -> str | None:
-    """The confused pair to serve as a contrast trial now, if any (``scheduling.pick_trial``)."""
-    due_pairs = Card.objects.filter(user=user, kind=Card.Kind.PAIR, due__lte=now)
-    states = dict(due_pairs.values_list("item", "state"))
-    return scheduling.pick_trial(states, now, recent_kinds=recent_kinds) if states else None
 
 
 def open_attempt(user) -> Attempt | None:
@@ -197,14 +199,23 @@ def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
             since = now - timedelta(hours=1)
             if sum(1 for _s, served, _sub, _k in latest if served >= since) >= cap:
                 raise TooManyDrills
-            trial = None
+            # One query for the scenario cards and the confused pairs' cards.
+            held = Card.objects.filter(user=user, kind__in=[Card.Kind.SCENARIO, Card.Kind.PAIR])
+            scenario_cards: dict[str, Card] = {}
+            pair_states: dict[str, Any] = {}
+            for card in held:
+                if card.kind == Card.Kind.PAIR:
+                    pair_states[card.item] = card.state
+                else:
+                    scenario_cards[card.item] = card
             if mode != Attempt.Mode.PRACTICE:  # a trial is on the clock: never in practice
                 kinds = [kind for _s, _served, _sub, kind in latest[: scheduling.TRIAL_EVERY]]
-                trial = next_trial(user, now, recent_kinds=kinds[::-1])
-            if trial is not None:
-                return contrast.deal(user, trial, now), True
+                trial = scheduling.pick_trial(pair_states, now, recent_kinds=kinds[::-1])
+                if trial is not None:
+                    return contrast.deal(user, trial, now), True
             recent = [slug for slug, _served, _sub, _k in latest[:5]][::-1]
-            return _deal(user, mode, next_scenario(user, now, recent=recent)), True
+            slug = next_scenario(user, now, recent=recent, held=scenario_cards)
+            return _deal(user, mode, slug), True
     except IntegrityError:
         current = open_attempt(user)
         if current is None:

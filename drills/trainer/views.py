@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -84,6 +84,19 @@ def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
     return _attempt_page(request, attempt, DiagnosisForm())
 
 
+@require_GET
+def after_fix(request: HttpRequest, attempt_id) -> HttpResponse:
+    """The reveal's "after the fix" (loaded by the reveal once shown): the trace regenerated with
+    the fix applied. Nothing before the commit: its step time is the answer's."""
+    attempt = _attempt_for(request, attempt_id)
+    if not attempt.is_submitted or attempt.kind == Attempt.Kind.CONTRAST:
+        raise Http404("No reveal yet.")
+    shown = fixed.after_fix(attempt)
+    response = TemplateResponse(request, "drills/_after_fix.html", {"after_fix": shown})
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 @require_POST
 def abandon(request: HttpRequest, attempt_id) -> HttpResponse:
     """Give up the open drill: it is graded as a miss and the next drill can be dealt."""
@@ -151,7 +164,6 @@ def _attempt_page(
         "load_allowance_s": services.load_allowance_s(attempt.mode),
         "perfetto_only": attempt.mode == Attempt.Mode.PERFETTO,
         "reveal": reveal.build(attempt) if attempt.is_submitted else None,
-        "after_fix": fixed.after_fix(attempt) if attempt.is_submitted else None,
         **perfetto_ui.link_context(request, reverse("scenarios:perfetto", args=[attempt.trace_id])),
     }
     template = "drills/attempt.html#drill" if partial else "drills/attempt.html"

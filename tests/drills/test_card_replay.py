@@ -65,7 +65,8 @@ def trial(user, pair: str, target: str, pick: str, served: datetime, elapsed: fl
         side = contrast.LEFT if pick == a else contrast.RIGHT
         target_key, other_key = (left.key, right.key) if target == a else (right.key, left.key)
         telling = contrast.telling_measurements(target_key, other_key)
-        contrast.submit(attempt, side, telling[0] if kw.get("right", True) else "nope")
+        right = kw.get("right", True) and telling
+        contrast.submit(attempt, side, telling[0] if right else "nope")
     mp.undo()
     return attempt
 

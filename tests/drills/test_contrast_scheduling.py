@@ -32,6 +32,7 @@ def test_a_pair_is_the_same_card_whichever_way_it_was_confused():
         ("straggler", "straggler", None),  # right
         ("straggler", "", None),  # a blank answer (a miss on the clock) names nothing
         ("straggler", None, None),
+        ("pipeline-bubbles", "launch-bound", None),  # no workload hosts both: no trial possible
     ],
 )
 def test_only_naming_another_scenario_makes_a_confused_pair(true, answered, pair):
