@@ -350,6 +350,14 @@ EXTRA_OBJECT_CASES = {
         "scenarios:perfetto",
         Case(lambda w: [w.submitted.trace_id], ("GET",)),
     ),
+    "cohorts:learner_attempt (trial)": (
+        "cohorts:learner_attempt",
+        Case(lambda w: [w.cohort.pk, w.ada.pk, w.trial.pk], ("GET",), cohort=True),
+    ),
+    "scenarios:timeline (trial's right-hand trace)": (
+        "scenarios:timeline",
+        Case(lambda w: [w.trial.partner_id], ("GET",)),
+    ),
 }
 
 
@@ -714,7 +722,7 @@ def test_a_renarration_names_neither_walkthrough_nor_scenario_before_the_commit(
     assert page.title in body(c.get(f"/renarrations/{attempt.pk}/"))
 
 
-def test_an_open_contrast_trial_does_not_say_which_side_is_which(make_user, no_refill):
+def test_an_open_contrast_trial_does_not_say_which_side_is_which(make_user, no_refill, frozen_now):
     """Before the commit the trial page, its two timelines and Perfetto files carry nothing of
     either answer key, and the page is the same whichever side holds the scenario asked for."""
     user = make_user("contrastee")
@@ -735,6 +743,8 @@ def test_an_open_contrast_trial_does_not_say_which_side_is_which(make_user, no_r
             normal = normal.replace(str(value), label)
         for k in ("hardware", "workload"):  # each trial draws its own workload
             normal = normal.replace(escape(left.prompt[k]), k.upper())
+        asked = escape(engine.title_of(trial.scenario))  # either may be asked, on either side
+        normal = normal.replace(f"which one is {asked}?", "which one is ASKED?")
         assert "truth-side" not in normal and "reveal" not in normal.lower().split("<body")[1]
         pages.setdefault(contrast.target_side(trial), set()).add(normal)
         services.close_attempt(trial, "abandoned")
