@@ -76,7 +76,8 @@ def test_a_lookalike_confusion_brings_a_contrast_trial_and_the_fix_shows(
 
     # The reveal's "after the fix": the same workload regenerated with the fix applied.
     page.wait_for_selector("#after-fix #step-after")
-    page.wait_for_function("document.querySelectorAll('#after-fix canvas').length >= 2")
+    page.wait_for_selector("#after-fix .compare-side:nth-child(1) canvas")
+    page.wait_for_selector("#after-fix .compare-side:nth-child(2) canvas")
     drill.refresh_from_db()
     twin = Trace.objects.get(pk=drill.fixed_trace_id)
     g = drill.trace.key["grading"]
@@ -111,10 +112,11 @@ def test_a_lookalike_confusion_brings_a_contrast_trial_and_the_fix_shows(
     assert page.get_attribute("#clock", "data-limit") == "45"
 
     # Both traces drawn on one time scale; zooming one moves the other.
-    page.wait_for_function("document.querySelectorAll('#compare canvas').length >= 2")
+    page.wait_for_selector("#timeline-left canvas")
+    page.wait_for_selector("#timeline-right canvas")
     left, right = views(page)
     assert left == right
-    page.hover("#timeline-left canvas")
+    page.hover("#timeline-left canvas.tt-canvas")
     page.keyboard.press("w")
     page.keyboard.press("w")
     zoomed_left, zoomed_right = views(page)
