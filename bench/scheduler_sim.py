@@ -2,6 +2,7 @@
 
 Run:  python bench/scheduler_sim.py            (200 learners per cell, about 1-3 min on 2 cores)
       python bench/scheduler_sim.py --learners 40 --days 90   (quick look)
+      python bench/scheduler_sim.py --policies ours --trial-effects 0 0.15 0.3 0.6   (trials only)
 
 Policies compared on the *same* learners (same parameters and seeds):
   ours        drills.scheduling: pick_next + rating_for + FSRS review, twin pulls
@@ -9,6 +10,19 @@ Policies compared on the *same* learners (same parameters and seeds):
   sm2         SuperMemo-2 (EF, 1 / 6 / I*EF days)
   round-robin a fixed per-learner order, cycled
   random      uniform over the 11 scenarios
+  trials@e    ours plus contrast trials (drills.scheduling: confusion_pair pulls, pick_trial,
+              trial_rating): a confusion pulls the pair's card due; a due pair card takes the
+              next drill slot as a trial (at most one in three); e is the assumed trial effect
+  lk-trials@e the same, with only lookalike confusions making pair cards (for comparison)
+
+The assumed effect of a contrast trial (stated plainly, since no data backs a number): a trial
+on a lookalike pair multiplies that pair's confusion level by (1 - e) — e = 0.3 is the same
+step as drilling both twins within a day (x0.7) — whether it is answered right or wrong (the
+reveal shows the difference either way). It does not touch per-scenario memory, and the learner
+models have no confusion state for other pairs, so trials on pairs confused by a guess are pure
+cost here. A trial takes one drill slot of the day's budget (it is shorter than a drill — 45 s
+against 2 min — so counting it as a whole drill is the pessimistic side). --trial-effects runs
+several e; e = 0 is the cost of the slots alone.
 
 Learner models (neither is FSRS):
   exp   per-scenario exponential forgetting p = 2^(-dt/h); h starts at a per-learner x scenario
@@ -58,7 +72,8 @@ for _k, _s in enumerate(sorted(tuple(sorted(p)) for p in lookalike_pairs())):
     PAIR_OF[IDX[_s[0]]] = _k
     PAIR_OF[IDX[_s[1]]] = _k
 
-POLICIES = ["ours", "leitner", "sm2", "round-robin", "random"]
+BASE_POLICIES = ["ours", "leitner", "sm2", "round-robin", "random"]
+POLICIES = list(BASE_POLICIES)  # plus "trials@e" for each --trial-effects value (main sets it)
 MODELS = ["exp", "actr"]
 MASTERY_P = 0.90
 HOLD_DAYS = 7
@@ -144,6 +159,20 @@ class Learner:
                 self.conf[k] = min(0.6, self.conf[k] + 0.04)
         self.last_drill[i] = t_days
         return Outcome(correct, answered, elapsed, m_ok, f_ok)
+
+    def trial(self, a: int, b: int, sec: float, day: int, effect: float, rng: random.Random):
+        """A contrast trial on scenarios a and b: (picked right, measurement right, seconds).
+        Recognising the pattern and not confusing the pair picks right; otherwise a coin."""
+        q = 0.5 * (self.p_mem(a, day, sec) + self.p_mem(b, day, sec))
+        k = PAIR_OF.get(a) if TWIN_IDX[a] == b else None
+        c = self.conf[k] if k is not None else 0.0
+        know = q * (1.0 - c)
+        picked = rng.random() < know + (1.0 - know) * 0.5
+        m_ok = rng.random() < 0.5 + 0.5 * q
+        elapsed = (10.0 + 30.0 * (1.0 - q)) * self.speed * math.exp(rng.gauss(0.0, 0.25))
+        if k is not None:
+            self.conf[k] *= 1.0 - effect
+        return picked, m_ok, elapsed
 
     def min_p_true(self, day: int) -> float:
         return min(self.p_true(i, day, 0.0) for i in range(N))
@@ -259,6 +288,43 @@ class Ours:
         pulled = sch.twin_pull_target(slug, SLUGS[o.answered])
         if pulled is not None:
             self.cards[pulled] = sch.pull_due_now(self.cards[pulled], now)
+
+
+class OursWithTrials(Ours):
+    """``Ours`` plus the app's contrast trials on confused pairs."""
+
+    lookalike_only = False  # the "lk-trials" variant: only lookalike confusions make trials
+
+    def __init__(self, rng: random.Random) -> None:
+        super().__init__(rng)
+        self.pairs: dict[str, dict] = {}
+        self.kinds: list[str] = []
+        self.trials = 0
+
+    def pick(self, day: int, now: datetime) -> int | str:
+        pair = sch.pick_trial(self.pairs, now, recent_kinds=self.kinds[-sch.TRIAL_EVERY :])
+        if pair is not None:
+            return pair
+        return super().pick(day, now)
+
+    def update(self, i: int, day: int, now: datetime, o: Outcome) -> None:
+        super().update(i, day, now, o)
+        self.kinds.append("drill")
+        pair = sch.confusion_pair(SLUGS[i], SLUGS[o.answered])
+        if pair is not None and self.lookalike_only and not sch.is_lookalike_pair(pair):
+            pair = None
+        if pair is not None:
+            self.pairs[pair] = sch.pull_due_now(self.pairs.get(pair), now)
+
+    def update_trial(self, pair: str, now: datetime, picked: bool, m_ok: bool, secs: float):
+        self.kinds.append("contrast")
+        self.trials += 1
+        rating = sch.trial_rating(picked, m_ok, secs, secs > sch.TRIAL_LIMIT_S)
+        self.pairs[pair] = sch.review(self.pairs[pair], rating, now)
+
+
+class OursWithLookalikeTrials(OursWithTrials):
+    lookalike_only = True
 
 
 def _quality(o: Outcome) -> int:
@@ -391,8 +457,14 @@ def daily_budgets(seed: int, days: int, budget: tuple[int, int], skip_p: float) 
 def simulate(model: str, learner_seed: int, policy: str, args: argparse.Namespace):
     prng = np.random.default_rng([learner_seed, 1])  # learner parameters: same for all policies
     learner = LEARNERS[model](prng)
-    rng = random.Random(learner_seed * 7919 + POLICIES.index(policy))
-    pol = POLICY_CLS[policy](random.Random(learner_seed))
+    variant, _, e = policy.partition("@")
+    effect = float(e or 0.0)
+    base_policy = "ours" if e else policy
+    # The learner's answers draw from the same stream as "ours" for the trial variants.
+    rng = random.Random(learner_seed * 7919 + BASE_POLICIES.index(base_policy))
+    trial_cls = {"trials": OursWithTrials, "lk-trials": OursWithLookalikeTrials}
+    cls = trial_cls[variant] if e else POLICY_CLS[policy]
+    pol = cls(random.Random(learner_seed))
     budgets = daily_budgets(learner_seed, args.days + HOLD_DAYS, tuple(args.budget), args.skip)
     drills = 0
     drills_before = []
@@ -403,7 +475,7 @@ def simulate(model: str, learner_seed: int, policy: str, args: argparse.Namespac
             streak += 1
             if streak >= HOLD_DAYS:
                 start = day - HOLD_DAYS + 1
-                return start, drills_before[start], False
+                return start, drills_before[start], False, getattr(pol, "trials", 0)
         else:
             streak = 0
         if day >= args.days and streak == 0:
@@ -413,15 +485,21 @@ def simulate(model: str, learner_seed: int, policy: str, args: argparse.Namespac
             sec = k * DRILL_SPACING_S
             now = base + timedelta(seconds=sec)
             i = pol.pick(day, now)
-            o = learner.attempt(i, day, sec, rng)
-            pol.update(i, day, now, o)
+            if isinstance(i, str):  # a contrast trial on a confused pair
+                a, b = (IDX[s] for s in sch.pair_of(i))
+                picked, m_ok, secs = learner.trial(a, b, sec, day, effect, rng)
+                pol.update_trial(i, now, picked, m_ok, secs)  # type: ignore[attr-defined]
+            else:
+                o = learner.attempt(i, day, sec, rng)
+                pol.update(i, day, now, o)
             drills += 1
-    return args.days, drills_before[min(args.days, len(drills_before) - 1)], True
+    last = drills_before[min(args.days, len(drills_before) - 1)]
+    return args.days, last, True, getattr(pol, "trials", 0)
 
 
 def run_learner(job):
     model, seed, args = job
-    return model, seed, {p: simulate(model, seed, p, args) for p in POLICIES}
+    return model, seed, {p: simulate(model, seed, p, args) for p in args.run_policies}
 
 
 def boot_ci(x: np.ndarray, rng: np.random.Generator, reps: int = 4000) -> tuple[float, float]:
@@ -440,11 +518,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     ap.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
     ap.add_argument("--seed", type=int, default=20250106)
+    ap.add_argument(
+        "--policies", nargs="+", default=BASE_POLICIES, choices=BASE_POLICIES,
+        help="baselines to run (ours is always run: the trial variants are compared with it)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--trial-effects", nargs="*", type=float, default=[0.0, 0.15, 0.3, 0.6],
+        help="assumed effects e of a contrast trial (see the module docstring); none: no trials",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    bases = ["ours", *(p for p in args.policies if p != "ours")]
+    args.run_policies = bases + [
+        f"{v}@{e:g}" for v in ("trials", "lk-trials") for e in args.trial_effects
+    ]
+    POLICIES[:] = args.run_policies
 
     t_start = time.perf_counter()
     jobs = [(m, args.seed + k, args) for m in args.models for k in range(args.learners)]
-    results: dict[str, dict[str, list[tuple[int, int, bool]]]] = {
+    results: dict[str, dict[str, list[tuple[int, int, bool, int]]]] = {
         m: {p: [] for p in POLICIES} for m in args.models
     }
     if args.workers > 1:
@@ -490,7 +581,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|")
     for m in args.models:
         ours = np.array(results[m]["ours"], dtype=float)
-        for p in POLICIES[1:]:
+        for p in [q for q in POLICIES[1:] if "@" not in q]:
             base = np.array(results[m][p], dtype=float)
             ddr = ours[:, 1] - base[:, 1]
             dd = ours[:, 0] - base[:, 0]
@@ -501,6 +592,34 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {m} | {p} | {ddr.mean():+.0f} ({lo1:+.0f} to {hi1:+.0f}) | "
                 f"{dd.mean():+.1f} ({lo2:+.1f} to {hi2:+.1f}) | {wins:.0%} |"
             )
+    trial_policies = [q for q in POLICIES if "@" in q]
+    if trial_policies:
+        print()
+        print(
+            "Contrast trials: drills to mastery with trials - without (ours), paired; e is the "
+            "assumed effect of one trial (a lookalike pair's confusion x (1 - e)); trials count "
+            "as drills:"
+        )
+        print()
+        print(
+            "| model | trials on | e | drills with trials (mean) | drills diff (mean, 95% CI) "
+            "| days diff (mean, 95% CI) | trials per learner | censored |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for m in args.models:
+            ours = np.array(results[m]["ours"], dtype=float)
+            for p in trial_policies:
+                on = "every confused pair" if p.startswith("trials@") else "lookalike pairs only"
+                arr = np.array(results[m][p], dtype=float)
+                ddr, dd = arr[:, 1] - ours[:, 1], arr[:, 0] - ours[:, 0]
+                lo1, hi1 = boot_ci(ddr, brng)
+                lo2, hi2 = boot_ci(dd, brng)
+                print(
+                    f"| {m} | {on} | {p.partition('@')[2]} | {arr[:, 1].mean():.0f} | "
+                    f"{ddr.mean():+.0f} ({lo1:+.0f} to {hi1:+.0f}) | "
+                    f"{dd.mean():+.1f} ({lo2:+.1f} to {hi2:+.1f}) | {arr[:, 3].mean():.1f} | "
+                    f"{int(arr[:, 2].sum())} |"
+                )
     print()
     print(f"# wall time {elapsed:.0f} s on {args.workers} worker(s)")
     return 0

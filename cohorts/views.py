@@ -21,11 +21,13 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.http import SignedInRequest
 from accounts.roles import is_instructor
+from drills.contrast import services as contrast
 from drills.interview import services as interviews
 from drills.models import Attempt, MockInterview
 from drills.stats.charts import sentence_table
 from drills.stats.dashboard import sentence_accuracy_over_time
 from drills.trainer import reveal
+from scenarios.engine import title_of
 from scenarios.views import gzipped_json
 
 from . import progress, render
@@ -243,7 +245,9 @@ def _learners_graded_attempt(request: HttpRequest, cohort_id: int, user_id: int,
         Membership.objects.select_related("user"), cohort=cohort, user_id=user_id
     )
     attempt = get_object_or_404(
-        Attempt.objects.graded().select_related("trace"), pk=attempt_id, user_id=user_id
+        Attempt.objects.graded().select_related("trace", "partner"),
+        pk=attempt_id,
+        user_id=user_id,
     )
     return cohort, membership.user, attempt
 
@@ -251,6 +255,11 @@ def _learners_graded_attempt(request: HttpRequest, cohort_id: int, user_id: int,
 @require_http_methods(["GET"])
 def learner_attempt(request: HttpRequest, cohort_id: int, user_id: int, attempt_id) -> HttpResponse:
     cohort, learner, attempt = _learners_graded_attempt(request, cohort_id, user_id, attempt_id)
+    if attempt.kind == Attempt.Kind.CONTRAST:  # two traces and a pick, not a diagnosis
+        trial = {"cohort": cohort, "learner": learner, "attempt": attempt}
+        trial["reveal"] = contrast.reveal(attempt)
+        trial["asked_title"] = title_of(attempt.scenario)
+        return TemplateResponse(request, "cohorts/trial.html", trial)
     context = {
         "cohort": cohort,
         "learner": learner,

@@ -20,6 +20,8 @@ for _f in _NOT_WRONG:
     FULLY_CORRECT &= ~models.Q(**{_f: False})
 # Attempts on the clock (timed or Perfetto-only): practice runs untimed.
 TIMED = ~models.Q(mode="practice")
+# Graded attempt kinds that are no evidence on their scenario (``AttemptQuerySet.evidence``).
+NOT_EVIDENCE = ("renarration", "contrast")
 
 
 class AttemptQuerySet(models.QuerySet["Attempt"]):
@@ -34,8 +36,9 @@ class AttemptQuerySet(models.QuerySet["Attempt"]):
 
     def evidence(self) -> AttemptQuerySet:
         """Graded answers that are evidence on the scenario: not re-narrations (a walkthrough's
-        trace answered after reading its narration)."""
-        return self.graded().exclude(kind="renarration")
+        trace answered after reading its narration) nor contrast trials (a choice between two
+        named scenarios, not a diagnosis)."""
+        return self.graded().exclude(kind__in=NOT_EVIDENCE)
 
     def timed(self) -> AttemptQuerySet:
         return self.filter(TIMED)
@@ -63,13 +66,38 @@ class Attempt(models.Model):
         RENARRATION = "renarration", "re-narration"
         # One of a mock interview's five traces: a timed drill in every other respect.
         INTERVIEW = "interview", "mock interview"
+        # Two traces of one workload side by side after a confusion: "which one is <scenario>?"
+        # and "which measurement tells them apart?". ``trace`` is the left one, ``partner`` the
+        # right one, ``scenario`` the one asked for, ``item`` the pair (``drills.scheduling.
+        # pair_key``); ``answer_scenario`` is the scenario of the trace picked. It schedules the
+        # pair's card only and stays out of per-scenario accuracy.
+        CONTRAST = "contrast", "contrast trial"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     trace = models.OneToOneField(Trace, on_delete=models.PROTECT, related_name="attempt")
     kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.DRILL)
     item = models.CharField(
-        max_length=120, blank=True, help_text="A re-narration's walkthrough slug."
+        max_length=120,
+        blank=True,
+        help_text="A re-narration's walkthrough slug; a contrast trial's pair.",
+    )
+    partner = models.OneToOneField(
+        Trace,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="partner_attempt",
+        help_text="A contrast trial's right-hand trace (``trace`` is the left one).",
+    )
+    fixed_trace = models.OneToOneField(
+        Trace,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="fixed_of",
+        help_text="The trace regenerated with the fix applied, shown on the reveal (made on "
+        "first view).",
     )
     interview = models.ForeignKey(
         "MockInterview",
@@ -192,10 +220,13 @@ class Card(models.Model):
         SCENARIO = "scenario", "trace scenario"
         MATH = "math", "mental-math family"
         RENARRATION = "renarrate", "walkthrough re-narration"
+        # Telling two scenarios apart (item: ``drills.scheduling.pair_key``): made by a confusion,
+        # reviewed by contrast trials.
+        PAIR = "pair", "confused pair"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.SCENARIO)
-    item = models.CharField(max_length=40)
+    item = models.CharField(max_length=90)
     state = models.JSONField()
     due = models.DateTimeField()
     reviews = models.PositiveIntegerField(default=0)

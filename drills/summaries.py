@@ -26,6 +26,7 @@ from typing import Any
 from django.db import connection, models, transaction
 
 from drills.models import (
+    NOT_EVIDENCE,
     SENTENCE_FIELDS,
     Attempt,
     DayTally,
@@ -184,7 +185,7 @@ def record_attempt(attempt: Attempt) -> None:
     if attempt.submitted_at is None:
         raise ValueError("only a graded attempt is counted")
     bump_version(attempt.user_id)
-    if attempt.kind == Attempt.Kind.RENARRATION:
+    if attempt.kind in NOT_EVIDENCE:
         return  # no evidence on the scenario: counted on their own, from the attempts
     for model, key, counts in contributions(_row_of(attempt, ATTEMPT_FIELDS)):
         _add(model, key, counts)
@@ -286,7 +287,7 @@ def stored(user_ids: Iterable[int]) -> dict[type, dict[tuple, dict[str, int]]]:
 def recomputed(user_ids: Iterable[int]) -> dict[type, dict[tuple, dict[str, int]]]:
     """What the summary rows of these learners should be, from their raw attempts."""
     ids = sorted(set(user_ids))
-    rows = Attempt.objects.filter(user_id__in=ids).graded().order_by().values(*ATTEMPT_FIELDS)
+    rows = Attempt.objects.filter(user_id__in=ids).evidence().order_by().values(*ATTEMPT_FIELDS)
     out = summed(rows.iterator(chunk_size=5000))
     maths = MathAttempt.objects.filter(user_id__in=ids).graded().order_by()
     out.update(summed(maths.values("user_id", "family", "correct"), math_contributions))

@@ -1,5 +1,5 @@
 """The drills app's URLs: one namespace per part (``trainer``, ``math``, ``stats``,
-``interview``).
+``interview``, ``contrast``).
 
 The paths are a contract (bookmarks, the viewer's JS, tests); the names are namespaced.
 """
@@ -11,4 +11,5 @@ urlpatterns = [
     path("", include("drills.mentalmath.urls")),
     path("", include("drills.stats.urls")),
     path("", include("drills.interview.urls")),
+    path("", include("drills.contrast.urls")),
 ]

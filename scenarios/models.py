@@ -31,6 +31,10 @@ class Trace(models.Model):
         # A walkthrough's fixed (scenario, seed) trace, stored once per re-narration attempt:
         # the same seed recurs, so these rows are outside the (scenario, seed) uniqueness.
         NARRATED = "narrated", "a walkthrough's trace, for a re-narration"
+        # A drill's trace regenerated with the fix applied (same scenario and seed), for the
+        # reveal's "after the fix"; and the two traces of a contrast trial (one workload draw).
+        FIXED = "fixed", "a trace with the fix applied"
+        CONTRAST = "contrast", "one of a contrast trial's two traces"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     scenario = models.CharField(max_length=40)
@@ -64,7 +68,7 @@ class Trace(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["scenario", "seed"],
-                condition=~models.Q(source="narrated"),
+                condition=~models.Q(source__in=["narrated", "fixed", "contrast"]),
                 name="trace_unique_scenario_seed",
             )
         ]

@@ -72,11 +72,17 @@ def build_trace(
     skips the Perfetto export to answer sooner; its first download builds and stores it.
     """
     trace = engine.generate(scenario, seed, hardware=hardware)
+    return trace_row(trace, source=source)
+
+
+def trace_row(trace: engine.Trace, *, source: str) -> Trace:
+    """An engine trace wrapped in an unsaved row (the Perfetto export only for pool rows; the
+    others build it on their first download)."""
     timeline = orjson.dumps(engine.to_timeline(trace))
     perfetto_gz = gzip_export(engine.perfetto_bytes(trace)) if source == Trace.Source.POOL else None
     return Trace(
-        scenario=scenario,
-        seed=seed,
+        scenario=trace.scenario,
+        seed=trace.seed,
         hardware=trace.hardware,
         generator_version=engine.GENERATOR_VERSION,
         source=source,

@@ -29,10 +29,13 @@ from django.db import connection
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
+from django.utils.html import escape
 
 from cohorts.models import Assignment, Cohort, Extension, Membership
 from content.models import ReadMark, WalkthroughSet
 from content.pages import DOWNLOADS, get_page, library
+from drills import scheduling
+from drills.contrast import services as contrast
 from drills.models import Attempt, Card, MathAttempt, MathSprint, MockInterview
 from drills.trainer import services
 from scenarios import engine, perfetto_ui
@@ -45,6 +48,7 @@ pytestmark = pytest.mark.django_db
 LOGIN = "/accounts/login/"
 CHEAP_WALK = "walkthrough-launch-bound-inference"  # the quickest walkthrough trace to generate
 CHEAP = "healthy"  # the cheapest scenario to generate: used wherever the scenario does not matter
+CHEAP_PAIR = scheduling.pair_key("healthy", "launch-bound")  # one small decode workload
 
 
 # --------------------------------------------------------------------------- helpers
@@ -142,6 +146,7 @@ class World:
     extension: Extension
     renarration: Attempt
     interview: MockInterview
+    trial: Attempt
     clients: dict[str, Client] = field(default_factory=dict)
     upload: Any = None
 
@@ -170,6 +175,11 @@ def world(people, cheap_scheduler) -> World:
     assert r.status_code == 302 and r["Location"] == f"/renarrations/{renarration.pk}/"
     t0 = timezone.now()
     interview = MockInterview.objects.create(user=ada, started_at=t0, finished_at=t0, shared_at=t0)
+
+    # A contrast trial on a cheap pair, answered over HTTP (its reveal is then on its page).
+    trial = contrast.deal(ada, CHEAP_PAIR)
+    r = a.post(f"/drill/trials/{trial.pk}/answer/", {"side": "left", "measurement": "busbw"})
+    assert r.status_code == 302 and r["Location"] == f"/drill/trials/{trial.pk}/"
 
     r = a.post("/drill/next/", {"mode": "timed"})
     opened = Attempt.objects.select_related("trace").get(
@@ -224,7 +234,8 @@ def world(people, cheap_scheduler) -> World:
     )
     return World(
         ada, bob, teacher, stranger, submitted, opened, math, sprint, cohort, assignment,
-        extension, renarration, interview, clients={"ada": a, "teacher": t}, upload=upload,
+        extension, renarration, interview, trial, clients={"ada": a, "teacher": t},
+        upload=upload,
     )  # fmt: skip
 
 
@@ -235,7 +246,10 @@ def snapshot(w: World) -> dict[str, Any]:
     w.sprint.refresh_from_db()
     w.cohort.refresh_from_db()
     w.interview.refresh_from_db()
+    w.trial.refresh_from_db()
     return {
+        "trial": (w.trial.submitted_at, w.trial.answer_scenario, w.trial.fixed_trace_id),
+        "submitted_fixed_twin": Attempt.objects.get(pk=w.submitted.pk).fixed_trace_id,
         "interview": (w.interview.finished_at, w.interview.shared_at),
         "interview_traces": Attempt.objects.filter(interview=w.interview).count(),
         "open_submitted": w.open.submitted_at,
@@ -324,6 +338,11 @@ PER_OBJECT: dict[str, Case] = {
     "interview:detail": Case(lambda w: [w.interview.pk], ("GET",)),
     "interview:next": Case(lambda w: [w.interview.pk], ("POST",)),
     "interview:share": Case(lambda w: [w.interview.pk], ("POST",), lambda w: {"shared": "0"}),
+    "trainer:after_fix": Case(lambda w: [w.submitted.pk], ("GET",)),
+    "contrast:trial": Case(lambda w: [w.trial.pk], ("GET",)),
+    "contrast:answer": Case(
+        lambda w: [w.trial.pk], ("POST",), lambda w: {"side": "right", "measurement": "busbw"}
+    ),
 }
 
 # The submitted attempt (the reveal) is checked as well as the open one.
@@ -332,6 +351,14 @@ EXTRA_OBJECT_CASES = {
     "scenarios:perfetto (submitted)": (
         "scenarios:perfetto",
         Case(lambda w: [w.submitted.trace_id], ("GET",)),
+    ),
+    "cohorts:learner_attempt (trial)": (
+        "cohorts:learner_attempt",
+        Case(lambda w: [w.cohort.pk, w.ada.pk, w.trial.pk], ("GET",), cohort=True),
+    ),
+    "scenarios:timeline (trial's right-hand trace)": (
+        "scenarios:timeline",
+        Case(lambda w: [w.trial.partner_id], ("GET",)),
     ),
 }
 
@@ -695,6 +722,36 @@ def test_a_renarration_names_neither_walkthrough_nor_scenario_before_the_commit(
             assert secret not in text, (where, secret)
     c.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
     assert page.title in body(c.get(f"/renarrations/{attempt.pk}/"))
+
+
+def test_an_open_contrast_trial_does_not_say_which_side_is_which(make_user, no_refill, frozen_now):
+    """Before the commit the trial page, its two timelines and Perfetto files carry nothing of
+    either answer key, and the page is the same whichever side holds the scenario asked for."""
+    user = make_user("contrastee")
+    c = login(user)
+    pages: dict[str, set[str]] = {}
+    for _ in range(12):
+        trial = contrast.deal(user, CHEAP_PAIR)
+        left, right = trial.trace, trial.partner
+        html = body(c.get(f"/drill/trials/{trial.pk}/"))
+        for t in (left, right):
+            others = {k: v for k, v in t.key.items() if k not in ("scenario", "title")}
+            # The question names both scenarios; nothing else of either key is on the page.
+            _assert_clean("trial page", html, {**others, "scenario": "", "title": ""})
+            _assert_clean("trial timeline", body(c.get(f"/traces/{t.pk}/timeline.json")), t.key)
+            _assert_clean("trial perfetto", body(c.get(f"/traces/{t.pk}/perfetto.json")), t.key)
+        normal = without_tokens(html)
+        for value, label in ((trial.pk, "TRIAL"), (left.pk, "LEFT"), (right.pk, "RIGHT")):
+            normal = normal.replace(str(value), label)
+        for k in ("hardware", "workload"):  # each trial draws its own workload
+            normal = normal.replace(escape(left.prompt[k]), k.upper())
+        asked = escape(engine.title_of(trial.scenario))  # either may be asked, on either side
+        normal = normal.replace(f"which one is {asked}?", "which one is ASKED?")
+        assert "truth-side" not in normal and "reveal" not in normal.lower().split("<body")[1]
+        pages.setdefault(contrast.target_side(trial), set()).add(normal)
+        services.close_attempt(trial, "abandoned")
+    assert set(pages) == {contrast.LEFT, contrast.RIGHT}, "twelve deals put the target one side"
+    assert len(pages[contrast.LEFT] | pages[contrast.RIGHT]) == 1
 
 
 def test_the_reveal_names_the_scenario_only_after_the_diagnosis(world):

@@ -33,6 +33,14 @@ Decisions:
 * Exactly 90 s is still Good; exactly 120 s is still in time (Hard), unless ``over_time`` is set.
 * Practice attempts are graded and shown but never update the card: see ``counts_for_schedule``.
 
+Contrast trials (``trial_rating``, ``pick_trial``): a confusion — naming X for a Y trace — pulls
+the card of the pair {X, Y} due now (``confusion_pair``, created if new). A due pair card is served
+as a contrast trial: two traces of one workload side by side, "which one is Y?" and "which
+measurement tells them apart?", on a 45 s clock. The trial reviews the pair's card by the same FSRS
+machinery: the wrong trace picked or past 45 s → Again; right but the measurement wrong or slower
+than 30 s → Hard; otherwise Good. At most one trial is served in any three deals, so a confusion's
+trial comes within the next three drills; lookalike pairs go first.
+
 Times must be timezone-aware; they are converted to UTC for fsrs.
 """
 
@@ -48,7 +56,7 @@ from typing import Any, Protocol
 import fsrs
 
 from scenarios.engine import diagnosis
-from scenarios.engine.catalog import lookalike_of
+from scenarios.engine.catalog import HOSTS, SCENARIOS, lookalike_of, lookalike_pairs
 
 __all__ = [
     "AGAIN_AFTER_S",
@@ -56,18 +64,25 @@ __all__ = [
     "HARD_AFTER_S",
     "Grade",
     "GradeLike",
+    "confusion_pair",
     "counts_for_schedule",
     "due",
     "due_summary",
     "is_due",
+    "is_lookalike_pair",
     "new_card_state",
     "numbers_right",
+    "pair_key",
+    "pair_of",
+    "pairable",
     "pick_next",
+    "pick_trial",
     "pull_due_now",
     "rating_for",
     "rebuild",
     "retrievability",
     "review",
+    "trial_rating",
     "twin_of",
     "twin_pull_target",
 ]
@@ -117,6 +132,7 @@ class Grade:
     gap_correct: bool | None = None
     value_correct: bool | None = None
     expected_correct: bool | None = None
+    trial: bool = False  # a contrast trial: rated by ``trial_rating``
 
 
 # --------------------------------------------------------------------------- rating
@@ -135,6 +151,13 @@ def numbers_right(grade: GradeLike) -> bool:
 
 def rating_for(grade: GradeLike) -> fsrs.Rating:
     """FSRS rating for one graded attempt (see the module docstring for the table)."""
+    if getattr(grade, "trial", False):
+        return trial_rating(
+            bool(grade.scenario_correct),
+            grade.measurement_correct is not False,
+            float(grade.elapsed_s),
+            bool(grade.over_time),
+        )
     return fsrs.Rating(
         diagnosis.rating(
             bool(grade.scenario_correct),
@@ -142,6 +165,93 @@ def rating_for(grade: GradeLike) -> fsrs.Rating:
             float(grade.elapsed_s),
             bool(grade.over_time),
         )
+    )
+
+
+TRIAL_LIMIT_S = 45.0  # a contrast trial's clock
+TRIAL_HARD_AFTER_S = 30.0  # right but slow
+TRIAL_EVERY = 3  # at most one contrast trial in any this many deals
+
+
+def trial_rating(
+    picked_right: bool, measurement_right: bool, elapsed_s: float, over_time: bool
+) -> fsrs.Rating:
+    """FSRS rating of a contrast trial: the wrong trace or past the clock → Again; the right trace
+    but the measurement wrong, or slow (> 30 s) → Hard; otherwise Good."""
+    if not picked_right or over_time or elapsed_s > TRIAL_LIMIT_S:
+        return fsrs.Rating.Again
+    if not measurement_right or elapsed_s > TRIAL_HARD_AFTER_S:
+        return fsrs.Rating.Hard
+    return fsrs.Rating.Good
+
+
+def pair_key(a: str, b: str) -> str:
+    """The card item of the pair {a, b} (order-free)."""
+    if a == b:
+        raise ValueError("a pair needs two scenarios")
+    return "|".join(sorted((a, b)))
+
+
+def pair_of(key: str) -> tuple[str, str]:
+    a, _, b = key.partition("|")
+    if not a or not b or a not in SCENARIOS or b not in SCENARIOS or a == b:
+        raise ValueError(f"not a pair of scenarios: {key!r}")
+    return a, b
+
+
+def pairable(a: str, b: str) -> bool:
+    """Whether one workload can host both scenarios (a trial draws the two from one workload:
+    a decode-only and a pipeline-only scenario never share one)."""
+    return bool({f for f, _w in HOSTS[a]} & {f for f, _w in HOSTS[b]})
+
+
+def confusion_pair(true_slug: str, answered_slug: str | None) -> str | None:
+    """The pair card a graded answer pulls due: the true scenario and the one named instead, when
+    both are scenarios, they differ (a blank answer — a miss on the clock — names none) and one
+    workload can host both (otherwise no trial can show them side by side)."""
+    if not answered_slug or answered_slug == true_slug:
+        return None
+    if true_slug not in SCENARIOS or answered_slug not in SCENARIOS:
+        return None
+    if not pairable(true_slug, answered_slug):
+        return None
+    return pair_key(true_slug, answered_slug)
+
+
+_LOOKALIKE_KEYS = frozenset(pair_key(a, b) for a, b in lookalike_pairs())
+
+
+def is_lookalike_pair(key: str) -> bool:
+    return key in _LOOKALIKE_KEYS
+
+
+def pick_trial(
+    pairs: Mapping[str, Mapping[str, Any]],
+    now: datetime,
+    *,
+    recent_kinds: Sequence[str] = (),
+) -> str | None:
+    """The pair to serve as a contrast trial now, or None (deal an ordinary drill).
+
+    ``pairs`` maps pair keys to their card states; ``recent_kinds`` lists the kinds of the
+    attempts dealt most recently, oldest first. None when no pair card is due, or when a trial
+    was among the last ``TRIAL_EVERY - 1`` deals (trials never crowd out drills). Otherwise the
+    due pair that is a declared lookalike pair first, then the lowest retrievability, then the
+    most overdue, then by key."""
+    when = _utc(now)
+    if "contrast" in list(recent_kinds)[-(TRIAL_EVERY - 1) :]:
+        return None
+    due_now = [k for k, st in pairs.items() if due(st) <= when]
+    if not due_now:
+        return None
+    return min(
+        due_now,
+        key=lambda k: (
+            not is_lookalike_pair(k),
+            round(_fine_retrievability(pairs[k], when), 9),
+            due(pairs[k]),
+            k,
+        ),
     )
 
 

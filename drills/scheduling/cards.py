@@ -2,9 +2,10 @@
 
 ``apply_attempt`` is what the live write paths (a submitted diagnosis, a math answer) and the
 replay in ``rebuild_cards`` all call, so a rebuild can only reproduce the live cards: review the
-attempt's card at the moment it was graded and, when the answer was the true scenario's lookalike,
-pull that twin's card due at the same moment. It works on ``Card`` rows in memory; the caller
-loads them (locked, on the live path) and saves the ones it returns.
+attempt's card at the moment it was graded; when the answer was the true scenario's lookalike,
+pull that twin's card due at the same moment; and when the answer named another scenario, pull the
+card of that confused pair due then too (a contrast trial reviews it). It works on ``Card`` rows
+in memory; the caller loads them (locked, on the live path) and saves the ones it returns.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from drills import scheduling
 from drills.models import Attempt, Card
@@ -42,10 +44,12 @@ def apply_attempt(
     answered: str | None = None,
     kind: str = Card.Kind.SCENARIO,
     desired_retention: float | None = None,
+    pairs: MutableMapping[str, Card] | None = None,
 ) -> list[Card]:
     """Apply one graded attempt on ``item`` at ``when`` to ``cards`` (by item; missing cards are
     created unsaved). Returns the cards it changed, the reviewed one first; none for an attempt
-    that does not count (practice, a sprint answer after the bell)."""
+    that does not count (practice, a sprint answer after the bell). ``pairs`` (the learner's
+    pair cards, by pair key) receives the confused pair's pull on a scenario card."""
     if not scheduling.counts_for_schedule(grade):
         return []
     if desired_retention is None:
@@ -60,6 +64,12 @@ def apply_attempt(
     target = scheduling.twin_pull_target(item, answered) if kind == Card.Kind.SCENARIO else None
     if target is not None:
         pulled = _card(cards, user, kind, target, when)
+        pulled.state = scheduling.pull_due_now(pulled.state, when)
+        pulled.due = scheduling.due(pulled.state)
+        changed.append(pulled)
+    pair = scheduling.confusion_pair(item, answered) if kind == Card.Kind.SCENARIO else None
+    if pair is not None and pairs is not None:
+        pulled = _card(pairs, user, Card.Kind.PAIR, pair, when)
         pulled.state = scheduling.pull_due_now(pulled.state, when)
         pulled.due = scheduling.due(pulled.state)
         changed.append(pulled)
@@ -79,10 +89,15 @@ def apply_live(
 
     Call inside the transaction that stores the graded attempt."""
     items = {item, answered or item}
-    locked = Card.objects.select_for_update().filter(user=user, kind=kind, item__in=items)
-    cards = {c.item: c for c in locked}
+    pair = scheduling.confusion_pair(item, answered) if kind == Card.Kind.SCENARIO else None
+    touched = Q(kind=kind, item__in=items)
+    if pair is not None:
+        touched |= Q(kind=Card.Kind.PAIR, item=pair)
+    locked = list(Card.objects.select_for_update().filter(touched, user=user).order_by("pk"))
+    cards = {c.item: c for c in locked if c.kind == kind}
+    pairs = {c.item: c for c in locked if c.kind == Card.Kind.PAIR}
     changed = apply_attempt(
-        cards, grade, user=user, item=item, when=when, answered=answered, kind=kind
+        cards, grade, user=user, item=item, when=when, answered=answered, kind=kind, pairs=pairs
     )
     for card in changed:
         card.save()
@@ -92,22 +107,28 @@ def apply_live(
 def card_for(kind: str, scenario: str, item: str) -> tuple[str, str]:
     """(card kind, card item) a graded trace attempt reviews: its scenario's card, except a
     re-narration, which reviews its walkthrough's re-narration card (the learner has seen that
-    trace narrated, so it is no evidence on the scenario)."""
+    trace narrated, so it is no evidence on the scenario), and a contrast trial, which reviews
+    its pair's card."""
     if kind == Attempt.Kind.RENARRATION:
         return Card.Kind.RENARRATION, item
+    if kind == Attempt.Kind.CONTRAST:
+        return Card.Kind.PAIR, item
     return Card.Kind.SCENARIO, scenario
 
 
 def apply_trace_attempt(attempt: Attempt, grade: scheduling.GradeLike, *, when: datetime) -> None:
     """The live path for a graded trace attempt of any kind (call inside its transaction)."""
     card_kind, item = card_for(attempt.kind, attempt.scenario, attempt.item)
-    if card_kind == Card.Kind.RENARRATION:
+    if card_kind != Card.Kind.SCENARIO:
         apply_live(attempt.user, grade, item=item, when=when, kind=card_kind)
     else:
         apply_live(attempt.user, grade, item=item, when=when, answered=attempt.answer_scenario)
 
 
 # --------------------------------------------------------------------------- replay
+
+# The card kinds trace attempts review or pull (``rebuild_user`` rebuilds these).
+TRACE_CARD_KINDS = (Card.Kind.SCENARIO, Card.Kind.RENARRATION, Card.Kind.PAIR)
 
 REPLAY_FIELDS = (
     "scenario",
@@ -145,6 +166,7 @@ def stored_grade(row: dict[str, Any]) -> scheduling.Grade:
         gap_correct=row["gap_correct"],
         value_correct=row["value_correct"],
         expected_correct=row["expected_correct"],
+        trial=row.get("kind") == Attempt.Kind.CONTRAST,
     )
 
 
@@ -152,22 +174,23 @@ def replay(
     user, rows: Iterable[dict[str, Any]], desired_retention: float
 ) -> dict[tuple[str, str], Card]:
     """Trace cards (unsaved, by (kind, item)) from a learner's graded attempts in submission
-    order: scenario cards and walkthrough re-narration cards."""
-    by_kind: dict[str, dict[str, Card]] = {Card.Kind.SCENARIO: {}, Card.Kind.RENARRATION: {}}
+    order: scenario cards, walkthrough re-narration cards and confused-pair cards."""
+    by_kind: dict[str, dict[str, Card]] = {k: {} for k in TRACE_CARD_KINDS}
     for row in rows:
         card_kind, item = card_for(
             row.get("kind") or Attempt.Kind.DRILL, row["scenario"], row.get("item") or ""
         )
-        renarration = card_kind == Card.Kind.RENARRATION
+        scenario_card = card_kind == Card.Kind.SCENARIO
         apply_attempt(
             by_kind[card_kind],
             stored_grade(row),
             user=user,
             item=item,
             when=row["submitted_at"],
-            answered=None if renarration else (row["answer_scenario"] or None),
+            answered=(row["answer_scenario"] or None) if scenario_card else None,
             kind=card_kind,
             desired_retention=desired_retention,
+            pairs=by_kind[Card.Kind.PAIR],
         )
     return {(kind, item): card for kind, cards in by_kind.items() for item, card in cards.items()}
 
@@ -177,8 +200,8 @@ def _fields(card: Card) -> tuple[Any, ...]:
 
 
 def rebuild_user(user, *, dry_run: bool = False) -> tuple[int, int]:
-    """Rebuild one learner's trace cards (scenarios and walkthrough re-narrations) from raw
-    attempts. Returns (cards, cards changed).
+    """Rebuild one learner's trace cards (scenarios, walkthrough re-narrations, confused pairs)
+    from raw attempts. Returns (cards, cards changed).
 
     Cards with no counted attempt behind them are left alone (nothing is deleted); running it
     twice changes nothing."""
@@ -186,9 +209,7 @@ def rebuild_user(user, *, dry_run: bool = False) -> tuple[int, int]:
     with transaction.atomic():
         existing = {
             (c.kind, c.item): c
-            for c in Card.objects.select_for_update().filter(
-                user=user, kind__in=[Card.Kind.SCENARIO, Card.Kind.RENARRATION]
-            )
+            for c in Card.objects.select_for_update().filter(user=user, kind__in=TRACE_CARD_KINDS)
         }
         rows = (
             Attempt.objects.filter(user=user)

@@ -36,6 +36,7 @@ SOURCES = (
     HERE / "format.py",
     HERE / "views.py",
     HERE / "cached.py",
+    HERE.parent / "contrast" / "progress.py",
     settings.BASE_DIR / "templates" / "drills" / "dashboard.html",
     settings.BASE_DIR / "templates" / "drills" / "_charts.html",
     settings.BASE_DIR / "templates" / "drills" / "_sentence_accuracy.html",

@@ -42,6 +42,7 @@ from django.db.models import Count, Manager, Model, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from drills import scheduling
+from drills.contrast.progress import pair_discrimination
 from drills.mentalmath import FAMILIES
 from drills.models import (
     TIMED,
@@ -692,6 +693,8 @@ def learner_counters(user, now: datetime) -> dict[str, Any]:
         "sentence_accuracy": sentence_accuracy_over_time(user, now=now),
         "daily_activity": daily_activity(user, now=now),
         "math_tallies": math_tallies(user),
+        # Contrast trials: no evidence on a scenario, so counted per confused pair instead.
+        "pair_discrimination": pair_discrimination(user, now, weeks=TREND_WEEKS),
     }
 
 

@@ -104,6 +104,10 @@ def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
             {**p, "rate_txt": pct(p["rate"]), "spark": sparkline(p["trend"])}
             for p in stats["lookalikes"]
         ],
+        "pair_trials": [
+            {**p, "rate_txt": pct(p["rate"]), "spark": sparkline(p["trend"])}
+            for p in stats["pair_discrimination"]
+        ],
         "accuracy_chart": accuracy_chart(stats["accuracy_over_time"]),
         "sentence_table": sentence_table(stats["sentence_accuracy"]),
         "activity_chart": activity_chart(stats["daily_activity"]),

@@ -27,7 +27,7 @@ def _number(label: str, help_text: str, *, positive: bool, unit: str = "ms") -> 
     )
 
 
-def _set_choices(field: forms.Field, choices: list[tuple[str, str]]) -> None:
+def set_choices(field: forms.Field, choices: list[tuple[str, str]]) -> None:
     assert isinstance(field, forms.ChoiceField)  # the form's own ChoiceFields, copied per form
     field.choices = choices
 
@@ -90,12 +90,12 @@ class DiagnosisForm(forms.Form):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         blank = [("", "— choose —")]
-        _set_choices(
+        set_choices(
             self.fields["scenario"],
             blank + [(slug, s.title) for slug, s in engine.SCENARIOS.items()],
         )
-        _set_choices(self.fields["measurement"], blank + measurement_choices())
-        _set_choices(self.fields["fix"], blank + list(D.FIX_CATALOGUE.items()))
+        set_choices(self.fields["measurement"], blank + measurement_choices())
+        set_choices(self.fields["fix"], blank + list(D.FIX_CATALOGUE.items()))
 
     def diagnosis(self) -> Diagnosis:
         data = self.cleaned_data

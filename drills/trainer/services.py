@@ -5,13 +5,15 @@ from __future__ import annotations
 import logging
 import random
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from drills import scheduling, summaries
-from drills.models import Attempt, LearnerProfile, MockInterview
+from drills.contrast import services as contrast
+from drills.models import Attempt, Card, LearnerProfile, MockInterview
 from drills.scheduling import cards
 from drills.trainer.grading import Diagnosis, grade, is_over_time
 from scenarios import engine, pool
@@ -23,6 +25,13 @@ log = logging.getLogger(__name__)
 
 def time_limit_s() -> int:
     return settings.TRACETRACK["DRILL_TIME_LIMIT_S"]
+
+
+def limit_for(attempt: Attempt) -> float:
+    """The attempt's clock: a contrast trial's 45 s, else the drill's limit."""
+    if attempt.kind == Attempt.Kind.CONTRAST:
+        return scheduling.TRIAL_LIMIT_S
+    return float(time_limit_s())
 
 
 def load_allowance_s(mode: str) -> float:
@@ -43,7 +52,7 @@ def clock_elapsed_s(attempt: Attempt, now: datetime) -> float:
 def display_remaining_s(attempt: Attempt, now: datetime) -> float:
     """What the page's clock shows: the limit plus the loading allowance, minus server time."""
     raw = (now - attempt.served_at).total_seconds()
-    return max(0.0, time_limit_s() + load_allowance_s(attempt.mode) - raw)
+    return max(0.0, limit_for(attempt) + load_allowance_s(attempt.mode) - raw)
 
 
 def is_expired(attempt: Attempt, now: datetime) -> bool:
@@ -51,7 +60,7 @@ def is_expired(attempt: Attempt, now: datetime) -> bool:
     return (
         attempt.submitted_at is None
         and attempt.mode != Attempt.Mode.PRACTICE
-        and is_over_time(clock_elapsed_s(attempt, now), time_limit_s())
+        and is_over_time(clock_elapsed_s(attempt, now), limit_for(attempt))
     )
 
 
@@ -81,10 +90,18 @@ def scenario_weights() -> dict[str, int]:
     return {slug: s.weight for slug, s in engine.SCENARIOS.items()}
 
 
-def next_scenario(user, now: datetime | None = None, *, recent: list[str] | None = None) -> str:
-    """The scenario to deal next (``recent``, oldest first, spares a query when known)."""
+def next_scenario(
+    user,
+    now: datetime | None = None,
+    *,
+    recent: list[str] | None = None,
+    held: dict[str, Card] | None = None,
+) -> str:
+    """The scenario to deal next (``recent``, oldest first, and ``held``, the scenario cards,
+    spare a query each when known)."""
     now = now or timezone.now()
-    held = cards.load_cards(user)
+    if held is None:
+        held = cards.load_cards(user)
     states = {slug: (held[slug].state if slug in held else None) for slug in engine.SCENARIOS}
     if recent is None:
         newest_first = Attempt.objects.filter(user=user).order_by("-served_at")
@@ -94,14 +111,14 @@ def next_scenario(user, now: datetime | None = None, *, recent: list[str] | None
     )
 
 
-def _newest(user, n: int) -> list[tuple[str, datetime, datetime | None]]:
-    """(scenario, served_at, submitted_at) of the learner's ``n`` newest attempts. One query
+def _newest(user, n: int) -> list[tuple[str, datetime, datetime | None, str]]:
+    """(scenario, served_at, submitted_at, kind) of the learner's ``n`` newest attempts. One query
     answers three questions: is one open (the open attempt is always the newest: the one-open
     constraint lets none be dealt after it), how many were dealt lately, which scenarios."""
     return list(
         Attempt.objects.filter(user=user)
         .order_by("-served_at")
-        .values_list("scenario", "served_at", "submitted_at")[:n]
+        .values_list("scenario", "served_at", "submitted_at", "kind")[:n]
     )
 
 
@@ -132,7 +149,7 @@ def start_drill(
     latest = _newest(user, 5)
     if latest and latest[0][2] is None:
         _refuse_a_second_open_attempt(user)
-    recent = [slug for slug, _served, _sub in latest][::-1]
+    recent = [slug for slug, _served, _sub, _kind in latest][::-1]
     try:
         with transaction.atomic():
             return _deal(
@@ -200,10 +217,25 @@ def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
                 if current is not None:
                     return current, False
             since = now - timedelta(hours=1)
-            if sum(1 for _s, served, _sub in latest if served >= since) >= cap:
+            if sum(1 for _s, served, _sub, _k in latest if served >= since) >= cap:
                 raise TooManyDrills
-            recent = [slug for slug, _served, _sub in latest[:5]][::-1]
-            return _deal(user, mode, next_scenario(user, now, recent=recent)), True
+            # One query for the scenario cards and the confused pairs' cards.
+            held = Card.objects.filter(user=user, kind__in=[Card.Kind.SCENARIO, Card.Kind.PAIR])
+            scenario_cards: dict[str, Card] = {}
+            pair_states: dict[str, Any] = {}
+            for card in held:
+                if card.kind == Card.Kind.PAIR:
+                    pair_states[card.item] = card.state
+                else:
+                    scenario_cards[card.item] = card
+            if mode != Attempt.Mode.PRACTICE:  # a trial is on the clock: never in practice
+                kinds = [kind for _s, _served, _sub, kind in latest[: scheduling.TRIAL_EVERY]]
+                trial = scheduling.pick_trial(pair_states, now, recent_kinds=kinds[::-1])
+                if trial is not None:
+                    return contrast.deal(user, trial, now), True
+            recent = [slug for slug, _served, _sub, _k in latest[:5]][::-1]
+            slug = next_scenario(user, now, recent=recent, held=scenario_cards)
+            return _deal(user, mode, slug), True
     except IntegrityError:
         current = open_attempt(user)
         if current is None:
@@ -232,7 +264,7 @@ def close_attempt(attempt: Attempt, reason: str) -> Attempt:
         locked.fix_correct = False
         locked.win_correct = False
         locked.over_time = locked.mode != Attempt.Mode.PRACTICE and is_over_time(
-            locked.elapsed_s, time_limit_s()
+            locked.elapsed_s, limit_for(locked)
         )
         miss = scheduling.Grade(
             scenario_correct=False,
@@ -242,6 +274,7 @@ def close_attempt(attempt: Attempt, reason: str) -> Attempt:
             elapsed_s=locked.elapsed_s,
             over_time=locked.over_time,
             practice=locked.mode == Attempt.Mode.PRACTICE,
+            trial=locked.kind == Attempt.Kind.CONTRAST,
         )
         locked.rating = int(scheduling.rating_for(miss))  # Again: the scenario was not named
         locked.counted = scheduling.counts_for_schedule(miss)

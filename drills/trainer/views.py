@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.http import SignedInRequest
 from drills.models import Attempt
-from drills.trainer import reveal, services
+from drills.trainer import fixed, reveal, services
 from drills.trainer.forms import DiagnosisForm, StartForm
 from scenarios import perfetto_ui
 from scenarios.models import Trace
@@ -57,6 +57,10 @@ def next_drill(request: SignedInRequest) -> HttpResponse:
             "take a break and come back in a while.",
         )
         return _trainer_page(request, status=429)
+    if request.htmx and attempt.kind == Attempt.Kind.CONTRAST:
+        response = HttpResponse(status=204)  # a trial has its own page
+        response["HX-Redirect"] = attempt_url(attempt)
+        return response
     if request.htmx:
         response = _attempt_page(request, attempt, DiagnosisForm(), partial=True)
         response["HX-Push-Url"] = attempt_url(attempt)
@@ -65,16 +69,33 @@ def next_drill(request: SignedInRequest) -> HttpResponse:
 
 
 def attempt_url(attempt: Attempt) -> str:
+    if attempt.kind == Attempt.Kind.CONTRAST:
+        return reverse("contrast:trial", args=[attempt.pk])
     return reverse("trainer:attempt", args=[attempt.pk])
 
 
 @require_GET
 def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
     attempt = _attempt_for(request, attempt_id)
+    if attempt.kind == Attempt.Kind.CONTRAST:
+        return redirect(attempt_url(attempt))
     follow = _follow_up_url(attempt) if attempt.is_submitted else None
     if follow is not None:
         return redirect(follow)
     return _attempt_page(request, attempt, DiagnosisForm())
+
+
+@require_GET
+def after_fix(request: HttpRequest, attempt_id) -> HttpResponse:
+    """The reveal's "after the fix" (loaded by the reveal once shown): the trace regenerated with
+    the fix applied. Nothing before the commit: its step time is the answer's."""
+    attempt = _attempt_for(request, attempt_id)
+    if not attempt.is_submitted or attempt.kind == Attempt.Kind.CONTRAST:
+        raise Http404("No reveal yet.")
+    shown = fixed.after_fix(attempt)
+    response = TemplateResponse(request, "drills/_after_fix.html", {"after_fix": shown})
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @require_POST
@@ -89,6 +110,8 @@ def abandon(request: HttpRequest, attempt_id) -> HttpResponse:
 @require_POST
 def submit_diagnosis(request: SignedInRequest, attempt_id) -> HttpResponse:
     attempt = _attempt_for(request, attempt_id)
+    if attempt.kind == Attempt.Kind.CONTRAST:  # answered on its own page, with its own form
+        return redirect(attempt_url(attempt))
     if attempt.is_submitted:
         return _after_submit(request, attempt)
     form = DiagnosisForm(request.POST)

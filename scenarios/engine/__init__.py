@@ -41,7 +41,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "6"
+GENERATOR_VERSION = "7"
 
 __all__ = [
     "FIXES",
@@ -57,6 +57,7 @@ __all__ = [
     "dumps",
     "export_to_path",
     "generate",
+    "generate_pair",
     "get_hardware",
     "hta_bytes",
     "key_json",
@@ -139,6 +140,16 @@ class Trace:
     version: str = GENERATOR_VERSION
 
     @property
+    def fixed(self) -> bool:
+        """True for the counterfactual twin: the same seed and workload with the fix applied."""
+        return bool(self.key.facts.get("fixed", False))
+
+    @property
+    def family(self) -> str:
+        """The workload family (ddp, ddp_compile, pp, decode)."""
+        return str(self.key.facts.get("family", ""))
+
+    @property
     def n_events(self) -> int:
         return len(self.cols["ts"])
 
@@ -150,9 +161,17 @@ class Trace:
 _HW_KEYS = list(HARDWARE)
 
 
-def _rng(slug: str, seed: int, hw: str, framing: int) -> np.random.Generator:
+def _workload_rng(seed: int, hw: str, framing: int) -> np.random.Generator:
+    """The workload's stream: sizes, world, dtypes, step count and the run's noise. It does not
+    depend on the scenario, so one seed gives one workload whatever is injected into it."""
+    ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFF, _HW_KEYS.index(hw), int(framing), 11])
+    return np.random.default_rng(ss)
+
+
+def _inject_rng(slug: str, seed: int, hw: str, framing: int) -> np.random.Generator:
+    """The injection's own stream (slow rank, loader workers, compile steps, stall sizes …)."""
     ss = np.random.SeedSequence(
-        [zlib.crc32(slug.encode()), int(seed) & 0xFFFFFFFF, _HW_KEYS.index(hw), int(framing)]
+        [zlib.crc32(slug.encode()), int(seed) & 0xFFFFFFFF, _HW_KEYS.index(hw), int(framing), 13]
     )
     return np.random.default_rng(ss)
 
@@ -176,61 +195,150 @@ def _describe(family: str, p: dict, hw: Hardware) -> str:
             f"{p['batch']} on one GPU (GQA, 1024-token context), one token per profiler step"
         )
     return (
-        f"pipeline-parallel training: {p['stages']} stages (one per rank), {p['micro']} "
-        f"microbatches of {p['mb_tokens']} tokens per step, 1F1B schedule, hidden {p['hidden']}"
+        f"pipeline-parallel training: {p['stages']} stages (one per rank), "
+        f"{p['global_tokens'] // 1024}k tokens per step, 1F1B schedule, hidden {p['hidden']}"
     )
 
 
-def _family(slug: str, seed: int) -> str:
-    """The workload family: a low-discrepancy draw over seeds, so any run of consecutive seeds
-    sees each family close to its weight (the same sequence for every scenario)."""
-    fams, w = zip(*HOSTS[slug], strict=True)
-    cum = np.cumsum(np.asarray(w, float) / sum(w))
-    u = (seed * 0.6180339887498949 + 0.31) % 1.0
+_FAMILY_WEIGHTS = dict(HOSTS["healthy"])
+
+
+def _golden(seed: int) -> float:
+    return (int(seed) * 0.6180339887498949 + 0.31) % 1.0
+
+
+def _draw(weights: dict[str, float], u: float) -> str:
+    fams = list(weights)
+    cum = np.cumsum(np.asarray([weights[f] for f in fams], float) / sum(weights.values()))
     return str(fams[min(int(np.searchsorted(cum, u, "right")), len(fams) - 1)])
 
 
-def generate(
-    slug: str, seed: int, *, hardware: str | None = None, framing: int | None = None
-) -> Trace:
-    if slug not in SCENARIOS:
-        raise ValueError(f"unknown scenario {slug!r}")
-    seed = int(seed)
-    pick = np.random.default_rng([zlib.crc32(slug.encode()), seed & 0xFFFFFFFF, 7])
+def _family_for(slugs: tuple[str, ...], seed: int) -> str:
+    """The workload family: a low-discrepancy draw over seeds (any run of consecutive seeds sees
+    each family close to its weight), the same for every scenario the drawn family hosts; a
+    scenario that cannot live there (or a pair that cannot share it) draws again, with the same
+    number, among the families that host it."""
+    u = _golden(seed)
+    fam = _draw(_FAMILY_WEIGHTS, u)
+    hosts = [dict(HOSTS[s]) for s in slugs]
+    if all(fam in h for h in hosts):
+        return fam
+    common = {f: w for f, w in hosts[0].items() if all(f in h for h in hosts[1:])}
+    if not common:
+        raise ValueError(f"no workload family hosts both {slugs[0]!r} and {slugs[-1]!r}")
+    return _draw(common, u)
+
+
+def _family(slug: str, seed: int) -> str:
+    return _family_for((slug,), seed)
+
+
+def _pick(seed: int, hardware: str | None, framing: int | None) -> tuple[str, int]:
+    """Hardware and framing: from the seed alone (never from the scenario) unless given."""
+    pick = np.random.default_rng([int(seed) & 0xFFFFFFFF, 7])
     hw_key = hardware or str(_HW_KEYS[int(pick.integers(0, len(_HW_KEYS)))])
+    if hw_key not in HARDWARE:
+        get_hardware(hw_key)  # the clear error for an unknown platform
+    fr = int(pick.integers(0, 1 << 16))
+    return hw_key, fr if framing is None else int(framing)
+
+
+def _draw_workload(family: str, seed: int, hw_key: str, framing: int) -> tuple[dict, Any]:
     hw = get_hardware(hw_key)
-    if framing is None:
-        framing = int(pick.integers(0, 1 << 16))
-    rng = _rng(slug, seed, hw_key, framing)
-    family = _family(slug, seed)
-    it = Interner()
+    rng = _workload_rng(seed, hw_key, framing)
     if family in ("ddp", "ddp_compile"):
-        p = W.ddp_params(rng, slug, hw, family)
-        sim = W.build_ddp(slug, rng, hw, it, p)
+        p = W.ddp_params(rng, hw, family)
+        p["params"] = (12 * p["hidden"] ** 2 + 4 * p["hidden"]) * p["layers"]
     elif family == "decode":
-        p = W.infer_params(rng, slug, hw, family)
-        sim = W.build_infer(slug, rng, hw, it, p)
+        p = W.infer_params(rng, hw, family)
     else:
-        p = W.pp_params(rng, slug, hw, family)
-        sim = W.build_pp(slug, rng, hw, it, p)
+        p = W.pp_params(rng, hw, family)
+        p["global_tokens"] = p["micro"] * p["mb_tokens"]
     p["family"] = family
-    cols = sim.rec.finish()
-    # relative timestamps: shift so the first event sits at 1 ms
-    cols["ts"] -= cols["ts"].min() - 1_000_000
-    M = Measured(cols, it.names, it.args, hw, p["world"])
-    facts = M.facts()
-    key = AnswerKey.from_dict(build_key(slug, M, facts, hw, p))
+    return p, rng
+
+
+def _prompt(family: str, p: dict, hw: Hardware, framing: int) -> dict:
     syms = SYMPTOMS[family]
     theories = THEORIES[family]
     if p["world"] == 1:
         syms = [x for x in syms if "{world}" not in x]
-    prompt = {
+    return {
         "hardware": f"{p['world']}× {hw.name}" if p["world"] > 1 else hw.name,
         "workload": _describe(family, p, hw),
         "symptom": syms[framing % len(syms)].format(world=p["world"]),
         "theory": theories[(framing // len(syms)) % len(theories)],
     }
+
+
+def _build(
+    slug: str, seed: int, hw_key: str, framing: int, family: str, *, fixed: bool = False
+) -> Trace:
+    hw = get_hardware(hw_key)
+    p, rng = _draw_workload(family, seed, hw_key, framing)
+    prompt = _prompt(family, p, hw, framing)  # from the drawn workload, before any injection
+    inj = _inject_rng(slug, seed, hw_key, framing)
+    W.inject(slug, family, p, inj, hw, fixed=fixed)
+    it = Interner()
+    if family in ("ddp", "ddp_compile"):
+        sim = W.build_ddp(slug, rng, hw, it, p, inj)
+    elif family == "decode":
+        sim = W.build_infer(slug, rng, hw, it, p, inj)
+    else:
+        sim = W.build_pp(slug, rng, hw, it, p, inj)
+    cols = sim.rec.finish()
+    # relative timestamps: shift so the first event sits at 1 ms
+    cols["ts"] -= cols["ts"].min() - 1_000_000
+    M = Measured(cols, it.names, it.args, hw, p["world"])
+    facts = M.facts()
+    facts["family"] = family
+    if fixed:
+        facts["fixed"] = True
+    # the fixed twin is read as what it now is: a job with nothing left to fix
+    key = AnswerKey.from_dict(build_key("healthy" if fixed else slug, M, facts, hw, p))
     return Trace(slug, seed, hw_key, framing, p["world"], prompt, key, it.names, it.args, cols)
+
+
+def generate(
+    slug: str,
+    seed: int,
+    *,
+    hardware: str | None = None,
+    framing: int | None = None,
+    fixed: bool = False,
+) -> Trace:
+    """Scenario `slug` injected into the workload that (seed, hardware, framing) draws. The
+    workload (family, hardware, sizes, world, dtypes, step count, framing) does not depend on
+    the scenario; `fixed=True` gives the same trace with the scenario's fix applied (its key
+    reads it as healthy, `trace.fixed` is True and `trace.scenario` stays `slug`)."""
+    if slug not in SCENARIOS:
+        raise ValueError(f"unknown scenario {slug!r}")
+    seed = int(seed)
+    hw_key, framing = _pick(seed, hardware, framing)
+    return _build(slug, seed, hw_key, framing, _family_for((slug,), seed), fixed=fixed)
+
+
+def generate_pair(
+    slug_a: str,
+    slug_b: str,
+    seed: int,
+    *,
+    hardware: str | None = None,
+    framing: int | None = None,
+) -> tuple[Trace, Trace]:
+    """Two traces from one workload draw (same family, hardware, sizes, world and framing), one
+    with each scenario injected: only the signatures differ. ValueError when no workload family
+    hosts both scenarios."""
+    for s in (slug_a, slug_b):
+        if s not in SCENARIOS:
+            raise ValueError(f"unknown scenario {s!r}")
+    seed = int(seed)
+    hw_key, framing = _pick(seed, hardware, framing)
+    family = _family_for((slug_a, slug_b), seed)
+    return (
+        _build(slug_a, seed, hw_key, framing, family),
+        _build(slug_b, seed, hw_key, framing, family),
+    )
 
 
 def key_json(trace: Trace) -> bytes:

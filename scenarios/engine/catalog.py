@@ -92,8 +92,8 @@ _S = [
         "Genuinely bandwidth-bound collective",
         "straggler",
         1,
-        "The all-reduce moves its bytes at the link's achievable peak on every rank; "
-        "it is just big.",
+        "The all-reduce moves its bytes at one (degraded) link rate alike on every rank and "
+        "outlasts backward; no rank is late.",
     ),
     (
         "recompilation",
@@ -148,8 +148,8 @@ SIGNATURES: dict[str, Signature] = {
         "under them",
     ),
     "bandwidth-bound-collective": Signature(
-        note="all-reduce longer than backward on every rank alike, bytes / kernel time at the "
-        "link's achievable bus bandwidth"
+        note="all-reduce longer than backward on every rank alike; bytes / kernel time gives "
+        "one bus bandwidth on every rank, a link running below its rated speed"
     ),
     "recompilation": Signature(
         names=(

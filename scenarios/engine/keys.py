@@ -383,7 +383,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         bw = round(gb1 * fac / t1 * 1000)
         hidden = q(comm - exp)
         half = q(comm / 2)
-        new_exp = q(max(0.0, half - hidden))
+        last = q(t1 / 2)
+        new_exp = q(max(last, half - hidden))
         expected = q(step - exp + new_exp)
         sig = (
             f"All-reduce busbw {bw:.0f} GB/s on every rank "
@@ -404,8 +405,9 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"{round(f['colls_per_step'])} such all-reduces per step ({gb:.2f} GB of gradients): "
             f"NCCL stream busy = {s(comm)} ms per step",
             f"bf16 gradients halve the bytes: {s(comm)} ÷ 2 = {s(half)} ms of comm",
-            f"backward already hides {s(comm)} − {s(exp)} = {s(hidden)} ms of it → exposed "
-            f"max(0, {s(half)} − {s(hidden)}) = {s(new_exp)} ms",
+            f"backward already hides {s(comm)} − {s(exp)} = {s(hidden)} ms of it, and the last "
+            f"bucket ({s(t1)} ÷ 2 = {s(last)} ms) still runs after backward → exposed "
+            f"max({s(last)}, {s(half)} − {s(hidden)}) = {s(new_exp)} ms",
             f"expected step ≈ {s(step)} − {s(exp)} + {s(new_exp)} = {s(expected)} ms "
             f"({_x(step, expected)})",
         ]

@@ -36,10 +36,10 @@ LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 # ------------------------------------------------------------------------------------------------
 # data-parallel training
 # ------------------------------------------------------------------------------------------------
-def ddp_params(rng: np.random.Generator, slug: str, hw: Hardware, family: str = "ddp") -> dict:
-    """Sizes of a data-parallel decoder job. Rank count, depth, width, gradient dtype, attention
-    implementation and step count come from one distribution whatever the scenario; only the
-    per-GPU batch follows the (communication ÷ compute) ratio the scenario needs."""
+def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> dict:
+    """Sizes of a data-parallel decoder job. Rank count, depth, width, per-GPU batch, gradient
+    dtype, attention implementation and step count come from one distribution whatever the
+    scenario (the scenario's injection, `inject`, changes only what its signature needs)."""
     p: dict[str, Any] = {
         "world": 8 if rng.random() < 0.75 else 4,
         "layers": int(rng.integers(6, 11)),
@@ -59,36 +59,84 @@ def ddp_params(rng: np.random.Generator, slug: str, hw: Hardware, family: str = 
         "loss_sync": rng.random() < 0.5,  # a `.nonzero()` on the labels once per step
         "first_step": int(rng.choice([2, 4, 5, 10, 101, 550, 1009, 2001])),
     }
-    # size the per-GPU batch so that (all-reduce time) / (compute time) lands in a range that
-    # fits the scenario: well hidden for most, exposed-but-hideable, or longer than backward
-    ratio = {
-        "exposed-allreduce": (0.2, 0.45),
-        "bandwidth-bound-collective": (1.0, 1.5),
-        "straggler": (0.1, 0.22),
-    }.get(slug, (0.06, 0.22))
-    # DDP's gradient buckets: few, even, the last one no smaller than the others (HTA's straggler
-    # analysis only looks at comm kernels >= 1 % of the iteration and takes the last per rank)
+    # the per-GPU batch: tokens such that (all-reduce time) / (compute time) on a healthy link
+    # lands in one range for every scenario
     nb = 4 if p["layers"] >= 8 else 3
     base, rem = divmod(p["layers"], nb)
+    # DDP's gradient buckets: few, even, the last one no smaller than the others (HTA's straggler
+    # analysis only looks at comm kernels >= 1 % of the iteration and takes the last per rank)
     p["bucket_plan"] = [base] * (nb - rem) + [base + 1] * rem
-    if slug == "exposed-allreduce":
-        p["overlap"] = False
     gsize = 4 if p["grad_dtype"] == "Float" else 2
     busbw = hw.achievable_busbw_gbps * 1e9
-    r = float(rng.uniform(*ratio))
+    r = float(rng.uniform(0.08, 0.3))
+    p["comm_ratio"] = r
     tokens = gsize * 1.75 * hw.bf16_tflops * 1e12 * p["mfu_eff"] / (busbw * 6 * r)
     p["seq"] = 2048 if tokens >= 2048 else (1024 if tokens >= 1024 else 512)
     p["batch"] = int(max(1, min(32, round(tokens / p["seq"]))))
-    if slug == "memory-bound-kernel":
-        # unfused attention in fp32 over sequences twice the width: the score chain dominates
-        p["unfused"], p["score_fp32"] = True, True
-        p["seq"], p["batch"] = 2 * p["hidden"], 1
-    elif p["unfused"]:
+    if p["unfused"]:
         # unfused attention that does not dominate: sequences well under the width, same tokens
         tok = p["seq"] * p["batch"]
         p["seq"] = 512 if p["hidden"] <= 2048 or p["score_fp32"] else 1024
         p["batch"] = max(1, tok // p["seq"])
     return p
+
+
+def _score_chain_share(p: dict, hw: Hardware, seq: int) -> float:
+    """Estimated share of GPU time of the unfused attention's elementwise chain at `seq`."""
+    d, t = p["hidden"], p["batch"] * p["seq"]
+    b = max(1, t // seq)
+    eb = 4 if p.get("score_fp32") else 2
+    tf = hw.bf16_tflops * 1e12 * p["mfu_eff"]
+    hbm = hw.hbm_tbps * 1e12 * 0.82
+    elems = b * (d // 128) * seq * seq
+    chain = 16.25 * eb * elems / hbm
+    gemm = 72.0 * b * seq * d * d / tf + 1536.0 * elems / (0.8 * tf)
+    return chain / (chain + 1.15 * gemm)
+
+
+def inject(
+    slug: str, family: str, p: dict, inj: np.random.Generator, hw: Hardware, fixed: bool = False
+) -> None:
+    """The scenario's injection on a drawn workload `p` (in place), from its own random stream
+    `inj`; with `fixed`, the same injection with its fix applied. Only what the signature (or
+    the fix) needs changes: the workload line stays the drawn one."""
+    p["fixed"] = bool(fixed)
+    if family in ("ddp", "ddp_compile"):
+        if slug == "exposed-allreduce" and not fixed:
+            p["overlap"] = False
+        elif slug == "bandwidth-bound-collective":
+            # a link that runs below its rated speed, alike on every rank: the same gradients
+            # take longer than backward to reduce
+            target = float(inj.uniform(1.05, 1.6))
+            p["busbw_eff"] = p["busbw_eff"] * p["comm_ratio"] / target
+            if fixed:  # the fix sends half the bytes: bf16 gradients, or a compression hook
+                if p["grad_dtype"] == "Float":
+                    p["grad_dtype"] = "BFloat16"
+                else:
+                    p["comm_bytes_scale"] = 0.5
+        elif slug == "memory-bound-kernel":
+            # unfused attention over sequences long enough that the score chain dominates; the
+            # tokens per GPU (and so the input copies) stay the drawn ones
+            tok = p["batch"] * p["seq"]
+            seqs = [s for s in (1024, 2048, 4096, 8192, 16384) if s >= p["seq"]]
+            want = float(inj.uniform(0.55, 0.7))
+            seq = next((s for s in seqs if _score_chain_share(p, hw, s) >= want), seqs[-1])
+            p["seq"], p["batch"] = seq, max(1, tok // seq)
+            p["unfused"] = not fixed
+            p["fused_like_bmm"] = fixed
+    elif family == "decode":
+        if slug == "launch-bound" and not fixed:
+            hbm = hw.hbm_tbps * 1e12 * 0.75
+            gpu_layer_us = 32 * p["hidden"] ** 2 / hbm * 1e6 + 30
+            need = gpu_layer_us / 11 - hw.launch_us - 3.5
+            p["cpu_us"] = float(max(20.0, need) * inj.uniform(1.7, 2.6))
+    elif family == "pp" and slug == "pipeline-bubbles":
+        # the same global batch in a few large microbatches: m <= p
+        P, g = p["stages"], p["micro"] * p["mb_tokens"]
+        m = int(inj.integers(max(2, P // 2), P + 1))
+        p["micro"], p["mb_tokens"] = m, g // m
+        if fixed:  # each microbatch split in four
+            p["micro"], p["mb_tokens"] = 4 * m, g // (4 * m)
 
 
 def _layer_fwd(
@@ -129,6 +177,8 @@ def _layer_fwd(
         b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1)
     else:
         fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.8 * 1e12) * 1e6 + 5
+        if p.get("fused_like_bmm"):  # the fixed twin: the same score matmuls, fused on chip
+            fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d / (tf * 0.8 * 1e12) * 1e6 + 8
         b.k(
             "aten::scaled_dot_product_attention",
             "aten::_scaled_dot_product_flash_attention",
@@ -220,6 +270,8 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
             b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1, 18)
     else:
         fl_us = 2.5 * 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.7 * 1e12) * 1e6 + 8
+        if p.get("fused_like_bmm"):
+            fl_us = 8.0 * p["batch"] * p["seq"] ** 2 * d / (tf * 0.8 * 1e12) * 1e6 + 16
         b.k(
             ev + "ScaledDotProductFlashAttentionBackward0",
             "aten::_scaled_dot_product_flash_attention_backward",
@@ -252,12 +304,24 @@ def allreduce_us(nbytes: float, world: int, hw: Hardware, eff: float) -> float:
     return nbytes * 2 * (world - 1) / world / busbw * 1e6 + 18.0
 
 
-def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p: dict) -> Sim:
+def build_ddp(
+    slug: str,
+    rng: np.random.Generator,
+    hw: Hardware,
+    it: Interner,
+    p: dict,
+    inj: np.random.Generator | None = None,
+) -> Sim:
+    """`rng` draws the workload's noise, `inj` (default `rng`) the injection's choices; with
+    p["fixed"] the scenario's fix is applied (see `inject`)."""
+    inj = rng if inj is None else inj
+    fixed = bool(p.get("fixed"))
     R, L, d = p["world"], p["layers"], p["hidden"]
     sim = Sim(R, hw, rng, it)
     unfused, compiled = bool(p["unfused"]), bool(p["compiled"])
-    gsize = K.DTYPE_BYTES[p["grad_dtype"]]
+    gsize = K.DTYPE_BYTES[p["grad_dtype"]] * float(p.get("comm_bytes_scale", 1.0))
     layer_params = 12 * d * d + 4 * d
+    msg = float(p.get("comm_bytes_scale", 1.0))  # elements sent per gradient element
     p["params"] = layer_params * L
     t_layer = allreduce_us(layer_params * gsize, R, hw, p["busbw_eff"])
     ranks = list(range(R))
@@ -293,13 +357,13 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
         if p["overlap"] and pending == plan[0]:
             plan.pop(0)
             t_b = allreduce_us(layer_params * pending * gsize, R, hw, p["busbw_eff"])
-            bwd.nccl("allreduce", layer_params * pending, p["grad_dtype"], R, t_b, ranks)
+            bwd.nccl("allreduce", int(layer_params * pending * msg), p["grad_dtype"], R, t_b, ranks)
             pending = 0
     comm = ub()
     if not p["overlap"]:  # the same buckets, reduced by hand after backward
         for nl in p["bucket_plan"]:
             t_b = allreduce_us(layer_params * nl * gsize, R, hw, p["busbw_eff"])
-            comm.nccl("allreduce", layer_params * nl, p["grad_dtype"], R, t_b, ranks)
+            comm.nccl("allreduce", int(layer_params * nl * msg), p["grad_dtype"], R, t_b, ranks)
     opt = ub()
     opt_bytes = p["params"] * 16
     for _ in range(4):
@@ -349,50 +413,54 @@ def build_ddp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p
         / 1000
     )
     p["compute_ms_est"] = comp_step_ms
+    sim.gpu_scale[:] = 1.0 + rng.normal(0, 0.004, R)
     if slug == "straggler":
-        slow = int(rng.integers(0, R))
-        sim.gpu_scale[slow] = 1.0 + float(rng.uniform(0.15, 0.35))
-    else:
-        sim.gpu_scale[:] = 1.0 + rng.normal(0, 0.004, R)
+        slow = int(inj.integers(0, R))
+        slow_by = float(inj.uniform(0.15, 0.35))
+        if not fixed:
+            sim.gpu_scale[slow] = 1.0 + slow_by
     data_ms = comp_step_ms * 0.6
     workers = p["workers"]
     if slug == "input-starvation":
-        workers = int(rng.choice([1, 2]))
+        few = int(inj.choice([1, 2]))
         # loading one batch per worker takes 1.9-3.2x the compute: the wait dominates the step
-        data_ms = comp_step_ms * workers * float(rng.uniform(1.9, 3.2))
+        data_ms = comp_step_ms * few * float(inj.uniform(1.9, 3.2))
+        workers = 8 if fixed else few  # the fix: eight workers prefetching
         p["workers"] = workers
     p["data_ms"] = data_ms
     # shapes for the compiled workload: new sequence lengths appear on a few steps
     shapes = [p["seq"]] * p["steps"]
     compile_steps: set[int] = set()
     if slug == "recompilation":
-        n_new = int(rng.integers(2, 4))
-        choices = rng.choice(np.arange(1, p["steps"]), size=n_new, replace=False)
+        n_new = int(inj.integers(2, 4))
+        choices = inj.choice(np.arange(1, p["steps"]), size=n_new, replace=False)
         compile_steps = {int(c) for c in choices}
         lens = [p["seq"]]
         for s in range(p["steps"]):
             if s in compile_steps:
                 # a new sequence length near the usual one (variable-length batches)
-                new = int(p["seq"] * rng.choice([0.75, 0.875, 1.125, 1.25, 1.375]))
+                new = int(p["seq"] * inj.choice([0.75, 0.875, 1.125, 1.25, 1.375]))
                 while new in lens:
                     new += 64
                 lens.append(new)
                 shapes[s] = new
             else:
-                shapes[s] = int(rng.choice(lens))
+                shapes[s] = int(inj.choice(lens))
+        if fixed:  # the same shapes, compiled up front (padded buckets): no compile in the run
+            compile_steps = set()
     p["shapes"] = shapes
     p["compile_steps"] = sorted(compile_steps)
-    sync_every_layer = slug == "sync-stalls"
+    sync_every_layer = slug == "sync-stalls" and not fixed
     # host work after each read-back (routing on the CPU): enough to show on every step
     sync_host_ms = (
-        max(float(rng.uniform(1.0, 3.0)), comp_step_ms * float(rng.uniform(0.015, 0.03)))
-        if sync_every_layer
+        max(float(inj.uniform(1.0, 3.0)), comp_step_ms * float(inj.uniform(0.015, 0.03)))
+        if slug == "sync-stalls"
         else 0.0
     )
-    alloc = slug == "allocator-stalls"
-    n_alloc = int(rng.integers(3, 7))
+    alloc = slug == "allocator-stalls" and not fixed
+    n_alloc = int(inj.integers(3, 7))
     # ms-scale cudaMalloc (HTA's AlexNet sample: median 5.5 ms), sized so the stall matters
-    alloc_ms = max(2.5, comp_step_ms * float(rng.uniform(0.03, 0.06)))
+    alloc_ms = max(2.5, comp_step_ms * float(inj.uniform(0.03, 0.06)))
 
     # data loader: worker w fetches batch k, at most `depth` batches ahead of the main thread
     nrow = 2 if workers >= 2 else 1
@@ -536,11 +604,10 @@ def _h2d_rows(it: Interner, hw: Hardware, p: dict, seq: int) -> list[tuple]:
 # ------------------------------------------------------------------------------------------------
 # inference decode loop (one rank)
 # ------------------------------------------------------------------------------------------------
-def infer_params(rng: np.random.Generator, slug: str, hw: Hardware, family: str = "decode") -> dict:
-    """A decode server on one GPU: sizes from one distribution whatever the scenario. A
-    launch-bound loop pays tens of µs of Python per op (hooks, eager dispatch), so its CPU work
-    per layer outgrows the GPU's weight streaming; a lean loop pays a few µs."""
-    p: dict[str, Any] = {
+def infer_params(rng: np.random.Generator, hw: Hardware, family: str = "decode") -> dict:
+    """A decode server on one GPU: sizes from one distribution whatever the scenario. A lean
+    loop pays a few µs of Python per op (a launch-bound one, see `inject`, tens of µs)."""
+    return {
         "world": 1,
         "layers": int(rng.integers(20, 33)),
         "hidden": int(rng.choice([5120, 6144, 8192])),
@@ -549,15 +616,18 @@ def infer_params(rng: np.random.Generator, slug: str, hw: Hardware, family: str 
         "cpu_us": float(rng.uniform(4, 8)),
         "first_step": int(rng.choice([2, 4, 10, 101, 550, 1009])),
     }
-    if slug == "launch-bound":
-        hbm = hw.hbm_tbps * 1e12 * 0.75
-        gpu_layer_us = 32 * p["hidden"] ** 2 / hbm * 1e6 + 30
-        need = gpu_layer_us / 11 - hw.launch_us - 3.5
-        p["cpu_us"] = float(max(20.0, need) * rng.uniform(1.7, 2.6))
-    return p
 
 
-def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p: dict) -> Sim:
+def build_infer(
+    slug: str,
+    rng: np.random.Generator,
+    hw: Hardware,
+    it: Interner,
+    p: dict,
+    inj: np.random.Generator | None = None,
+) -> Sim:
+    inj = rng if inj is None else inj
+    fixed = bool(p.get("fixed"))
     sim = Sim(1, hw, rng, it)
     d, bsz = p["hidden"], p["batch"]
     hbm = hw.hbm_tbps * 1e12 * 0.75
@@ -609,11 +679,13 @@ def build_infer(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner,
     h.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)", bsz * 8,
              hw.pcie_gbps * 0.9, dims=[[bsz, 1]])  # fmt: skip
     U_in = Units.build(h.rows)
-    sync = slug == "sync-stalls"  # a per-layer read-back (expert routing counts via .item())
-    alloc = slug == "allocator-stalls"  # the KV cache grows through cudaMalloc every step
-    sync_host_us = float(rng.uniform(150, 400))
-    n_alloc = int(rng.integers(3, 6))
-    alloc_ms = max(1.2, float(U.gpu_us.sum()) / 1000 * float(rng.uniform(0.04, 0.08)))
+    # a per-layer read-back (expert routing counts via .item())
+    sync = slug == "sync-stalls" and not fixed
+    # the KV cache grows through cudaMalloc every step
+    alloc = slug == "allocator-stalls" and not fixed
+    sync_host_us = float(inj.uniform(150, 400))
+    n_alloc = int(inj.integers(3, 6))
+    alloc_ms = max(1.2, float(U.gpu_us.sum()) / 1000 * float(inj.uniform(0.04, 0.08)))
     parts = [U]
     if sync:
         idx = np.arange(len(U))
@@ -664,31 +736,36 @@ def _gemv(hw: Hardware) -> str:
 # ------------------------------------------------------------------------------------------------
 # pipeline-parallel training (1F1B), ranks = stages
 # ------------------------------------------------------------------------------------------------
-def pp_params(rng: np.random.Generator, slug: str, hw: Hardware, family: str = "pp") -> dict:
-    """1F1B pipeline training, one stage per rank. Stage count, width and microbatch size come
-    from one distribution; a healthy schedule has m ≫ p (bubble (p−1)/(m+p−1) near 10 %),
-    a bubbly one has m ≤ p."""
+def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dict:
+    """1F1B pipeline training, one stage per rank. Stage count, width, global batch, microbatch
+    split, depth and step count come from one distribution; a healthy schedule has m ≫ p
+    (bubble (p−1)/(m+p−1) near 10 %); a bubbly one (see `inject`) splits the same global batch
+    into m ≤ p microbatches."""
     stages = 6 if rng.random() < 0.3 else 4
-    p: dict[str, Any] = {
+    return {
         "world": stages,
         "stages": stages,
         "micro": int(rng.integers(28, 33) if stages == 4 else rng.integers(41, 44)),
         "hidden": int(rng.choice([4096, 5120, 6144])),
         "mb_tokens": int(rng.choice([2048, 4096])),
-        "layers_per_stage": 1,
-        "steps": 6,
+        "layers_per_stage": int(rng.choice([1, 2])),
+        "steps": int(rng.integers(6, 9)),
         "mfu_eff": float(rng.uniform(0.55, 0.7)),
         "first_step": int(rng.choice([2, 4, 5, 10, 101, 550, 1009, 2001])),
         "workers": int(rng.choice([4, 6, 8])),
     }
-    if slug == "pipeline-bubbles":
-        p["micro"] = int(rng.integers(max(2, stages // 2), stages + 1))
-        p["layers_per_stage"] = int(rng.choice([1, 2]))
-        p["steps"] = int(rng.integers(7, 9))
-    return p
 
 
-def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p: dict) -> Sim:
+def build_pp(
+    slug: str,
+    rng: np.random.Generator,
+    hw: Hardware,
+    it: Interner,
+    p: dict,
+    inj: np.random.Generator | None = None,
+) -> Sim:
+    inj = rng if inj is None else inj
+    fixed = bool(p.get("fixed"))
     P, M = p["stages"], p["micro"]
     sim = Sim(P, hw, rng, it)
     d, t = p["hidden"], p["mb_tokens"]
@@ -800,14 +877,15 @@ def build_pp(slug: str, rng: np.random.Generator, hw: Hardware, it: Interner, p:
     )
     U_adam = Units.build(adam.rows)
     step_names = [it.n(f"ProfilerStep#{p['first_step'] + k}") for k in range(S)]
-    starve, alloc = slug == "input-starvation", slug == "allocator-stalls"
+    starve = slug == "input-starvation" and not fixed
+    alloc = slug == "allocator-stalls" and not fixed
     h2d = UnitBuilder(it, hw)
     for _ in range(2):
         h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)",
                    M * t * 8, hw.pcie_gbps * 0.9, dims=[[M, t]])  # fmt: skip
     U_in = Units.build(h2d.rows)
-    alloc_frac = float(rng.uniform(0.03, 0.06))
-    n_alloc = int(rng.integers(3, 6))
+    alloc_frac = float(inj.uniform(0.03, 0.06))
+    n_alloc = int(inj.integers(3, 6))
     for step in range(S):
         t_step = sim.cpu.copy()
         # the batch: the loader's __next__ on the main thread (long when the loader starves)

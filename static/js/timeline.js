@@ -18,6 +18,7 @@
  *   viewer.longestKernel(); viewer.pinRow(rowIndex, on?); viewer.pinnedRows()
  *   viewer.on("select", cb)  // cb({name, start, dur, end, row, rowKind, rowIndex, rank, cat, corr, depth, args, index})
  *   viewer.on("range", cb)   // cb({t0, t1, dur, rows})
+ *   viewer.on("view", cb)    // cb({t0, t1}) after every zoom or pan (keeps two viewers in step)
  *   viewer.destroy();
  *
  * Data format: docs/contracts.md §2 (columnar; times in µs from the trace start).
@@ -295,7 +296,7 @@
     const D = prepare(data);
     const tPrep = performance.now();
     const height = Math.max(200, opts.height || 520);
-    const listeners = { select: [], range: [] };
+    const listeners = { select: [], range: [], view: [] };
     const stats = { prepMs: tPrep - tMount, firstRenderMs: 0, frames: [], drawMs: [], frameCount: 0, lastRects: 0, lastTexts: 0 };
 
     // ---- DOM
@@ -525,7 +526,7 @@
       if (a < D.span[0] - pad) { b += D.span[0] - pad - a; a = D.span[0] - pad; }
       if (b > D.span[1] + pad) { a -= b - (D.span[1] + pad); b = D.span[1] + pad; }
       t0 = Math.max(a, D.span[0] - pad); t1 = b;
-      if (!silent) invalidate(true);
+      if (!silent) { invalidate(true); emit('view', { t0, t1 }); }
     }
     function anchorTime() {
       if (mouse && mouse.x >= trackX0() && mouse.x < trackX1()) return xt(mouse.x);
@@ -1982,7 +1983,7 @@
         if (ro) ro.disconnect();
         document.removeEventListener('keydown', onDocKey);
         document.removeEventListener('keyup', onDocKeyUp);
-        listeners.select = []; listeners.range = [];
+        listeners.select = []; listeners.range = []; listeners.view = [];
         root.remove();
       },
     };

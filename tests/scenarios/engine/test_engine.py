@@ -49,7 +49,7 @@ def flags(f: dict) -> set[str]:
         rb
         and f["compute_skew_pct"] < 3
         and min(rb) > 0.85 * max(rb)
-        and f["busbw_gbps"] > 0.7 * f["link_gbps"]
+        and f["busbw_gbps"] < 0.9 * f["link_gbps"]  # a link running below its rated speed
         and f["exposed_comm_ms"] > 0.08 * step
         and f["overlap_pct"] >= 20
     ):

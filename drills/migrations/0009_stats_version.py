@@ -28,7 +28,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('drills', '0007_stats_summaries'),
+        ('drills', '0008_contrast_trials'),
         ('scenarios', '0005_trace_narrated_source'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -1,0 +1,238 @@
+"""Contrast trials: after a confusion, two traces of one workload side by side.
+
+A trial is an ``Attempt`` of kind ``contrast`` (``drills.models``): ``trace`` is drawn on the
+left, ``partner`` on the right, ``scenario`` is the one the learner is asked to find and ``item``
+the pair's card (``drills.scheduling.pair_key``). Both traces come from one workload draw
+(``engine.generate_pair``), so only the injected signatures differ. The scheduler decides when one
+is due (``drills.scheduling.pick_trial``); ``drills.trainer.services.next_drill`` deals it.
+
+Trials are generated on the request path, not pooled: a pair is one of 55 scenario pairs and
+trials are rare (one per confusion, then as the pair's card falls due), so a pool per pair would
+hold hundreds of traces nobody draws. Measured on the 2-core dev box under a load of 6-10: a pair
+with its timelines, gzip and payload takes 0.2 s (decode workloads) to 3.8 s (large DDP ones); a
+fixed twin 0.1-1.5 s, made when the reveal first asks for it, off the commit's request.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from drills import scheduling, summaries
+from drills.models import Attempt
+from drills.scheduling import cards
+from drills.trainer.grading import GRACE_S
+from scenarios import engine, pool
+from scenarios.engine import diagnosis as D
+from scenarios.models import Trace
+
+LIMIT_S = scheduling.TRIAL_LIMIT_S
+LEFT, RIGHT = "left", "right"
+
+
+def generate_pair_rows(pair: str, seed: int, *, left_first: bool) -> tuple[Trace, Trace]:
+    """The two unsaved trace rows of a trial on ``pair`` (left, right)."""
+    a, b = scheduling.pair_of(pair)
+    ta, tb = engine.generate_pair(a, b, seed)
+    rows = (
+        pool.trace_row(ta, source=Trace.Source.CONTRAST),
+        pool.trace_row(tb, source=Trace.Source.CONTRAST),
+    )
+    return rows if left_first else (rows[1], rows[0])
+
+
+def deal(user, pair: str, now: datetime | None = None) -> Attempt:
+    """Store a new trial on ``pair`` for ``user`` (the caller holds the learner's deal lock and
+    has checked that nothing is open)."""
+    now = now or timezone.now()
+    rng = secrets.SystemRandom()
+    left, right = generate_pair_rows(
+        pair, secrets.randbits(pool.SEED_BITS), left_first=rng.random() < 0.5
+    )
+    for row in (left, right):
+        row.claimed_at = now
+        row.claimed_by = user
+        row.save(force_insert=True)
+    return Attempt.objects.create(
+        user=user,
+        trace=left,
+        partner=right,
+        scenario=rng.choice(scheduling.pair_of(pair)),
+        item=pair,
+        kind=Attempt.Kind.CONTRAST,
+        mode=Attempt.Mode.TIMED,
+        served_at=now,
+    )
+
+
+# --------------------------------------------------------------------------- what tells them apart
+
+
+def accepted_measurements(key: dict[str, Any]) -> list[str]:
+    g = key.get("grading") or {}
+    return list(g.get("measurements_accepted") or [key.get("measurement", "")])
+
+
+def telling_measurements(target_key: dict[str, Any], other_key: dict[str, Any]) -> list[str]:
+    """The measurements that tell the pair apart: those that confirm one of the two signatures
+    and not the other (one confirming both separates nothing)."""
+    mine, theirs = accepted_measurements(target_key), accepted_measurements(other_key)
+    return [m for m in dict.fromkeys(mine + theirs) if (m in mine) != (m in theirs)]
+
+
+def measurement_correct(measurement: str, target_key: dict[str, Any], other_key: dict[str, Any]):
+    return measurement in telling_measurements(target_key, other_key)
+
+
+def sides(attempt: Attempt) -> dict[str, Trace]:
+    assert attempt.partner is not None
+    return {LEFT: attempt.trace, RIGHT: attempt.partner}
+
+
+def target_side(attempt: Attempt) -> str:
+    return LEFT if attempt.trace.scenario == attempt.scenario else RIGHT
+
+
+def other_of(attempt: Attempt) -> str:
+    a, b = scheduling.pair_of(attempt.item)
+    return b if attempt.scenario == a else a
+
+
+# --------------------------------------------------------------------------- clock and grading
+
+
+def elapsed_s(attempt: Attempt, now: datetime) -> float:
+    return max(0.0, (now - attempt.served_at).total_seconds())
+
+
+def remaining_s(attempt: Attempt, now: datetime) -> float:
+    return max(0.0, LIMIT_S - elapsed_s(attempt, now))
+
+
+def is_over_time(seconds: float) -> bool:
+    return seconds > LIMIT_S + GRACE_S
+
+
+@dataclass(frozen=True, slots=True)
+class TrialGrade:
+    """A trial's grade in the shape ``scheduling.rating_for`` reads (``trial`` selects the
+    trial's own rule)."""
+
+    scenario_correct: bool  # picked the trace that is the asked-for scenario
+    measurement_correct: bool
+    elapsed_s: float
+    over_time: bool
+    fix_correct: bool = True
+    win_correct: bool = True
+    practice: bool = False
+    trial: bool = True
+
+
+def submit(attempt: Attempt, side: str, measurement: str) -> tuple[Attempt, bool]:
+    """Grade and store the trial's answer once. Returns (attempt, graded_now)."""
+    if side not in (LEFT, RIGHT):
+        raise ValueError(f"side must be {LEFT!r} or {RIGHT!r}")
+    now = timezone.now()
+    with transaction.atomic():
+        locked = (
+            Attempt.objects.select_for_update(of=("self",))
+            .select_related("trace", "partner")
+            .defer(*Trace.blob_paths("trace"), *Trace.blob_paths("partner"))
+            .get(pk=attempt.pk)
+        )
+        if locked.submitted_at is not None:
+            return locked, False
+        picked = sides(locked)[side]
+        other = sides(locked)[RIGHT if side == LEFT else LEFT]
+        target_key = picked.key if picked.scenario == locked.scenario else other.key
+        other_key = other.key if picked.scenario == locked.scenario else picked.key
+        seconds = elapsed_s(locked, now)
+        result = TrialGrade(
+            scenario_correct=picked.scenario == locked.scenario,
+            measurement_correct=measurement_correct(measurement, target_key, other_key),
+            elapsed_s=seconds,
+            over_time=is_over_time(seconds),
+        )
+        locked.submitted_at = now
+        locked.answer_scenario = picked.scenario
+        locked.answer_measurement = measurement
+        locked.elapsed_s = seconds
+        locked.scenario_correct = result.scenario_correct
+        locked.measurement_correct = result.measurement_correct
+        locked.five_sentence = False
+        locked.over_time = result.over_time
+        locked.rating = int(scheduling.rating_for(result))
+        locked.counted = scheduling.counts_for_schedule(result)
+        locked.save()
+        summaries.record_attempt(locked)  # no counters for trials; bumps the dashboard version
+        cards.apply_trace_attempt(locked, result, when=now)
+    return locked, True
+
+
+# --------------------------------------------------------------------------- the reveal
+
+
+def _fmt(value: Any, unit: str) -> str:
+    if value is None:
+        return "—"
+    v = float(value)
+    digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
+    return f"{v:.{digits}f} {unit}".strip()
+
+
+def reveal(attempt: Attempt) -> dict[str, Any]:
+    """What the trial's reveal shows: which side was which, and the measurements that tell the
+    two apart with their values on both traces."""
+    by_side = sides(attempt)
+    target = target_side(attempt)
+    target_key = by_side[target].key
+    other_key = by_side[RIGHT if target == LEFT else LEFT].key
+    telling = telling_measurements(target_key, other_key)
+    rows = []
+    for m in telling:
+        spec = D.MEASUREMENTS.get(m)
+        unit = spec.unit if spec else ""
+        values = {
+            s: ((t.key.get("grading") or {}).get("measurements") or {}).get(m, {}).get("value")
+            for s, t in by_side.items()
+        }
+        confirms = engine.title_of(
+            target_key["scenario"]
+            if m in accepted_measurements(target_key)
+            else other_key["scenario"]
+        )
+        rows.append(
+            {
+                "key": m,
+                "label": spec.label if spec else m,
+                "left": _fmt(values[LEFT], unit),
+                "right": _fmt(values[RIGHT], unit),
+                "confirms": confirms,
+                "chosen": m == attempt.answer_measurement,
+            }
+        )
+    picked = None
+    if attempt.answer_scenario:
+        picked = LEFT if attempt.trace.scenario == attempt.answer_scenario else RIGHT
+    return {
+        "target_side": target,
+        "picked_side": picked,
+        "target_title": engine.title_of(attempt.scenario),
+        "other_title": engine.title_of(other_key["scenario"]),
+        "titles": {s: engine.title_of(t.scenario) for s, t in by_side.items()},
+        "signatures": {s: t.key.get("signature", "") for s, t in by_side.items()},
+        "steps": {
+            s: _fmt((t.key.get("grading") or {}).get("step_ms", t.key.get("step_ms")), "ms")
+            for s, t in by_side.items()
+        },
+        "rows": rows,
+        "measurement_label": D.MEASUREMENTS[attempt.answer_measurement].label
+        if attempt.answer_measurement in D.MEASUREMENTS
+        else (attempt.answer_measurement or "—"),
+        "evidence": {s: t.key.get("evidence", []) for s, t in by_side.items()},
+    }

@@ -1,0 +1,149 @@
+"""Contrast trials and "after the fix" through the web: what a learner sees and what is stored.
+
+Traces are real engine output (pairs from ``engine.generate_pair``, fixed twins from
+``engine.generate(..., fixed=True)``); the cheap pair healthy / launch-bound (one small decode
+workload) is used wherever the pair does not matter.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.utils import timezone
+from django.utils.html import escape
+
+from drills import scheduling
+from drills.contrast import services as contrast
+from drills.models import Attempt, Card
+from drills.trainer import services
+from drills.trainer.grading import Diagnosis
+from scenarios import engine
+from scenarios.models import Trace
+from tests.conftest import right_answer
+
+pytestmark = pytest.mark.django_db
+
+CHEAP_PAIR = scheduling.pair_key("healthy", "launch-bound")
+TRIAL_URL = re.compile(r"/drill/trials/([0-9a-f-]{36})/$")
+
+
+def confuse(user, true: str, answered: str) -> Attempt:
+    attempt = services.start_drill(user, scenario=true)
+    key = attempt.trace.key
+    services.submit_diagnosis(
+        attempt,
+        Diagnosis(answered, key["measurement"], key["fix"], float(key["expected_step_ms"])),
+    )
+    return attempt
+
+
+def telling(trial: Attempt) -> str:
+    target, other = (
+        (trial.trace.key, trial.partner.key)
+        if contrast.target_side(trial) == contrast.LEFT
+        else (trial.partner.key, trial.trace.key)
+    )
+    return contrast.telling_measurements(target, other)[0]
+
+
+def test_a_confusion_is_followed_by_a_trial_on_that_pair(learner, learner_client, no_refill):
+    confuse(learner, "launch-bound", "healthy")
+    pair = Card.objects.get(user=learner, kind=Card.Kind.PAIR)
+    assert pair.item == CHEAP_PAIR and pair.reviews == 0 and pair.due <= timezone.now()
+
+    r = learner_client.post("/drill/next/", {"mode": "timed"})
+    assert TRIAL_URL.search(r["Location"]), r["Location"]
+    trial = Attempt.objects.select_related("trace", "partner").get(kind=Attempt.Kind.CONTRAST)
+    assert trial.item == CHEAP_PAIR and trial.scenario in ("healthy", "launch-bound")
+    assert {trial.trace.scenario, trial.partner.scenario} == {"healthy", "launch-bound"}
+    # One workload draw: the same workload line and hardware on both sides.
+    assert trial.trace.prompt["workload"] == trial.partner.prompt["workload"]
+    assert trial.trace.hardware == trial.partner.hardware
+    # The trainer's attempt URL sends a trial to its own page; the diagnosis form refuses it.
+    assert learner_client.get(f"/drill/attempts/{trial.pk}/")["Location"] == r["Location"]
+    learner_client.post(f"/drill/attempts/{trial.pk}/diagnosis/", right_answer(trial))
+    trial.refresh_from_db()
+    assert not trial.is_submitted
+
+    html = learner_client.get(r["Location"]).content.decode()
+    assert f"which one is {escape(engine.title_of(trial.scenario))}?" in html
+    assert f"/traces/{trial.trace_id}/timeline.json" in html
+    assert f"/traces/{trial.partner_id}/timeline.json" in html
+    assert 'id="difference"' not in html and 'name="side"' in html
+
+    # Bad input: a clear error, nothing recorded.
+    bad = learner_client.post(f"/drill/trials/{trial.pk}/answer/", {"measurement": "busbw"})
+    assert bad.status_code == 400 and "Pick the left or the right trace." in bad.content.decode()
+    trial.refresh_from_db()
+    assert not trial.is_submitted
+
+    side = contrast.target_side(trial)
+    r = learner_client.post(
+        f"/drill/trials/{trial.pk}/answer/", {"side": side, "measurement": telling(trial)}
+    )
+    assert r.status_code == 302
+    trial.refresh_from_db()
+    assert trial.scenario_correct and trial.measurement_correct and trial.rating == 3
+    pair.refresh_from_db()
+    assert pair.reviews == 1 and pair.due > timezone.now()
+    html = learner_client.get(r["Location"]).content.decode()
+    assert 'id="difference"' in html and f'data-side="{side}"' in html
+    # A trial is no evidence on either scenario: the confusion matrix still counts one attempt.
+    stats = learner_client.get("/dashboard/stats.json").json()
+    assert stats["totals"]["graded"] == 1
+    (row,) = stats["pair_discrimination"]
+    assert (row["pair"], row["trials"], row["right"]) == (CHEAP_PAIR, 1, 1)
+    assert "Telling confused pairs apart" in learner_client.get("/dashboard/").content.decode()
+
+
+def test_picking_the_wrong_trace_is_a_lapse_on_the_pair(learner, learner_client, no_refill):
+    confuse(learner, "launch-bound", "healthy")
+    learner_client.post("/drill/next/", {"mode": "timed"})
+    trial = Attempt.objects.select_related("trace", "partner").get(kind=Attempt.Kind.CONTRAST)
+    wrong = contrast.RIGHT if contrast.target_side(trial) == contrast.LEFT else contrast.LEFT
+    learner_client.post(
+        f"/drill/trials/{trial.pk}/answer/", {"side": wrong, "measurement": telling(trial)}
+    )
+    trial.refresh_from_db()
+    assert trial.scenario_correct is False and trial.rating == 1
+    assert trial.answer_scenario != trial.scenario
+
+
+def test_no_trial_in_practice_and_none_right_after_a_trial(learner, learner_client, no_refill):
+    confuse(learner, "launch-bound", "healthy")
+    r = learner_client.post("/drill/next/", {"mode": "practice"})
+    assert "/drill/attempts/" in r["Location"]
+    services.close_attempt(Attempt.objects.get(submitted_at__isnull=True), "abandoned")
+    contrast.deal(learner, CHEAP_PAIR)  # a trial just served (and given up)...
+    services.close_attempt(Attempt.objects.get(submitted_at__isnull=True), "abandoned")
+    confuse(learner, "launch-bound", "healthy")  # ...then a fresh confusion pulls the pair again
+    r = learner_client.post("/drill/next/", {"mode": "timed"})
+    assert "/drill/attempts/" in r["Location"], "a trial among the last two deals waits"
+
+
+def test_after_the_fix_exists_only_after_the_commit(learner, learner_client, no_refill):
+    attempt = services.start_drill(learner, scenario="launch-bound")
+    url = f"/drill/attempts/{attempt.pk}/after-fix/"
+    assert learner_client.get(url).status_code == 404
+    assert not Trace.objects.filter(source=Trace.Source.FIXED).exists()
+    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    page = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
+    assert url in page
+    html = learner_client.get(url).content.decode()
+    attempt.refresh_from_db()
+    twin = Trace.objects.get(pk=attempt.fixed_trace_id)
+    assert twin.source == Trace.Source.FIXED and twin.claimed_by_id == learner.pk
+    assert (twin.scenario, twin.seed) == (attempt.trace.scenario, attempt.trace.seed)
+    assert twin.prompt["workload"] == attempt.trace.prompt["workload"]
+    key, fixed_key = attempt.trace.key, twin.key
+    expected = key["grading"]["expected_step_ms"]
+    measured = fixed_key["grading"]["step_ms"]
+    assert f"{measured:.1f} ms" in html and f"{expected:.1f} ms" in html
+    assert f"{key['grading']['step_ms']:.1f} ms" in html
+    assert measured == pytest.approx(expected, rel=0.05)
+    assert f"/traces/{twin.pk}/timeline.json" in html
+    assert learner_client.get(f"/traces/{twin.pk}/timeline.json").status_code == 200
+    # Shown again: the stored twin, not a new one.
+    learner_client.get(url)
+    assert Trace.objects.filter(source=Trace.Source.FIXED).count() == 1
