@@ -103,7 +103,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         arith = [
             f"exposed comm = comm × (1 − overlap) = {s(comm)} × (1 − {ov:.2f}) = {s(exp)} ms",
             f"after the slowest rank's backward the {nb} all-reduces move their bytes back to "
-            f"back: {s(xfer)} ms of transfer (each collective's shortest kernel across ranks)",
+            f"back: transfer = Σ each collective's shortest kernel across ranks = {s(xfer)} ms",
             f"backward ≈ ⅔ of {s(f['compute_ms'])} ms compute = {s(bwd)} ms, enough to hide all "
             f"but the last bucket, whose {s(last)} ms stays after backward",
             f"expected step ≈ {s(step)} − {s(xfer)} + {s(last)} = {s(expected)} ms "
@@ -235,8 +235,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         )
         arith = [
             f"score-matrix passes move {gb:.1f} GB per step ÷ {tbps:.2f} TB/s = {s(fam)} ms",
-            f"a fused attention keeps the scores on chip, those passes disappear: compute "
-            f"{s(comp)} → {s(q(comp - fam))} ms",
+            f"a fused attention keeps the scores on chip, those passes disappear: compute = "
+            f"{s(comp)} − {s(fam)} = {s(q(comp - fam))} ms",
         ]
         if p["world"] > 1 and drift > 0:
             arith.append(
@@ -356,7 +356,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         value = f"{nm + nf} {api}Malloc/{api}Free per step, {s(am)} ms"
         arith = [
             f"stall = Σ malloc + Σ free per step = {s(mal)} + {s(fre)} = {s(am)} ms",
-            f"the step waits for the rank that stalls longest: {s(am_c)} ms per step",
+            f"the step waits for the rank that stalls longest: its stall = {s(am_c)} ms per step",
             f"expected step ≈ {s(step)} − {s(am_c)} = {s(expected)} ms ({_x(step, expected)})",
         ]
         fix_text = (
@@ -409,7 +409,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"= {bw:.0f} GB/s, {_pct(100 * bw / hw.scaleup_gbps)} % of the "
             f"{hw.scaleup_gbps:.0f} GB/s link",
             f"{round(f['colls_per_step'])} such all-reduces per step ({gb:.2f} GB of gradients): "
-            f"{s(xfer)} ms of transfer per step, queued back to back past the end of backward",
+            f"transfer per step = {s(xfer)} ms, queued back to back past the end of backward",
             f"{how_half}: {s(xfer)} ÷ 2 = {s(half)} ms of transfer, the queue ends "
             f"{s(half)} ms sooner → exposed max(last bucket {s(last)}, {s(exp)} − {s(half)}) = "
             f"{s(new_exp)} ms",
@@ -442,8 +442,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         )
         value = f"{nc} of {S} steps take {s(cstep)} ms vs {s(steady)} ms, each on a new input shape"
         arith = [
-            f"each new shape opens a compile span of about {s(stall)} ms "
-            f"(_compile.compile_inner), {s(lost)} ms in all",
+            f"each new shape opens a compile span (_compile.compile_inner): {s(lost)} ms in all "
+            f"÷ {nc} = {s(stall)} ms each",
             f"ranks compile at slightly different speeds and the step waits for the slowest: "
             f"{s(q(per * S))} ms lost over {S} steps = {s(per)} ms per step",
             f"expected mean step ≈ {s(step)} − {s(per)} = {s(expected)} ms once shapes are padded "

@@ -70,6 +70,10 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
     busbw = hw.achievable_busbw_gbps * 1e9
     r = float(rng.uniform(0.08, 0.3))
     p["comm_ratio"] = r
+    # variable-length batches in most jobs: a few sequence lengths, new ones in the window
+    p["shape_f"], p["new_shape_steps"] = (
+        _draw_lengths(rng, p["steps"]) if rng.random() < 0.6 else ([1.0] * p["steps"], [])
+    )
     tokens = gsize * 1.75 * hw.bf16_tflops * 1e12 * p["mfu_eff"] / (busbw * 6 * r)
     p["seq"] = 2048 if tokens >= 2048 else (1024 if tokens >= 1024 else 512)
     p["batch"] = int(max(1, min(32, round(tokens / p["seq"]))))
@@ -79,6 +83,23 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
         p["seq"] = 512 if p["hidden"] <= 2048 or p["score_fp32"] else 1024
         p["batch"] = max(1, tok // p["seq"])
     return p
+
+
+def _draw_lengths(r: np.random.Generator, steps: int) -> tuple[list[float], list[int]]:
+    """Per-step sequence-length factors of a variable-length job and the steps that bring a
+    length for the first time (2-3 of them, never step 0)."""
+    n_new = int(r.integers(2, 4))
+    firsts = sorted(int(c) for c in r.choice(np.arange(1, steps), size=n_new, replace=False))
+    news = [float(x) for x in r.choice([0.75, 0.875, 1.125, 1.25, 1.375], n_new, replace=False)]
+    seen, out, k = [1.0], [], 0
+    for s in range(steps):
+        if k < n_new and s == firsts[k]:
+            seen.append(news[k])
+            out.append(news[k])
+            k += 1
+        else:
+            out.append(float(r.choice(seen)))
+    return out, firsts
 
 
 def _score_chain_share(p: dict, hw: Hardware, seq: int) -> float:
@@ -102,6 +123,10 @@ def inject(
     the fix) needs changes: the workload line stays the drawn one."""
     p["fixed"] = bool(fixed)
     if family in ("ddp", "ddp_compile"):
+        if slug == "recompilation" and not p["new_shape_steps"]:
+            # the recompiling job sees new lengths in the window (drawn here when the workload
+            # drew fixed-length batches)
+            p["shape_f"], p["new_shape_steps"] = _draw_lengths(inj, p["steps"])
         if slug == "exposed-allreduce" and not fixed:
             p["overlap"] = False
         elif slug == "bandwidth-bound-collective":
@@ -431,25 +456,16 @@ def build_ddp(
         p["workers"] = workers
     p["data_ms"] = data_ms
     # shapes for the compiled workload: new sequence lengths appear on a few steps
-    shapes = [p["seq"]] * p["steps"]
+    # variable-length batches (drawn with the workload): the sequence length of every step; a
+    # recompiling job compiles on the steps that bring a length for the first time, any other
+    # (and the fixed twin) runs the same lengths compiled up front or eagerly
+    shape_f, new_steps = p.get("shape_f"), p.get("new_shape_steps", [])
+    if not shape_f:
+        shape_f = [1.0] * p["steps"]
+    shapes = [int(p["seq"] * x) // 8 * 8 for x in shape_f]
     compile_steps: set[int] = set()
-    if slug == "recompilation":
-        n_new = int(inj.integers(2, 4))
-        choices = inj.choice(np.arange(1, p["steps"]), size=n_new, replace=False)
-        compile_steps = {int(c) for c in choices}
-        lens = [p["seq"]]
-        for s in range(p["steps"]):
-            if s in compile_steps:
-                # a new sequence length near the usual one (variable-length batches)
-                new = int(p["seq"] * inj.choice([0.75, 0.875, 1.125, 1.25, 1.375]))
-                while new in lens:
-                    new += 64
-                lens.append(new)
-                shapes[s] = new
-            else:
-                shapes[s] = int(inj.choice(lens))
-        if fixed:  # the same shapes, compiled up front (padded buckets): no compile in the run
-            compile_steps = set()
+    if slug == "recompilation" and not fixed:
+        compile_steps = {int(c) for c in new_steps}
     p["shapes"] = shapes
     p["compile_steps"] = sorted(compile_steps)
     sync_every_layer = slug == "sync-stalls" and not fixed

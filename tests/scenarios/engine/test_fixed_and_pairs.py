@@ -4,6 +4,7 @@ trace with the fix applied, and its measured step time is what the answer key pr
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from scenarios import engine as E
@@ -38,8 +39,13 @@ def test_fixed_twin_loses_the_signature(slug):
     assert fx.key.fix == "none" and fx.key.expected_step_ms == fx.key.step_ms
     assert fx.key.step_ms < tr.key.step_ms
     sig = E.signature_of(slug)
-    if sig.names:
-        assert not [n for n in set(fx.names) if n.startswith(sig.names)], slug
+    if sig.names:  # the signature's events go (or, where healthy jobs have a few, thin out)
+
+        def n_sig(t):
+            ids = [i for i, n in enumerate(t.names) if n.startswith(sig.names)]
+            return int(np.isin(t.cols["name"], ids).sum())
+
+        assert n_sig(fx) < n_sig(tr), slug
 
 
 def test_healthy_fixed_is_itself():
