@@ -134,6 +134,9 @@ SIGNATURES: dict[str, Signature] = {
         # the unfused chain over the score tensor (its ops, their backward and their kernels):
         # healthy jobs with unfused attention run it too, on sequences short enough not to matter
         names=(
+            "aten::matmul",
+            "aten::bmm",
+            "autograd::engine::evaluate_function: BmmBackward0",
             "aten::mul",
             "aten::masked_fill",
             "aten::softmax",
@@ -176,10 +179,7 @@ SIGNATURES: dict[str, Signature] = {
         names=(
             "_compile.compile_inner",
             "call_user_compiler",
-            "Torch-Compiled Region: 0/1",
-            "Torch-Compiled Region: 0/2",
-            "Torch-Compiled Region: 0/3",
-            "Torch-Compiled Region: 0/4",
+            "Torch-Compiled Region: 0/",  # the frame's compile id: 0/0, then one per recompile
         ),
         note="compile spans of seconds on the steps that bring a new input shape; the other "
         "steps are fast",

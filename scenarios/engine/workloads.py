@@ -193,7 +193,8 @@ def _layer_fwd(
         sb = elems * (4 if p.get("score_fp32") else 2)
         ity = "float" if p.get("score_fp32") else "c10::BFloat16"
         tf_bmm = tf * 0.8
-        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 2)
+        # the score matmuls run the tile config the layer's first GEMM already picked
+        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 0)
         dims = [[p["batch"], heads, s, s]]
         b.k("aten::mul", None, K.MUL, ew(2 * sb), dims=dims, itype=ity)
         b.k("aten::masked_fill", "aten::masked_fill_", K.MASKED_FILL, ew(2.25 * sb), dims=dims,
@@ -201,7 +202,7 @@ def _layer_fwd(
         b.k("aten::softmax", "aten::_softmax", K.SOFTMAX, ew(2 * sb), dims=dims, itype=ity)
         b.k("aten::dropout", "aten::native_dropout", K.DROPOUT, ew(2.5 * sb), dims=dims,
             itype=ity)  # fmt: skip
-        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1)
+        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 0)
     else:
         fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.8 * 1e12) * 1e6 + 5
         if p.get("fused_like_bmm"):  # the fixed twin: the same score matmuls, fused on chip
