@@ -154,7 +154,7 @@ def inject(
             hbm = hw.hbm_tbps * 1e12 * 0.75
             gpu_layer_us = 32 * p["hidden"] ** 2 / hbm * 1e6 + 30
             need = gpu_layer_us / 11 - hw.launch_us - 3.5
-            slow = float(max(20.0, need) * inj.uniform(1.7, 2.6))
+            slow = float(max(20.0, need) * inj.uniform(2.0, 2.8))
             # the fix replays the step as a graph: no Python between the kernels
             p["cpu_us"] = 0.5 if fixed else slow
     elif family == "pp" and slug == "pipeline-bubbles":
@@ -770,7 +770,7 @@ def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dic
         "hidden": int(rng.choice([4096, 5120, 6144])),
         "mb_tokens": int(rng.choice([2048, 4096])),
         "layers_per_stage": 1,
-        "steps": int(rng.integers(6, 8)),
+        "steps": 6,
         "mfu_eff": float(rng.uniform(0.55, 0.7)),
         "first_step": int(rng.choice([2, 4, 5, 10, 101, 550, 1009, 2001])),
         "workers": int(rng.choice([4, 6, 8])),

@@ -48,9 +48,10 @@ def _explain(r: A.Result) -> str:
     )
 
 
-# Issue 12 is open: the reworked engine has cut the shortcuts (prompt text 98 % -> ~26 %, names
-# 82 % -> ~31 %, counts 96 % -> ~49 %) but not yet to the targets. These two stay visible as
-# expected failures (run with --runxfail, or bench/shortcut_audit.py, for the figures) and turn
+# Issue 12 is open: the reworked engine has cut the shortcuts (prompt text 98 % -> ~9 %, names
+# 82 % -> ~23 %, counts 96 % -> ~37 %, all 27 %, since one seed draws one workload for every
+# scenario) but not yet to every target (counts; healthy vs pipeline-bubbles and memory-bound).
+# These two stay visible as expected failures (run with --runxfail, or bench/shortcut_audit.py, for the figures) and turn
 # into plain passes once the engine meets them; the instrument's own checks below are real.
 TARGETS_NOT_MET_YET = pytest.mark.xfail(
     reason="issue 12: shortcut targets not met yet (bench/shortcut_audit.py)", strict=False
