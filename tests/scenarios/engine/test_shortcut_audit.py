@@ -52,7 +52,8 @@ def _explain(r: A.Result) -> str:
 # 82 % -> ~23 %, counts 96 % -> ~37 %, all 27 %, since one seed draws one workload for every
 # scenario) but not yet to every target (counts; healthy vs pipeline-bubbles and memory-bound).
 # These two stay visible as expected failures (run with --runxfail, or bench/shortcut_audit.py,
-# for the figures) and turn into plain passes once the engine meets them; the instrument's own checks below are real.
+# for the figures) and turn into plain passes once the engine meets them; the instrument's
+# own checks below are real.
 TARGETS_NOT_MET_YET = pytest.mark.xfail(
     reason="issue 12: shortcut targets not met yet (bench/shortcut_audit.py)", strict=False
 )
