@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import kernels as K
+
 
 @dataclass(frozen=True)
 class Signature:
@@ -129,8 +131,30 @@ SIGNATURES: dict[str, Signature] = {
         "waiting for it"
     ),
     "memory-bound-kernel": Signature(
+        # the unfused chain over the score tensor (its ops, their backward and their kernels):
+        # healthy jobs with unfused attention run it too, on sequences short enough not to matter
+        names=(
+            "aten::matmul",
+            "aten::bmm",
+            "autograd::engine::evaluate_function: BmmBackward0",
+            "aten::mul",
+            "aten::masked_fill",
+            "aten::softmax",
+            "aten::_softmax",
+            "aten::dropout",
+            "aten::native_dropout",
+            "autograd::engine::evaluate_function: MulBackward0",
+            "autograd::engine::evaluate_function: SoftmaxBackward0",
+            "autograd::engine::evaluate_function: NativeDropoutBackward0",
+            K.MUL,
+            K.MASKED_FILL,
+            K.SOFTMAX,
+            K.SOFTMAX_BWD,
+            K.DROPOUT,
+            K.MASKED_SCALE,
+        ),
         note="an elementwise chain over the attention score tensor is the hottest kernel family "
-        "(>= half the GPU time) at near-HBM bandwidth"
+        "(>= half the GPU time) at near-HBM bandwidth",
     ),
     "sync-stalls": Signature(
         names=("aten::nonzero", "aten::count_nonzero"),
@@ -155,10 +179,7 @@ SIGNATURES: dict[str, Signature] = {
         names=(
             "_compile.compile_inner",
             "call_user_compiler",
-            "Torch-Compiled Region: 0/1",
-            "Torch-Compiled Region: 0/2",
-            "Torch-Compiled Region: 0/3",
-            "Torch-Compiled Region: 0/4",
+            "Torch-Compiled Region: 0/",  # the frame's compile id: 0/0, then one per recompile
         ),
         note="compile spans of seconds on the steps that bring a new input shape; the other "
         "steps are fast",

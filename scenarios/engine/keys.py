@@ -123,9 +123,10 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         comm, ov = q(f["comm_ms"]), max(0.0, round(f["overlap_pct"])) / 100
         exp = q(comm * (1 - ov))
         nb = max(1, round(f["colls_per_step"]))
-        last = q(comm / nb)
+        xfer = q(f["coll_transfer_ms_per_step"])
+        last = q(f["coll_transfer_last_ms"])
         bwd = q(f["compute_ms"] * 2 / 3)
-        expected = q(step - exp + last)
+        expected = q(step - xfer + last)
         sig = (
             f"Every rank runs its {nb} gradient all-reduces back to back after backward: "
             f"{s(comm)} ms of NCCL per step with only {_pct(100 * ov)} % under compute, so "
@@ -134,21 +135,24 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         value = f"overlap {_pct(100 * ov)} % of {s(comm)} ms comm per step"
         arith = [
             f"exposed comm = comm × (1 − overlap) = {s(comm)} × (1 − {ov:.2f}) = {s(exp)} ms",
+            f"after the slowest rank's backward the {nb} all-reduces move their bytes back to "
+            f"back: transfer = Σ each collective's shortest kernel across ranks = {s(xfer)} ms",
             f"backward ≈ ⅔ of {s(f['compute_ms'])} ms compute = {s(bwd)} ms, enough to hide all "
-            f"but the last of {nb} buckets: {s(comm)} ÷ {nb} = {s(last)} ms stays exposed",
-            f"expected step ≈ {s(step)} − {s(exp)} + {s(last)} = {s(expected)} ms "
+            f"but the last bucket, whose {s(last)} ms stays after backward",
+            f"expected step ≈ {s(step)} − {s(xfer)} + {s(last)} = {s(expected)} ms "
             f"({_x(step, expected)})",
         ]
         fix_text = (
             "Drop the manual all-reduce after backward and let DDP's bucket hooks launch each "
             "bucket during backward (default bucket_cap_mb=25, gradient_as_bucket_view=True): "
-            f"{s(q(comm - last))} of {s(comm)} ms of comm hides under backward, step "
+            f"{s(q(xfer - last))} of {s(xfer)} ms of transfer hides under backward, step "
             f"{s(step)} → {s(expected)} ms."
         )
         ev += _span(M, r0, NCCL, M.mask(tid=NCCL), "all-reduce after backward", 3)
     elif slug == "input-starvation":
         wait = q(f["loader_ms_per_step"])
-        compute = q(step - wait)
+        wait_c = q(f.get("loader_ms_crit", wait))
+        compute = q(step - wait_c)
         fetch = q(f["loader_fetch_ms"])
         w = max(1, int(f["loader_worker_rows"]))
         per = q(fetch / w)
@@ -163,7 +167,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         )
         value = f"{s(wait)} ms of {s(step)} ms per step waiting in DataLoader __next__"
         arith = [
-            f"step = data wait + compute = {s(wait)} + {s(compute)} = {s(step)} ms",
+            f"step = data wait on the rank that waits longest + compute = {s(wait_c)} + "
+            f"{s(compute)} = {s(step)} ms",
             f"loading keeps up at {s(fetch)} ms per batch ÷ {w} worker{'s' if w > 1 else ''} = "
             f"{s(per)} ms per step, slower than the {s(compute)} ms of compute",
             f"with {k} workers prefetching: step ≈ max(compute, load ÷ {k}) = max({s(compute)}, "
@@ -245,7 +250,12 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         tbps = round(f["score_chain_tbps"], 2)
         gb = round(f["score_chain_ms_per_step"] * f["score_chain_tbps"], 1)  # ms × TB/s = GB
         fam = q(gb / tbps)
-        expected = q(step - fam)
+        comp = q(f["compute_ms"])
+        exp_c = q(f.get("exposed_comm_ms", 0.0))
+        last = q(min(exp_c, f.get("coll_transfer_last_ms", 0.0)))
+        share = (comp - fam) / comp if comp > 0 else 1.0
+        drift = q((exp_c - last) * (1 - share))
+        expected = q(step - fam - drift)
         sig = (
             f"Unfused elementwise kernels over the attention score matrix take "
             f"{_pct(100 * f['score_chain_share'])} % of GPU time ({s(fam)} ms per step) and run "
@@ -257,9 +267,20 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         )
         arith = [
             f"score-matrix passes move {gb:.1f} GB per step ÷ {tbps:.2f} TB/s = {s(fam)} ms",
-            f"a fused attention keeps the scores on chip, those passes disappear: expected step "
-            f"≈ {s(step)} − {s(fam)} = {s(expected)} ms ({_x(step, expected)})",
+            f"a fused attention keeps the scores on chip, those passes disappear: compute = "
+            f"{s(comp)} − {s(fam)} = {s(q(comp - fam))} ms",
         ]
+        if p["world"] > 1 and drift > 0:
+            arith.append(
+                f"ranks drift apart in proportion to their compute, so the wait in the last "
+                f"all-reduce beyond its {s(last)} ms transfer shrinks with it: "
+                f"({s(exp_c)} − {s(last)}) × {s(fam)} ÷ {s(comp)} = {s(drift)} ms"
+            )
+        arith.append(
+            f"expected step ≈ {s(step)} − {s(fam)}"
+            + (f" − {s(drift)}" if p["world"] > 1 and drift > 0 else "")
+            + f" = {s(expected)} ms ({_x(step, expected)})"
+        )
         fix_text = (
             "Replace the explicit matmul → scale → mask → softmax → dropout → matmul chain with "
             "F.scaled_dot_product_attention (flash kernel) or torch.compile it: the "
@@ -271,7 +292,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         n_in = round(f["inner_syncs_per_step"])
         per = round(f["sync_refill_ms_per_step"] / max(n_in, 1), 2)
         refill = q(n_in * per)
-        expected = q(step - refill)
+        refill_c = q(max(refill, f.get("sync_refill_ms_crit", refill)))
+        expected = q(step - refill_c)
         sig = (
             f"{f['syncs_per_step']:.0f} {sync_api} calls per step "
             f"({s(f['sync_ms_per_step'])} ms blocked); after each of the {n_in} in-step "
@@ -281,8 +303,10 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"{f['syncs_per_step']:.0f} {sync_api} per step, {s(refill)} ms GPU refill gap per step"
         )
         arith = [
-            f"cost = in-step syncs × refill gap = {n_in} × {per:.2f} ms = {s(refill)} ms",
-            f"expected step ≈ {s(step)} − {s(refill)} = {s(expected)} ms ({_x(step, expected)})",
+            f"cost = in-step syncs × refill gap = {n_in} × {per:.2f} ms = {s(refill)} ms "
+            f"per rank on average, {s(refill_c)} ms on the rank that loses most (the step waits "
+            "for it)",
+            f"expected step ≈ {s(step)} − {s(refill_c)} = {s(expected)} ms ({_x(step, expected)})",
         ]
         fix_text = (
             f"Remove the {n_in} per-layer .nonzero() read-backs (keep routing on the GPU with a "
@@ -320,8 +344,12 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 f"{_pct(100 * theory)} % of the step."
             )
         else:
-            m2 = 4 * m
-            expected = q(busy * (m2 + P - 1) / m2)
+            m2 = 2 * m
+            sched = q(busy * (m + P - 1) / m)
+            other = q(max(0.0, step - sched))
+            new_sched = q(busy * (m2 + P - 1) / m2)
+            expected = q(new_sched + other)
+            mb2 = p["mb_tokens"] // 2
             sig = (
                 f"{P} stages, {m} microbatches: warm-up and drain leave every stage idle "
                 f"{_pct(100 * idle)} % of the step (theory (p−1)/(m+p−1) = "
@@ -332,13 +360,14 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 f"bubble share = (p−1)/(m+p−1) = {P - 1}/{m + P - 1} = {theory:.2f}; "
                 f"measured {idle:.2f}",
                 f"useful work per stage = step × (1 − idle) = {s(step)} × {1 - idle:.2f} = "
-                f"{s(busy)} ms",
-                f"m = {m2} microbatches of {p['mb_tokens'] // 4} tokens (same global batch): step "
-                f"≈ work × (m+p−1)/m = {s(busy)} × {m2 + P - 1}/{m2} = {s(expected)} ms "
+                f"{s(busy)} ms; the schedule takes work × (m+p−1)/m = {s(sched)} ms, the rest "
+                f"of the step (batch, optimizer, loss) {s(other)} ms",
+                f"m = {m2} microbatches of {mb2} tokens (same global batch): step "
+                f"≈ {s(busy)} × {m2 + P - 1}/{m2} + {s(other)} = {s(expected)} ms "
                 f"({_x(step, expected)})",
             ]
             fix_text = (
-                f"Split each microbatch in four (m {m} → {m2}, {p['mb_tokens'] // 4} tokens each, "
+                f"Split each microbatch in two (m {m} → {m2}, {mb2} tokens each, "
                 "same global batch) or interleave 2 model chunks per stage: the bubble falls "
                 f"from {theory:.2f} to {(P - 1) / (m2 + P - 1):.2f} of the step, "
                 f"{s(step)} → {s(expected)} ms."
@@ -348,8 +377,9 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
     elif slug == "allocator-stalls":
         mal, fre = q(f["malloc_ms_per_step"]), q(f["free_ms_per_step"])
         am = q(mal + fre)
+        am_c = q(max(am, f.get("alloc_ms_crit", am)))
         nm, nf = round(f["malloc_calls_per_step"]), round(f["free_calls_per_step"])
-        expected = q(step - am)
+        expected = q(step - am_c)
         api = "hip" if hw.vendor == "amd" else "cuda"
         sig = (
             f"{nm} {api}Malloc and {nf} {api}Free calls per step in steady state, {s(am)} ms per "
@@ -358,7 +388,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         value = f"{nm + nf} {api}Malloc/{api}Free per step, {s(am)} ms"
         arith = [
             f"stall = Σ malloc + Σ free per step = {s(mal)} + {s(fre)} = {s(am)} ms",
-            f"expected step ≈ {s(step)} − {s(am)} = {s(expected)} ms ({_x(step, expected)})",
+            f"the step waits for the rank that stalls longest: its stall = {s(am_c)} ms per step",
+            f"expected step ≈ {s(step)} − {s(am_c)} = {s(expected)} ms ({_x(step, expected)})",
         ]
         fix_text = (
             "Remove the per-step torch.cuda.empty_cache() and set "
@@ -381,18 +412,25 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         gb1, t1 = round(f["coll_bytes_each"] / 1e9, 3), round(f["coll_ms_each"], 2)
         fac = 2 * (n - 1) / n
         bw = round(gb1 * fac / t1 * 1000)
-        hidden = q(comm - exp)
-        half = q(comm / 2)
-        last = q(t1 / 2)
-        new_exp = q(max(last, half - hidden))
+        xfer = q(f["coll_transfer_ms_per_step"])
+        half = q(xfer / 2)
+        last = q(f["coll_transfer_last_ms"] / 2)
+        new_exp = q(max(last, exp - half))
         expected = q(step - exp + new_exp)
+        fp32 = "Float" in str(f.get("coll_dtypes", "")) or p.get("grad_dtype") == "Float"
+        how_half = (
+            "bf16 gradients halve the bytes"
+            if fp32
+            else "a compression hook that sends half the bytes"
+        )
         sig = (
             f"All-reduce busbw {bw:.0f} GB/s on every rank "
             f"(per-rank medians {_range(f['busbw_min_rank_gbps'], f['busbw_max_rank_gbps'])} "
             "GB/s), "
-            f"{_pct(100 * bw / hw.scaleup_gbps)} % of {hw.scaleup_link}'s "
-            f"{hw.scaleup_gbps:.0f} GB/s; collectives start together and last the same on all "
-            f"ranks; {s(comm)} ms of comm per step outlasts backward, {s(exp)} ms exposed."
+            f"{_pct(100 * bw / hw.scaleup_gbps)} % of {hw.scaleup_link}'s rated "
+            f"{hw.scaleup_gbps:.0f} GB/s: the link runs slow alike on every rank; collectives "
+            f"start together and last the same on all ranks; {s(comm)} ms of comm per step "
+            f"outlasts backward, {s(exp)} ms exposed."
         )
         value = (
             f"busbw {bw:.0f} GB/s ≈ {_pct(100 * bw / hw.scaleup_gbps)} % of "
@@ -403,28 +441,31 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"= {bw:.0f} GB/s, {_pct(100 * bw / hw.scaleup_gbps)} % of the "
             f"{hw.scaleup_gbps:.0f} GB/s link",
             f"{round(f['colls_per_step'])} such all-reduces per step ({gb:.2f} GB of gradients): "
-            f"NCCL stream busy = {s(comm)} ms per step",
-            f"bf16 gradients halve the bytes: {s(comm)} ÷ 2 = {s(half)} ms of comm",
-            f"backward already hides {s(comm)} − {s(exp)} = {s(hidden)} ms of it, and the last "
-            f"bucket ({s(t1)} ÷ 2 = {s(last)} ms) still runs after backward → exposed "
-            f"max({s(last)}, {s(half)} − {s(hidden)}) = {s(new_exp)} ms",
+            f"transfer per step = {s(xfer)} ms, queued back to back past the end of backward",
+            f"{how_half}: {s(xfer)} ÷ 2 = {s(half)} ms of transfer, the queue ends "
+            f"{s(half)} ms sooner → exposed max(last bucket {s(last)}, {s(exp)} − {s(half)}) = "
+            f"{s(new_exp)} ms",
             f"expected step ≈ {s(step)} − {s(exp)} + {s(new_exp)} = {s(expected)} ms "
             f"({_x(step, expected)})",
         ]
         fix_text = (
-            "Reduce gradients in bf16 instead of fp32 (DDP bf16_compress_hook, or bf16 grads): "
-            f"{gb:.2f} → {gb / 2:.2f} GB per step, all-reduce {s(comm)} → {s(half)} ms, exposed "
-            f"{s(exp)} → {s(new_exp)} ms, step {s(step)} → {s(expected)} ms."
+            (
+                "Reduce gradients in bf16 instead of fp32 (DDP bf16_compress_hook, or bf16 grads)"
+                if fp32
+                else "Register a gradient compression hook that sends half the bytes"
+            )
+            + f": {gb:.2f} → {gb / 2:.2f} GB per step, transfer {s(xfer)} → {s(half)} ms, "
+            f"exposed {s(exp)} → {s(new_exp)} ms, step {s(step)} → {s(expected)} ms."
         )
-        ev += _span(M, r0, NCCL, M.mask(tid=NCCL), "all-reduce at link speed", 2)
+        ev += _span(M, r0, NCCL, M.mask(tid=NCCL), "all-reduce at one slow link rate", 2)
     elif slug == "recompilation":
         steady = q(f["steady_step_ms"])
         cs = f["compile_steps"]
         nc, S = len(cs), M.n_steps
         cstep = q(f["compile_step_ms"])
-        stall = q(cstep - steady)
-        lost = q(nc * stall)
-        per = q(lost / S)
+        lost = q(f["compile_ms_total"])
+        stall = q(lost / max(nc, 1))
+        per = q(f.get("compile_ms_crit", lost / S))
         expected = q(step - per)
         sig = (
             f"Only steps {', '.join(map(str, cs))} stall — {s(cstep)} ms each "
@@ -433,9 +474,10 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         )
         value = f"{nc} of {S} steps take {s(cstep)} ms vs {s(steady)} ms, each on a new input shape"
         arith = [
-            f"each new shape costs {s(cstep)} − {s(steady)} = {s(stall)} ms of compile",
-            f"lost time = compiles × cost = {nc} × {s(stall)} = {s(lost)} ms over {S} steps = "
-            f"{s(per)} ms per step",
+            f"each new shape opens a compile span (_compile.compile_inner): {s(lost)} ms in all "
+            f"÷ {nc} = {s(stall)} ms each",
+            f"ranks compile at slightly different speeds and the step waits for the slowest: "
+            f"{s(q(per * S))} ms lost over {S} steps = {s(per)} ms per step",
             f"expected mean step ≈ {s(step)} − {s(per)} = {s(expected)} ms once shapes are padded "
             f"to a few buckets compiled up front ({_x(step, expected)})",
         ]

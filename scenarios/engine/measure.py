@@ -123,6 +123,20 @@ class Measured:
             cs, ce = clip(s, e, w0, w1)
             yield k, w0, w1, cs, ce
 
+    def crit_ms(self, m: np.ndarray) -> float:
+        """Mean over steps of the largest per-rank sum of the durations in mask `m` (ms): the
+        rank that stalls longest sets a synchronous step's time."""
+        S = max(self.n_steps, 1)
+        tot = np.zeros((len(self.ranks), S))
+        for i, r in enumerate(self.ranks):
+            mr = m & (self.c["rank"] == r)
+            st_s, st_e = self.steps[r]
+            ts, du = self.ts[mr], self.dur[mr]
+            k = np.searchsorted(st_s, ts, "right") - 1
+            ok = (k >= 0) & (ts < st_e[np.maximum(k, 0)])
+            np.add.at(tot[i], k[ok], du[ok])
+        return float(tot.max(0).mean() / 1000)
+
     def _windowed(
         self, m: np.ndarray, ri: np.ndarray, w0: np.ndarray, w1: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -159,6 +173,9 @@ class Measured:
         f["world"] = len(R)
         f["step_ms_series"] = [round(float(x) / 1000, 3) for x in step_durs.max(axis=0)]
         f["step_ms"] = float(step_durs.max(axis=0).mean() / 1000)
+        # pipeline microbatches per step: forward blocks on the first stage's main thread
+        fwd_ann = self.mask(rank=R[0], tid=MAIN, names=lambda n: n == "## forward ##")
+        f["microbatches"] = round(float(fwd_ann.sum()) / max(self.n_steps, 1), 2)
         # GPU busy time inside every (rank, step) window, all windows at once
         S = self.n_steps
         nR = len(R)
@@ -242,6 +259,17 @@ class Measured:
         bb = np.stack([busbw[x[:n_c]] for x in per_n]) if n_c else np.zeros((1, 1))
         bigc = np.stack([big[x[:n_c]] for x in per_n]).all(0) if n_c else np.ones(1, bool)
         f["busbw_gbps"] = float(np.median(bb.max(0)[bigc])) if bigc.any() else 0.0
+        # pure transfer time per collective (its shortest per-rank kernel), per step and for the
+        # step's last collective (what stays after backward once the others overlap)
+        tr_ms = (
+            np.stack([self.dur[m][x[:n_c]] for x in per_n]).min(0) / 1000 if n_c else np.zeros(0)
+        )
+        S = max(self.n_steps, 1)
+        f["coll_transfer_ms_per_step"] = float(tr_ms.sum() / S)
+        per_step = n_c // S if n_c and n_c % S == 0 else 0
+        f["coll_transfer_last_ms"] = (
+            float(tr_ms.reshape(S, per_step)[:, -1].mean()) if per_step else 0.0
+        )
         f["busbw_rank_gbps"] = [
             round(float(np.median(busbw[big & (ranks == r)])), 1)
             if (big & (ranks == r)).any()
@@ -295,8 +323,10 @@ class Measured:
         f["syncs_per_step"] = float(sync.sum() / S / nR)
         f["sync_ms_per_step"] = float(self.dur[sync].sum() / S / nR / 1000)
         # GPU refill gap after each sync other than the last one of a step
-        gaps = []
-        for r in self.ranks:
+        gaps: list[float] = []
+        gap_tot = np.zeros((nR, S))
+        sync_idle = np.zeros((nR, S))
+        for ri_, r in enumerate(self.ranks):
             ks, ke = self.ts[gpu & (c["rank"] == r)], self.end[gpu & (c["rank"] == r)]
             o2 = np.argsort(ks)
             ks, ke = ks[o2], np.maximum.accumulate(ke[o2])
@@ -311,11 +341,28 @@ class Measured:
             ok = later & (i > 0) & (i < len(ks))  # not the step's final read-back
             i = i[ok]
             gaps.extend((ks[i] - ke[i - 1]).tolist())
+            np.add.at(gap_tot[ri_], k[ok], ks[i] - ke[i - 1])
+            # every GPU gap after a step's first in-step read-back (the queue refills slowly
+            # when the CPU launches no faster than the kernels run)
+            for kk in np.unique(k[ok]):
+                sk = se[ok][k[ok] == kk]
+                # from the first in-step read-back to one layer past the last one
+                sk = np.sort(sk)
+                d = float(np.median(np.diff(sk))) if len(sk) > 1 else 0.0
+                while len(sk) > 2 and sk[-1] - sk[-2] > 3 * d:  # a read-back at the step's end
+                    sk = sk[:-1]
+                t0, t1 = sk[0], sk[-1] + d
+                j = np.flatnonzero((ks > t0) & (ks < min(t1, st_e[kk])))
+                j = j[j > 0]
+                idle = np.maximum(ks[j] - ke[j - 1] - 3.0, 0).sum()  # µs
+                sync_idle[ri_, kk] = max(sync_idle[ri_, kk], idle)
         f["sync_refill_ms_per_step"] = float(np.sum(gaps) / S / nR / 1000) if gaps else 0.0
         f["inner_syncs_per_step"] = float(len(gaps) / S / nR)
+        f["sync_refill_ms_crit"] = float(np.maximum(gap_tot, sync_idle).max(0).mean() / 1000)
         alloc = self.mask(names=lambda n: n in ("cudaMalloc", "cudaFree", "hipMalloc", "hipFree"))
         f["alloc_calls_per_step"] = float(alloc.sum() / S / nR)
         f["alloc_ms_per_step"] = float(self.dur[alloc].sum() / S / nR / 1000)
+        f["alloc_ms_crit"] = self.crit_ms(alloc)
         mal = self.mask(names=lambda n: n in ("cudaMalloc", "hipMalloc"))
         f["malloc_calls_per_step"] = float(mal.sum() / S / nR)
         f["malloc_ms_per_step"] = float(self.dur[mal].sum() / S / nR / 1000)
@@ -329,8 +376,10 @@ class Measured:
         f["colls_per_step"] = float(nk.sum() / S / nR)
         loader = self.mask(names=lambda n: n.startswith("enumerate(DataLoader)"))
         f["loader_ms_per_step"] = float(self.dur[loader].sum() / S / nR / 1000)
+        f["loader_ms_crit"] = self.crit_ms(loader)
         comp = self.mask(names=lambda n: n.startswith("_compile.compile_inner"))
         f["compile_ms_total"] = float(self.dur[comp].sum() / nR / 1000)
+        f["compile_ms_crit"] = self.crit_ms(comp)  # per step, the rank that compiles longest
         # steps (rank 0) that contain a compile
         r0 = self.ranks[0]
         cs = self.ts[comp & (c["rank"] == r0)]

@@ -70,6 +70,10 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
     busbw = hw.achievable_busbw_gbps * 1e9
     r = float(rng.uniform(0.08, 0.3))
     p["comm_ratio"] = r
+    # variable-length batches in most jobs: a few sequence lengths, new ones in the window
+    p["shape_f"], p["new_shape_steps"] = (
+        _draw_lengths(rng, p["steps"]) if rng.random() < 0.6 else ([1.0] * p["steps"], [])
+    )
     tokens = gsize * 1.75 * hw.bf16_tflops * 1e12 * p["mfu_eff"] / (busbw * 6 * r)
     p["seq"] = 2048 if tokens >= 2048 else (1024 if tokens >= 1024 else 512)
     p["batch"] = int(max(1, min(32, round(tokens / p["seq"]))))
@@ -79,6 +83,23 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
         p["seq"] = 512 if p["hidden"] <= 2048 or p["score_fp32"] else 1024
         p["batch"] = max(1, tok // p["seq"])
     return p
+
+
+def _draw_lengths(r: np.random.Generator, steps: int) -> tuple[list[float], list[int]]:
+    """Per-step sequence-length factors of a variable-length job and the steps that bring a
+    length for the first time (2-3 of them, never step 0)."""
+    n_new = int(r.integers(2, 4))
+    firsts = sorted(int(c) for c in r.choice(np.arange(1, steps), size=n_new, replace=False))
+    news = [float(x) for x in r.choice([0.75, 0.875, 1.125, 1.25, 1.375], n_new, replace=False)]
+    seen, out, k = [1.0], [], 0
+    for s in range(steps):
+        if k < n_new and s == firsts[k]:
+            seen.append(news[k])
+            out.append(news[k])
+            k += 1
+        else:
+            out.append(float(r.choice(seen)))
+    return out, firsts
 
 
 def _score_chain_share(p: dict, hw: Hardware, seq: int) -> float:
@@ -102,6 +123,10 @@ def inject(
     the fix) needs changes: the workload line stays the drawn one."""
     p["fixed"] = bool(fixed)
     if family in ("ddp", "ddp_compile"):
+        if slug == "recompilation" and not p["new_shape_steps"]:
+            # the recompiling job sees new lengths in the window (drawn here when the workload
+            # drew fixed-length batches)
+            p["shape_f"], p["new_shape_steps"] = _draw_lengths(inj, p["steps"])
         if slug == "exposed-allreduce" and not fixed:
             p["overlap"] = False
         elif slug == "bandwidth-bound-collective":
@@ -125,18 +150,20 @@ def inject(
             p["unfused"] = not fixed
             p["fused_like_bmm"] = fixed
     elif family == "decode":
-        if slug == "launch-bound" and not fixed:
+        if slug == "launch-bound":
             hbm = hw.hbm_tbps * 1e12 * 0.75
             gpu_layer_us = 32 * p["hidden"] ** 2 / hbm * 1e6 + 30
             need = gpu_layer_us / 11 - hw.launch_us - 3.5
-            p["cpu_us"] = float(max(20.0, need) * inj.uniform(1.7, 2.6))
+            slow = float(max(20.0, need) * inj.uniform(2.0, 2.8))
+            # the fix replays the step as a graph: no Python between the kernels
+            p["cpu_us"] = 0.5 if fixed else slow
     elif family == "pp" and slug == "pipeline-bubbles":
         # the same global batch in a few large microbatches: m <= p
         P, g = p["stages"], p["micro"] * p["mb_tokens"]
         m = int(inj.integers(max(2, P // 2), P + 1))
         p["micro"], p["mb_tokens"] = m, g // m
-        if fixed:  # each microbatch split in four
-            p["micro"], p["mb_tokens"] = 4 * m, g // (4 * m)
+        if fixed:  # each microbatch split in two
+            p["micro"], p["mb_tokens"] = 2 * m, g // (2 * m)
 
 
 def _layer_fwd(
@@ -166,7 +193,8 @@ def _layer_fwd(
         sb = elems * (4 if p.get("score_fp32") else 2)
         ity = "float" if p.get("score_fp32") else "c10::BFloat16"
         tf_bmm = tf * 0.8
-        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 2)
+        # the score matmuls run the tile config the layer's first GEMM already picked
+        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 0)
         dims = [[p["batch"], heads, s, s]]
         b.k("aten::mul", None, K.MUL, ew(2 * sb), dims=dims, itype=ity)
         b.k("aten::masked_fill", "aten::masked_fill_", K.MASKED_FILL, ew(2.25 * sb), dims=dims,
@@ -174,7 +202,7 @@ def _layer_fwd(
         b.k("aten::softmax", "aten::_softmax", K.SOFTMAX, ew(2 * sb), dims=dims, itype=ity)
         b.k("aten::dropout", "aten::native_dropout", K.DROPOUT, ew(2.5 * sb), dims=dims,
             itype=ity)  # fmt: skip
-        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1)
+        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 0)
     else:
         fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.8 * 1e12) * 1e6 + 5
         if p.get("fused_like_bmm"):  # the fixed twin: the same score matmuls, fused on chip
@@ -429,25 +457,16 @@ def build_ddp(
         p["workers"] = workers
     p["data_ms"] = data_ms
     # shapes for the compiled workload: new sequence lengths appear on a few steps
-    shapes = [p["seq"]] * p["steps"]
+    # variable-length batches (drawn with the workload): the sequence length of every step; a
+    # recompiling job compiles on the steps that bring a length for the first time, any other
+    # (and the fixed twin) runs the same lengths compiled up front or eagerly
+    shape_f, new_steps = p.get("shape_f"), p.get("new_shape_steps", [])
+    if not shape_f:
+        shape_f = [1.0] * p["steps"]
+    shapes = [int(p["seq"] * x) // 8 * 8 for x in shape_f]
     compile_steps: set[int] = set()
-    if slug == "recompilation":
-        n_new = int(inj.integers(2, 4))
-        choices = inj.choice(np.arange(1, p["steps"]), size=n_new, replace=False)
-        compile_steps = {int(c) for c in choices}
-        lens = [p["seq"]]
-        for s in range(p["steps"]):
-            if s in compile_steps:
-                # a new sequence length near the usual one (variable-length batches)
-                new = int(p["seq"] * inj.choice([0.75, 0.875, 1.125, 1.25, 1.375]))
-                while new in lens:
-                    new += 64
-                lens.append(new)
-                shapes[s] = new
-            else:
-                shapes[s] = int(inj.choice(lens))
-        if fixed:  # the same shapes, compiled up front (padded buckets): no compile in the run
-            compile_steps = set()
+    if slug == "recompilation" and not fixed:
+        compile_steps = {int(c) for c in new_steps}
     p["shapes"] = shapes
     p["compile_steps"] = sorted(compile_steps)
     sync_every_layer = slug == "sync-stalls" and not fixed
@@ -472,6 +491,8 @@ def build_ddp(
     if period:
         for w in range(nrow):
             wfree[w] = sim.cpu - data_ns + (w + 1) * period - int(comp_step_ms * 1e6)
+    else:  # the workers have been running: their first batches are ready when profiling starts
+        wfree -= data_ns
     ready_at: list[np.ndarray] = []
     consumed: list[np.ndarray] = []
 
@@ -685,7 +706,7 @@ def build_infer(
     alloc = slug == "allocator-stalls" and not fixed
     sync_host_us = float(inj.uniform(150, 400))
     n_alloc = int(inj.integers(3, 6))
-    alloc_ms = max(1.2, float(U.gpu_us.sum()) / 1000 * float(inj.uniform(0.04, 0.08)))
+    alloc_ms = max(1.5, float(U.gpu_us.sum()) / 1000 * float(inj.uniform(0.04, 0.08)))
     parts = [U]
     if sync:
         idx = np.arange(len(U))
@@ -748,8 +769,8 @@ def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dic
         "micro": int(rng.integers(28, 33) if stages == 4 else rng.integers(41, 44)),
         "hidden": int(rng.choice([4096, 5120, 6144])),
         "mb_tokens": int(rng.choice([2048, 4096])),
-        "layers_per_stage": int(rng.choice([1, 2])),
-        "steps": int(rng.integers(6, 9)),
+        "layers_per_stage": 1,
+        "steps": 6,
         "mfu_eff": float(rng.uniform(0.55, 0.7)),
         "first_step": int(rng.choice([2, 4, 5, 10, 101, 550, 1009, 2001])),
         "workers": int(rng.choice([4, 6, 8])),

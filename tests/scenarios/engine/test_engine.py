@@ -63,6 +63,13 @@ def flags(f: dict) -> set[str]:
 PATHOLOGIES = [s for s in E.SCENARIOS if s != "healthy"]
 
 
+def _micro(tr) -> int:
+    """Microbatches per step, as counted on the timeline (forward blocks of the first stage)."""
+    m = tr.key.facts["microbatches"]
+    assert m == int(m) and m > 0, m
+    return int(m)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("slug", PATHOLOGIES)
 def test_signature_holds(slug, seed):
@@ -80,8 +87,7 @@ def test_pipeline_bubbles_match_theory(seed):
     tr = gen("pipeline-bubbles", seed)
     f = tr.key.facts
     P, M = tr.world, None
-    m = re.search(r"(\d+) microbatches", tr.prompt["workload"])
-    M = int(m.group(1))
+    M = _micro(tr)
     theory = (P - 1) / (M + P - 1)
     idle = np.mean(f["compute_idle_frac_per_rank"])
     assert abs(idle - theory) < 0.08, (idle, theory)
@@ -119,7 +125,7 @@ def test_healthy_pipeline_is_deep_and_quiet(hardware):
         if _healthy_kind(tr) != "pp":
             continue
         f, k = tr.key.facts, tr.key
-        m = int(re.search(r"(\d+) microbatches", tr.prompt["workload"]).group(1))
+        m = _micro(tr)
         theory = (tr.world - 1) / (m + tr.world - 1)
         idle = float(np.mean(f["compute_idle_frac_per_rank"]))
         # per-microbatch jitter adds a few points of idle to the schedule's bubble
@@ -140,9 +146,9 @@ def test_lookalike_twins_have_different_answers():
 @pytest.mark.parametrize("seed", SEEDS)
 def test_straggler_vs_bandwidth_discriminators(seed):
     s, b = gen("straggler", seed).key.facts, gen("bandwidth-bound-collective", seed).key.facts
-    # symmetric busbw near the link on every rank vs one rank fast, the rest waiting
+    # one busbw on every rank, a link below its rated speed, vs one rank fast, the rest waiting
     assert min(b["busbw_rank_gbps"]) > 0.85 * max(b["busbw_rank_gbps"])
-    assert 0.7 < b["busbw_gbps"] / b["link_gbps"] < 0.9
+    assert b["busbw_gbps"] / b["link_gbps"] < 0.7
     slow = s["slowest_rank"]
     others = [x for i, x in enumerate(s["busbw_rank_gbps"]) if i != slow]
     assert s["busbw_rank_gbps"][slow] > 2 * max(others)
@@ -417,7 +423,7 @@ def test_answer_key_magnitudes():
             assert f["alloc_ms_per_step"] > 0.08 * f["step_ms"], (hw, seed)  # L2
             assert f["alloc_ms_per_step"] / f["alloc_calls_per_step"] > 1.0  # ms-scale calls
             tr = gen("pipeline-bubbles", seed, hw)  # L3
-            m = int(re.search(r"(\d+) microbatches", tr.prompt["workload"]).group(1))
+            m = _micro(tr)
             theory = (tr.world - 1) / (m + tr.world - 1)
             idle = float(np.mean(tr.key.facts["compute_idle_frac_per_rank"]))
             assert abs(idle - theory) < 0.05, (hw, seed, idle, theory)
@@ -477,7 +483,7 @@ def test_pipeline_schedule_dependencies(case):
     tr = gen(*case)
     assert "pipeline-parallel" in tr.prompt["workload"]
     P = tr.world
-    m = int(re.search(r"(\d+) microbatches", tr.prompt["workload"]).group(1))
+    m = _micro(tr)
     blk = _pp_blocks(tr, m)
     assert len(blk) == 2 * P * m  # every block of the last step (names repeat per step)
     for (s, kind, i), (start, end, _) in blk.items():

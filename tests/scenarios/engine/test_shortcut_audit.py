@@ -48,24 +48,36 @@ def _explain(r: A.Result) -> str:
     )
 
 
-# Issue 12 is open: the reworked engine has cut the shortcuts (prompt text 98 % -> ~26 %, names
-# 82 % -> ~31 %, counts 96 % -> ~49 %) but not yet to the targets. These two stay visible as
-# expected failures (run with --runxfail, or bench/shortcut_audit.py, for the figures) and turn
-# into plain passes once the engine meets them; the instrument's own checks below are real.
+# Issue 12 is open: the reworked engine has cut the shortcuts (prompt text 98 % -> ~9 %, names
+# 82 % -> ~23 %, counts 96 % -> ~37 %, all 27 %, since one seed draws one workload for every
+# scenario) but not yet to every target (counts; healthy vs pipeline-bubbles and memory-bound).
+# At this sample size every feature set and all but two pairs meet the (looser) targets and are
+# plain tests; the two pairs below stay visible as expected failures (run with --runxfail, or
+# bench/shortcut_audit.py, for the figures). The instrument's own checks below are real.
 TARGETS_NOT_MET_YET = pytest.mark.xfail(
     reason="issue 12: shortcut targets not met yet (bench/shortcut_audit.py)", strict=False
 )
 
 
-@TARGETS_NOT_MET_YET
 @pytest.mark.parametrize("fset", A.FEATURE_SETS)
 def test_no_feature_set_names_the_scenario(fset):
     r = _results()[("all scenarios", fset)]
     assert r.ok, _explain(r)
 
 
-@TARGETS_NOT_MET_YET
-@pytest.mark.parametrize("pair", A.all_pairs(SLUGS), ids=lambda p: f"{p[0]}|{p[1]}")
+# the two pairs still told apart by more than their signature: a bubbly pipeline runs few, large
+# microbatches (message sizes, events per step), a memory-bound job long sequences (step time)
+NOT_MET_PAIRS = {("healthy", "pipeline-bubbles"), ("healthy", "memory-bound-kernel")}
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        pytest.param(p, marks=TARGETS_NOT_MET_YET) if tuple(p) in NOT_MET_PAIRS else p
+        for p in A.all_pairs(SLUGS)
+    ],
+    ids=lambda p: f"{p[0]}|{p[1]}",
+)
 def test_foils_and_healthy_are_told_apart_only_by_the_signature(pair):
     r = _results()[(f"{pair[0]} / {pair[1]}", "all")]
     assert r.ok, _explain(r)
