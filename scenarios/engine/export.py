@@ -14,12 +14,25 @@ import numpy as np
 import orjson
 
 from .measure import row_name
-from .model import CATS, COLS, COMPUTE, DTYPES, MAIN, NCCL, STREAM_OF, WORKER0, WORKER1
+from .model import (
+    AUTOGRAD,
+    CATS,
+    COLS,
+    COMPUTE,
+    DTYPES,
+    MAIN,
+    NCCL,
+    STREAM_OF,
+    WATCHDOG,
+    WORKER0,
+    WORKER1,
+)
 
 if TYPE_CHECKING:
     from . import Trace
 
 FLOW_STRIDE = 1 << 24  # flow ids: rank * stride + correlation (unique across ranks)
+FWDBWD_OFF = 1 << 23  # fwdbwd flow ids: rank * stride + offset + sequence number
 CPU_PID_BASE = 41_000
 TL_CATS = [
     "user_annotation",
@@ -37,9 +50,33 @@ def _us(ns: np.ndarray) -> list[float]:
     return (ns / 1000.0).round(3).tolist()
 
 
+_TID_OFF = {MAIN: 0, WORKER0: 11, WORKER1: 12, AUTOGRAD: 31, WATCHDOG: 58}
+# thread names as torch sets them (Kineto writes "thread <tid> (<name>)")
+THREAD_LABEL = {
+    MAIN: "pt_main_thread",
+    WORKER0: "pt_data_worker_0",
+    WORKER1: "pt_data_worker_1",
+    AUTOGRAD: "pt_autograd_0",
+    WATCHDOG: "pt_nccl_watchdg",
+}
+
+
 def _tid_os(rank: int, tid: int) -> int:
-    base = CPU_PID_BASE + 97 * rank
-    return {MAIN: base, WORKER0: base + 11, WORKER1: base + 12}[tid]
+    return CPU_PID_BASE + 97 * rank + _TID_OFF[tid]
+
+
+def _fwdbwd(trace: Trace, idx: np.ndarray) -> np.ndarray:
+    """Which of the rank's events start or end a `fwdbwd` flow: forward ops on the main thread
+    and backward nodes on the autograd thread that share a sequence number (corr column)."""
+    c = trace.cols
+    cpu = (c["cat"][idx] <= 1) & (c["corr"][idx] != 0)
+    t = c["tid"][idx]
+    f, b = cpu & (t == MAIN), cpu & (t == AUTOGRAD)
+    if not b.any():
+        return np.zeros(len(idx), bool)
+    s = c["corr"][idx]
+    both = np.intersect1d(s[f], s[b])
+    return cpu & ((t == MAIN) | (t == AUTOGRAD)) & np.isin(s, both)
 
 
 def _rank_idx(trace: Trace, rank: int, workers: bool) -> np.ndarray:
@@ -68,6 +105,7 @@ def _events_for_rank(
     pid_cpu = CPU_PID_BASE + 97 * rank
     out: list[dict] = []
     ext = 0
+    linked = _fwdbwd(trace, idx).tolist()
     for i in range(len(idx)):
         t = tid[i]
         ev: dict = {
@@ -120,6 +158,15 @@ def _events_for_rank(
             elif cat[i] <= 1:
                 ext += 1
                 a["External id"] = ext
+                if corr[i]:
+                    a["Sequence number"] = corr[i]
+                if linked[i]:
+                    fl = {"ph": "s" if t == MAIN else "f", "id": flow_base + FWDBWD_OFF + corr[i],
+                          "pid": pid_cpu, "tid": ev["tid"], "ts": ts[i], "cat": "fwdbwd",
+                          "name": "fwdbwd"}  # fmt: skip
+                    if t != MAIN:
+                        fl["bp"] = "e"
+                    out.append(fl)
         if a:
             ev["args"] = a
         out.append(ev)
@@ -166,7 +213,7 @@ def _meta_events(rank: int, pid_gpu: int, present: set[int]) -> list[dict]:
             meta.append(("thread_sort_index", pid_gpu, STREAM_OF[t], {"sort_index": STREAM_OF[t]}))
         else:
             os_tid = _tid_os(rank, t)
-            label = "pt_main_thread" if t == MAIN else f"pt_data_worker_{t - 1}"
+            label = THREAD_LABEL[t]
             meta.append(("thread_name", pid_cpu, os_tid, {"name": f"thread {os_tid} ({label})"}))
             meta.append(("thread_sort_index", pid_cpu, os_tid, {"sort_index": t}))
     for name, pid, tid_, a in meta:
@@ -378,7 +425,8 @@ def _events_json(
     ]
     # runtime calls with a correlation (+ flow-start arrows)
     r_ = np.flatnonzero(rt)
-    ot = np.array([_tid_os(rank, t) if t < COMPUTE else 0 for t in range(8)])[tid[r_]]
+    ot_lut = np.array([_tid_os(rank, t) if t < COMPUTE else 0 for t in range(8)])
+    ot = ot_lut[tid[r_]]
     slots[2 * r_] = [
         f'{{"ph":"s","id":{cr},"pid":{pid_cpu},"tid":{o},"ts":{t},"cat":"ac2g","name":"ac2g"}}'
         for cr, o, t in zip(
@@ -391,12 +439,40 @@ def _events_json(
             head[r_].tolist(), ts[r_].tolist(), dur[r_].tolist(), corr[r_].tolist(), strict=True
         )
     ]
-    # cpu ops and annotations: External id counts them in order
-    p_ = np.flatnonzero(cpu)
+    # cpu ops and annotations: External id counts them in order; forward ops and backward
+    # nodes carry their sequence number, and the linked ones a fwdbwd flow end
+    p_ = np.flatnonzero(cpu & (corr_n == 0))
     slots[2 * p_ + 1] = [
         f'{{"ph":"X","ts":{t},"dur":{d},{h}"External id":{e}}}}}'
         for h, t, d, e in zip(
             head[p_].tolist(), ts[p_].tolist(), dur[p_].tolist(), ext[p_].tolist(), strict=True
+        )
+    ]
+    q_ = np.flatnonzero(cpu & (corr_n != 0))
+    slots[2 * q_ + 1] = [
+        f'{{"ph":"X","ts":{t},"dur":{d},{h}"External id":{e},"Sequence number":{cr}}}}}'
+        for h, t, d, e, cr in zip(
+            head[q_].tolist(),
+            ts[q_].tolist(),
+            dur[q_].tolist(),
+            ext[q_].tolist(),
+            corr[q_].tolist(),
+            strict=True,
+        )
+    ]
+    fb = np.flatnonzero(_fwdbwd(trace, idx))
+    fb_tid = tid[fb]
+    slots[2 * fb] = [
+        f'{{"ph":"s","id":{i},"pid":{pid_cpu},"tid":{o},"ts":{t},"cat":"fwdbwd","name":"fwdbwd"}}'
+        if m
+        else f'{{"ph":"f","id":{i},"pid":{pid_cpu},"tid":{o},"ts":{t},"cat":"fwdbwd",'
+        '"name":"fwdbwd","bp":"e"}'
+        for i, o, t, m in zip(
+            (flow_base + FWDBWD_OFF + corr_n[fb]).tolist(),
+            ot_lut[fb_tid].tolist(),
+            ts[fb].tolist(),
+            (fb_tid == MAIN).tolist(),
+            strict=True,
         )
     ]
     o_ = np.flatnonzero(other)
@@ -408,6 +484,7 @@ def _events_json(
     keep[2 * np.arange(n) + 1] = True
     keep[2 * gf] = True
     keep[2 * r_] = True
+    keep[2 * fb] = True
     return slots[keep].tolist()
 
 
@@ -443,36 +520,55 @@ def hta_bytes(trace: Trace) -> dict[int, bytes]:
 
 
 # ------------------------------------------------------------------------------------------------
+API, API_AG = -1, -2  # timeline rows of the runtime calls made by the main / autograd thread
+_TL_ROWS = [MAIN, API, AUTOGRAD, API_AG, WATCHDOG, WORKER0, WORKER1, COMPUTE, NCCL]
+_TL_KIND = {
+    MAIN: "cpu",
+    AUTOGRAD: "cpu",
+    WATCHDOG: "cpu",
+    WORKER0: "dataloader",
+    WORKER1: "dataloader",
+    API: "cuda_api",
+    API_AG: "cuda_api",
+    COMPUTE: "gpu",
+    NCCL: "nccl",
+}
+_TL_NAME = {
+    AUTOGRAD: "autograd thread (pt_autograd_0)",
+    API_AG: "CUDA API (autograd thread)",
+    WATCHDOG: "NCCL watchdog (pt_nccl_watchdg)",
+}
+
+
+def _tl_row_name(rank: int, t: int) -> str:
+    return _TL_NAME.get(t) or row_name(rank, t)
+
+
 def to_timeline(trace: Trace) -> dict:
+    """Nsight-style rows per rank: main thread and its CUDA API calls, the autograd thread and
+    its calls, the NCCL watchdog, the DataLoader workers, then the GPU streams."""
     c = trace.cols
     rows: list[dict] = []
     row_of: dict[tuple[int, int], int] = {}
-    API = -1
-    is_rt = c["cat"] == 2
-    rowkey_tid = np.where(is_rt, API, c["tid"].astype(np.int64))
-    order_t = [MAIN, WORKER0, WORKER1, API, COMPUTE, NCCL]
-    kinds = {
-        MAIN: "cpu",
-        WORKER0: "dataloader",
-        WORKER1: "dataloader",
-        API: "cuda_api",
-        COMPUTE: "gpu",
-        NCCL: "nccl",
-    }
+    tid = c["tid"].astype(np.int64)
+    is_rt = (c["cat"] == 2) & ((tid == MAIN) | (tid == AUTOGRAD))
+    rowkey_tid = np.where(is_rt, np.where(tid == AUTOGRAD, API_AG, API), tid)
     depth = c["depth"].astype(np.int64).copy()
     depth[is_rt] = 0
     for r in range(trace.world):
         mr = c["rank"] == r
         present = set(np.unique(rowkey_tid[mr]).tolist())
-        for t in order_t:
+        for t in _TL_ROWS:
             if t in present:
                 row_of[(r, t)] = len(rows)
                 md = int(depth[mr & (rowkey_tid == t)].max()) + 1
-                rows.append({"rank": r, "kind": kinds[t], "name": row_name(r, t), "depth": md})
-    lut = np.full((trace.world, 8), -1, np.int64)
+                rows.append(
+                    {"rank": r, "kind": _TL_KIND[t], "name": _tl_row_name(r, t), "depth": md}
+                )
+    lut = np.full((trace.world, 10), -1, np.int64)
     for (r, t), i in row_of.items():
-        lut[r, t + 1] = i
-    row = lut[c["rank"].astype(np.int64), rowkey_tid + 1]
+        lut[r, t + 2] = i
+    row = lut[c["rank"].astype(np.int64), rowkey_tid + 2]
     cat = c["cat"].astype(np.int64).copy()
     cat[c["tid"] == NCCL] = 6
     cat[(c["tid"] == WORKER0) | (c["tid"] == WORKER1)] = 7

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from scenarios import engine as E
+from scenarios.engine.model import AUTOGRAD, C_RT, COMPUTE, MAIN
 
 SEEDS = [1, 2, 3, 4]
 
@@ -445,9 +446,13 @@ def _pp_blocks(tr, n_mb):
     for r in range(tr.world):
         m = c["rank"] == r
         ts, dur, nm, corr, tid = (c[k][m] for k in ("ts", "dur", "name", "corr", "tid"))
+        cat = c["cat"][m]
         gpu = {int(k): (int(t), int(t + d)) for t, d, k, td in zip(ts, dur, corr, tid, strict=True)
-               if td != 0 and k}  # fmt: skip
-        cpu = np.flatnonzero(tid == 0)
+               if td >= COMPUTE and k}  # fmt: skip
+        # main thread and autograd thread (backward), in time order; launches carry the corr
+        cpu = np.flatnonzero((tid == MAIN) | (tid == AUTOGRAD))
+        cpu = cpu[np.argsort(ts[cpu], kind="stable")]
+        corr = np.where(cat == C_RT, corr, 0)
         cur = None
         seen: dict[str, int] = defaultdict(int)  # 1F1B runs each pass in microbatch order
         for i in cpu:
