@@ -91,7 +91,7 @@ class Forest:
               "StreamWaitEvent", "StreamGetPriority", "DeviceGetStreamPriorityRange")}  # fmt: skip
         self.rt = rt
         self._klut = np.zeros((0, 5), np.int64)  # per kernel name: 3 pre calls, post call, view?
-        self._olut = np.zeros((0, 3), np.int64)  # per outer name: middle id, backward?, linked?
+        self._olut = np.zeros((0, 4), np.int64)  # per outer: node id, backward?, linked?, in place?
 
     def _kind(self, name: str) -> tuple[int, int, int, int, int]:
         rt = self.rt
@@ -103,15 +103,17 @@ class Forest:
         if "flash" in name or "fmha" in name:
             return (rt["StreamIsCapturing"], rt["FuncSetAttribute"],
                     rt["OccupancyMaxActiveBlocksPerMultiprocessorWithFlags"], -1, 1)  # fmt: skip
-        if GEMM_NAME.search(name):
-            return rt["StreamIsCapturing"], rt["FuncSetAttribute"], -1, -1, 1
+        if GEMM_NAME.search(name):  # a matmul's 3-D input goes through reshape → view
+            return rt["StreamIsCapturing"], rt["FuncSetAttribute"], -1, -1, 2
         return rt["StreamIsCapturing"], -1, -1, -1, 1
 
-    def _outer(self, name: str) -> tuple[int, int, int]:
+    def _outer(self, name: str) -> tuple[int, int, int, int]:
+        """(backward node id, backward?, has a forward op?, writes in place / into `out`?)"""
+        inplace = int(name.endswith(("_", "mul_out")))
         if not name.startswith(BWD_PREFIX):
-            return -1, 0, 0
+            return -1, 0, 0, inplace
         node = name[len(BWD_PREFIX) :]
-        return self.it.n(node), 1, int("AccumulateGrad" not in node)
+        return self.it.n(node), 1, int("AccumulateGrad" not in node), int("AccumulateGrad" in node)
 
     def _grow(self) -> None:
         names = self.it.names
@@ -270,6 +272,7 @@ def emit_units(
         return MAIN
     kp, op = fx.plan(u)
     bw = op[:, 1] == 1
+    alloc = op[:, 3] == 0  # in-place and out= ops allocate nothing: no aten::empty, no view
     tid = AUTOGRAD if bw.any() else MAIN
     d = 0 if tid == AUTOGRAD else depth
     rec.add(rk, tid, start, end - start, u.outer, u.ocat, d, seq, u.oaid)
@@ -280,7 +283,8 @@ def emit_units(
                 op[mid, 0], C_OP, d + 1, lk)  # fmt: skip
     d1 = d + 1 + mid
     h = pre // 2
-    rec.add(rk, tid, start + 100, h - 200, fx.empty, C_OP, d1)
+    rec.add(rk[..., alloc], tid, (start + 100)[..., alloc], (h - 200)[..., alloc], fx.empty, C_OP,
+            d1[alloc])  # fmt: skip
     if has_in.any():
         s_ = start[..., has_in] + h[..., has_in]
         rec.add(rk[..., has_in], tid, s_, end[..., has_in] - 150 - s_, u.inner[has_in], C_OP,
@@ -302,12 +306,12 @@ def emit_units(
     if mp.any():
         rec.add(rk[..., mp], tid, (ls + L + 50)[..., mp], (p4 - 100)[..., mp], kp[mp, 3], C_RT,
                 ld[mp])  # fmt: skip
-    # the result's view: through `aten::reshape` inside a forward op's aten call
-    mv = kp[:, 4] == 1
+    # the result's view in forward ops (a matmul's through `aten::reshape`)
+    mv = (kp[:, 4] >= 1) & alloc & (tid == MAIN)  # (the backward engine hands results on)
     if mv.any():
         rs = (ls + L + p4 + 50)[..., mv]
         rw = (post - p4 - 300)[..., mv]
-        deep = has_in[mv] & ~mid[mv]
+        deep = has_in[mv] & ~mid[mv] & (kp[mv, 4] == 2)
         rec.add(rk[..., mv], tid, rs + 100, rw - 200, fx.view, C_OP, ld[mv] + deep)
         if deep.any():
             rec.add(rk[..., mv][..., deep], tid, rs[..., deep], rw[..., deep], fx.reshape, C_OP,
@@ -371,7 +375,7 @@ class Sim:
             return
         rng = self.rng
         t_end = int(self.cpu.max())
-        n = max(1, (t_end - 1_000_000) // 40_000_000 + 1)
+        n = int(min(120, max(1, (t_end - 1_000_000) // 40_000_000 + 1)))
         polls = 1_000_000 + np.cumsum(rng.integers(20_000_000, 60_000_000, (self.R, n)), axis=1)
         k = rng.integers(1, 3, (self.R, n))  # queries per poll
         q = np.arange(3)

@@ -126,7 +126,7 @@ def test_healthy_pipeline_is_deep_and_quiet(hardware):
         # per-microbatch jitter adds a few points of idle to the schedule's bubble
         assert theory < 0.11 and abs(idle - theory) < 0.08, (seed, hardware, idle, theory)
         assert flags(f) == set(), (seed, hardware, flags(f))
-        assert tr.n_events <= 220_000
+        assert tr.n_events <= 300_000
         assert k.expected_step_ms == k.step_ms and k.measurement == "none"
 
 
@@ -179,10 +179,23 @@ def test_catalogues():
         orjson.dumps(k.to_dict())
 
 
+def test_largest_default_trace_downloads_under_5_mb():
+    """The merged Perfetto file of the biggest default 8-rank traces (a 9-layer compiled job
+    with long compile steps) stays under 5 MB gzipped."""
+    import gzip
+
+    for slug, seed in (("recompilation", 2), ("exposed-allreduce", 1)):
+        tr = gen(slug, seed)
+        assert tr.world == 8
+        assert len(gzip.compress(E.perfetto_bytes(tr), 6)) < 5_000_000, (slug, seed)
+
+
 @pytest.mark.parametrize("slug", list(E.SCENARIOS))
 def test_sizes_and_framings(slug):
     tr = gen(slug, 2)
-    assert 3_000 <= tr.n_events <= 220_000
+    # the op forest of real traces (backward nodes, allocations, runtime calls around each launch)
+    # costs events; what must stay small is the download, checked below
+    assert 3_000 <= tr.n_events <= 300_000
     assert 6 <= tr.key.facts["n_steps"] <= 12
     prompts = {orjson.dumps(E.generate(slug, 2, framing=i).prompt) for i in range(3)}
     assert len(prompts) == 3
