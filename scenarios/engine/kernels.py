@@ -214,9 +214,10 @@ class UnitBuilder:
             block=(384, 1, 1),
             launch=self._gemm_launch,
         )
-        if outer.startswith(BWD) and variant == 2 and self.hw.vendor != "amd":
-            # weight gradients reduce over the tokens with split-K: cuBLASLt's reduction kernel
-            self.k(outer, inner, SPLITK_REDUCE, 2.0 + m * n * 6 / 2.0e12 * 1e6, cpu_us * 0.4,
+        if outer.startswith(BWD) and variant == 2 and self.hw.vendor != "amd" and m * n <= 1 << 24:
+            # a weight gradient with a long reduction (the tokens) over a small output uses
+            # split-K: cuBLASLt's reduction kernel follows the GEMM
+            self.k(outer, inner, SPLITK_REDUCE, 2.0 + m * n * 8 / 3.0e12 * 1e6, cpu_us * 0.4,
                    grid=(max(1, m * n // 4096), 1, 1), block=(128, 1, 1))  # fmt: skip
 
     def memcpy(self, outer: str, inner: str, name: str, nbytes: int, gbps: float, dims=None):

@@ -124,10 +124,16 @@ class Forest:
                 setattr(self, attr, np.concatenate([lut, add.reshape(len(add), -1)]))
 
     def plan(self, u: Units) -> tuple[np.ndarray, np.ndarray]:
-        """(kernel plan (n, 5), outer plan (n, 3)) for the units of `u`."""
+        """(kernel plan (n, 5), outer plan (n, 4)) for the units of `u`, kept on the template
+        (templates are reused every step; their names are interned before they are built)."""
+        got = getattr(u, "_plan", None)
+        if got is not None and got[0] is self:
+            return got[1], got[2]
         if len(self._klut) < len(self.it.names) or len(self._olut) < len(self.it.names):
             self._grow()
-        return self._klut[u.kname], self._olut[u.outer]
+        kp, op = self._klut[u.kname], self._olut[u.outer]
+        u._plan = (self, kp, op)  # type: ignore[attr-defined]
+        return kp, op
 
 
 class Recorder:
