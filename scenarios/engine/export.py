@@ -610,6 +610,7 @@ def to_timeline(trace: Trace) -> dict:
 
 # ------------------------------------------------------------------------------------------------
 MAGIC = b"TTE1"
+THREAD_LAYOUT = 2  # thread codes: main, 2 workers, autograd, watchdog, compute, NCCL
 
 
 def dumps(trace: Trace) -> bytes:
@@ -625,6 +626,7 @@ def dumps(trace: Trace) -> bytes:
         "args": trace.args,
         "n": len(trace.cols["ts"]),
         "version": trace.version,
+        "threads": THREAD_LAYOUT,
     }
     mb = orjson.dumps(meta)
     cols = trace.cols
@@ -649,6 +651,8 @@ def loads(data: bytes) -> Trace:
         cols[c] = np.frombuffer(body, dt, n, off).copy()
         off += n * dt.itemsize
     cols = {c: cols[c] for c in COLS}
+    if meta.get("threads") != THREAD_LAYOUT:  # stored before the autograd and watchdog threads
+        cols["tid"] = np.array([MAIN, WORKER0, WORKER1, COMPUTE, NCCL], np.int8)[cols["tid"]]
     return Trace(
         scenario=meta["scenario"],
         seed=meta["seed"],

@@ -505,3 +505,28 @@ def test_pipeline_schedule_dependencies(case):
         if kind == "backward":
             dep = blk[(s, "forward", i)][1] if s == P - 1 else blk[(s + 1, "backward", i)][2]
             assert start >= dep, (s, kind, i)
+
+
+def test_traces_stored_before_the_new_threads_still_load():
+    """A trace stored with the old thread codes (compute stream 3, NCCL 4, no marker) loads with
+    its kernels on the GPU streams, not on the autograd or watchdog threads."""
+    import struct
+
+    tr = gen("launch-bound", 1)  # one rank: main thread and the compute stream only
+    blob = E.dumps(tr)
+    n = struct.unpack("<I", blob[4:8])[0]
+    meta = orjson.loads(blob[8 : 8 + n])
+    del meta["threads"]
+    cols = {k: v.copy() for k, v in tr.cols.items()}
+    cols["tid"][cols["tid"] == COMPUTE] = 3
+    body = cols["ts"].tobytes() + b"".join(
+        np.ascontiguousarray(cols[c]).tobytes() for c in ("rank", "tid", "dur", "name", "cat",
+                                                           "depth", "corr", "aid")
+    )  # fmt: skip
+    m2 = orjson.dumps(meta)
+    import zlib
+
+    old = blob[:4] + struct.pack("<I", len(m2)) + m2 + zlib.compress(body, 3)
+    back = E.loads(old)
+    assert (back.cols["tid"] == tr.cols["tid"]).all()
+    assert E.to_timeline(back)["rows"][-1]["name"].endswith("(compute)")
