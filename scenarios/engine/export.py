@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 FLOW_STRIDE = 1 << 24  # flow ids: rank * stride + correlation (unique across ranks)
 FWDBWD_OFF = 1 << 23  # fwdbwd flow ids: rank * stride + offset + sequence number
+# correlation ids as a profiler numbers them, well past the first thousands (HTA 0.5 keeps them in
+# the smallest integer type that fits and then writes event indices into a column of that type)
+CORR_BASE = 1 << 16
 CPU_PID_BASE = 41_000
 TL_CATS = [
     "user_annotation",
@@ -118,20 +121,21 @@ def _events_for_rank(
         a = dict(args[aid[i]]) if aid[i] >= 0 else {}
         if t >= COMPUTE:
             ev["pid"], ev["tid"] = pid_gpu, STREAM_OF[t]
+            k = corr[i] + CORR_BASE if corr[i] else 0
             a.update(
                 {
-                    "External id": corr[i],
+                    "External id": k,
                     "device": rank,
                     "context": 1,
                     "stream": STREAM_OF[t],
-                    "correlation": corr[i],
+                    "correlation": k,
                 }
             )
             if corr[i]:
                 out.append(
                     {
                         "ph": "f",
-                        "id": flow_base + corr[i],
+                        "id": flow_base + k,
                         "pid": pid_gpu,
                         "tid": STREAM_OF[t],
                         "ts": ts[i],
@@ -143,11 +147,12 @@ def _events_for_rank(
         else:
             ev["pid"], ev["tid"] = pid_cpu, _tid_os(rank, t)
             if cat[i] == 2 and corr[i]:
-                a.update({"External id": corr[i], "cbid": 211, "correlation": corr[i]})
+                k = corr[i] + CORR_BASE
+                a.update({"External id": k, "cbid": 211, "correlation": k})
                 out.append(
                     {
                         "ph": "s",
-                        "id": flow_base + corr[i],
+                        "id": flow_base + k,
                         "pid": pid_cpu,
                         "tid": ev["tid"],
                         "ts": ts[i],
@@ -395,8 +400,10 @@ def _events_json(
     # numbers as JSON text in one orjson call each (its float formatting is C, not per-event repr)
     ts = np.array(_json_list((c["ts"][idx] / 1000.0).round(3)), dtype=object)
     dur = np.array(_json_list((c["dur"][idx] / 1000.0).round(3)), dtype=object)
-    corr = np.array(_json_list(corr), dtype=object)
     corr_n = c["corr"][idx]
+    corr = np.array(_json_list(np.where(cpu | (corr_n == 0), corr_n, corr_n + CORR_BASE)),
+                    dtype=object)  # fmt: skip
+    corr_f = corr_n + CORR_BASE  # ac2g flow ids
     ext = np.array(_json_list(np.cumsum(cpu)), dtype=object)
     slots = np.empty(2 * n, dtype=object)
     # GPU events (+ their flow-end arrows)
@@ -420,7 +427,7 @@ def _events_json(
         f'{{"ph":"f","id":{cr},"pid":{pid_gpu},"tid":{s_},"ts":{t},"cat":"ac2g",'
         '"name":"ac2g","bp":"e"}'
         for cr, s_, t in zip(
-            (flow_base + corr_n[gf]).tolist(), stf.tolist(), ts[gf].tolist(), strict=True
+            (flow_base + corr_f[gf]).tolist(), stf.tolist(), ts[gf].tolist(), strict=True
         )
     ]
     # runtime calls with a correlation (+ flow-start arrows)
@@ -430,7 +437,7 @@ def _events_json(
     slots[2 * r_] = [
         f'{{"ph":"s","id":{cr},"pid":{pid_cpu},"tid":{o},"ts":{t},"cat":"ac2g","name":"ac2g"}}'
         for cr, o, t in zip(
-            (flow_base + corr_n[r_]).tolist(), ot.tolist(), ts[r_].tolist(), strict=True
+            (flow_base + corr_f[r_]).tolist(), ot.tolist(), ts[r_].tolist(), strict=True
         )
     ]
     slots[2 * r_ + 1] = [
