@@ -29,9 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from bench.trace_reader import from_trace
 from scenarios import engine
-
-CATS_FALLBACK = ["user_annotation", "cpu_op", "cuda_runtime", "kernel", "gpu_memcpy", "gpu_memset"]
 
 # the pairs a learner must not tell apart without reading the signature (issue 12)
 FOIL_PAIRS: tuple[tuple[str, str], ...] = (
@@ -168,7 +167,7 @@ class Group:
 
     name: str
     cat: str
-    tid: int
+    tid: str  # thread role, e.g. "pt_main_thread", "pt_autograd_0", "stream 7 "
     args: dict | None
     count: int
     dur_sum: float
@@ -184,30 +183,15 @@ class Summary:
     groups: list[Group]
     steps: list[tuple[str, float]]  # (step annotation name, duration ns), every rank
     threads_per_rank: float
-    tids: tuple[int, ...]
+    tids: tuple[str, ...]
     max_depth: int
     family: str = ""
     header: dict[str, Any] = field(default_factory=dict)
     cache: dict[tuple[str, Exclusion], dict[str, float]] = field(default_factory=dict, repr=False)
 
 
-def _cats() -> list[str]:
-    try:
-        from scenarios.engine.model import CATS
-
-        return list(CATS)
-    except ImportError:  # pragma: no cover - layout changed
-        return CATS_FALLBACK
-
-
-def _header(trace: Any) -> dict[str, Any]:
+def _header(head: dict[str, Any]) -> dict[str, Any]:
     """The trace header a reader sees in the export (device properties, distributed info)."""
-    try:
-        from scenarios.engine import export
-
-        head = export._hta_head(trace, 0)
-    except Exception:
-        return {}
     out: dict[str, Any] = {}
     for k, v in head.items():
         if k == "traceEvents":
@@ -229,18 +213,21 @@ def _header(trace: Any) -> dict[str, Any]:
 
 
 def summarise(trace: Any) -> Summary:
-    cats = _cats()
-    c = trace.cols
-    n = len(c["ts"])
-    name = c["name"].astype(np.int64)
-    cat = c["cat"].astype(np.int64)
-    tid = c["tid"].astype(np.int64)
-    aid = c["aid"].astype(np.int64) if "aid" in c else np.full(n, -1, np.int64)
-    dur = c["dur"].astype(np.float64)
+    """What a learner can read off one trace, through the shared reader (`trace_reader`): every
+    rank, every thread the viewers show (DataLoader workers included), grouped by (name,
+    category, thread role, argument template)."""
+    ev = from_trace(trace, rank=None, kineto=False)
+    n = len(ev)
+    # thread role: the thread's name without rank and OS id ("pt_autograd_0", "stream 7 ")
+    roles = [t.split(" (", 1)[1].rstrip(")") if " (" in t else t for t in ev.threads]
+    role_names, role_of = np.unique(np.array(roles, dtype=object), return_inverse=True)
+    tid = role_of.reshape(-1)[ev.thread] if n else np.zeros(0, np.int64)
+    name, cat, aid = ev.name, ev.cat, ev.aid
+    dur = ev.dur * 1000.0  # ns, as before
     key = (name << 32) | ((aid + 1) << 12) | (cat << 6) | tid
     order = np.argsort(key, kind="stable")
     ks = key[order]
-    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]]) if n else np.zeros(0, np.int64)
     ends = np.r_[starts[1:], len(ks)]
     ds = dur[order]
     csum = np.r_[0.0, np.cumsum(ds)]
@@ -248,24 +235,24 @@ def summarise(trace: Any) -> Summary:
     for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
         k = int(ks[a])
         ai = ((k >> 12) & ((1 << 20) - 1)) - 1
+        ci = (k >> 6) & 63
         groups.append(
             Group(
-                name=trace.names[k >> 32],
-                cat=cats[(k >> 6) & 63] if ((k >> 6) & 63) < len(cats) else str((k >> 6) & 63),
-                tid=k & 63,
-                args=trace.args[ai] if ai >= 0 else None,
+                name=ev.names[k >> 32],
+                cat=ev.cats[ci] if ci < len(ev.cats) else str(ci),
+                tid=str(role_names[k & 63]),
+                args=ev.args[ai] if ai >= 0 else None,
                 count=b - a,
                 dur_sum=float(csum[b] - csum[a]),
             )
         )
-    is_step = np.array([nm.startswith("ProfilerStep#") for nm in trace.names], bool)
+    is_step = np.array([nm.startswith("ProfilerStep#") for nm in ev.names], bool)
     sm = is_step[name]
     steps = [
-        (trace.names[i], float(d)) for i, d in zip(name[sm].tolist(), dur[sm].tolist(), strict=True)
+        (ev.names[i], float(d)) for i, d in zip(name[sm].tolist(), dur[sm].tolist(), strict=True)
     ]
-    rank = c["rank"].astype(np.int64)
-    world = int(getattr(trace, "world", int(rank.max()) + 1))
-    threads = len(np.unique(rank * 64 + tid)) / max(world, 1)
+    world = int(getattr(trace, "world", int(ev.rank.max()) + 1 if n else 1))
+    threads = len(np.unique(ev.thread)) / max(world, 1)
     p = trace.prompt
     prompt = " | ".join(str(p.get(k) or "") for k in ("hardware", "workload", "symptom", "theory"))
     prompt += " " + " ".join(str(v) for k, v in p.items() if k not in _PROMPT_KEYS and v)
@@ -278,10 +265,10 @@ def summarise(trace: Any) -> Summary:
         groups=groups,
         steps=steps,
         threads_per_rank=threads,
-        tids=tuple(sorted(set(tid.tolist()))),
-        max_depth=int(c["depth"].max()) if "depth" in c and n else 0,
+        tids=tuple(str(r) for r in role_names.tolist()),
+        max_depth=int(ev.depth.max()) if ev.depth is not None and n else 0,
         family=family_of(trace),
-        header=_header(trace),
+        header=_header(ev.header),
     )
 
 

@@ -1,11 +1,12 @@
 """Realism comparison (issue 12): the metrics of `real-trace-stats.md` on our generated traces,
 beside the range measured on five real Kineto traces (Holistic Trace Analysis `tests/data`).
 
-Each generated trace is exported per rank in the HTA/Kineto format (`engine.to_hta`), and every
-metric is computed on each rank file the way it is computed on a real one; the table shows the
-median over all rank files (with the 10th-90th percentile spread) and whether the median and the
-spread sit inside the real range. A checklist of the qualitative features real traces have
-follows (share of rank files that have each).
+Each generated trace is read per rank as its Kineto export shows it, and real files as they are,
+both through `bench/trace_reader.py` (the reader the shortcut audit uses too), so every metric is
+computed the same way on both; the table shows the median over the training traces' rank files
+(with the 10th-90th percentile spread) and whether the median and the spread sit inside the real
+range; decode traces (inference) follow as a separate table. A checklist of the qualitative
+features real traces have follows (share of training rank files that have each).
 
 `--real FILE...` computes the same metrics on real Kineto traces (.json or .json.gz), which is
 how the definitions here were checked against the real ranges: on the five HTA test traces they
@@ -21,7 +22,6 @@ Exit status 1 when a metric's median falls outside the real range (training trac
 from __future__ import annotations
 
 import argparse
-import gzip
 import re
 import sys
 from collections import defaultdict
@@ -29,11 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.trace_reader import Events, from_kineto, from_trace, load  # noqa: E402
 from scenarios import engine  # noqa: E402
 
 # (key, label, low, high, unit, fmt): the real range over the five traces
@@ -57,22 +57,18 @@ REAL: list[tuple[str, str, float, float, str]] = [
     ("devprops_keys", "deviceProperties keys", 14, 14, ""),
     ("first_step", "first step number", 2, 1009, ""),
 ]
+TRAINING = ("ddp", "ddp_compile", "pp")
 LAUNCH = ("cudaLaunchKernel", "hipLaunchKernel", "cudaLaunchKernelExC", "hipExtModuleLaunchKernel")
 STEP = re.compile(r"ProfilerStep#(\d+)")
 MARKETING = re.compile(r"\bSXM\b|\bPCIe\b| \d+GB$")  # "A100 SXM 80GB"; CUDA says "A100-SXM4-80GB"
 
 
-def _is_gpu(ev: dict) -> bool:
-    return ev.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
-
-
-def _max_depth(evs: list[dict]) -> int:
+def _max_depth(ts: np.ndarray, end: np.ndarray) -> int:
     """Deepest nesting of complete events on one CPU thread (1 = top level)."""
-    evs = sorted(evs, key=lambda e: (e["ts"], -e.get("dur", 0)))
+    o = np.lexsort((-end, ts))
     stack: list[float] = []
     best = 0
-    for e in evs:
-        t0, t1 = e["ts"], e["ts"] + e.get("dur", 0)
+    for t0, t1 in zip(ts[o].tolist(), end[o].tolist(), strict=True):
         while stack and stack[-1] <= t0:
             stack.pop()
         stack.append(t1)
@@ -80,118 +76,99 @@ def _max_depth(evs: list[dict]) -> int:
     return best
 
 
-def _pct(a: list[float], q: float) -> float:
-    return float(np.percentile(a, q)) if a else float("nan")
+def _pct(a: np.ndarray, q: float) -> float:
+    return float(np.percentile(a, q)) if len(a) else float("nan")
 
 
-def metrics(doc: dict) -> dict[str, float]:
-    """The table's metrics on one Kineto trace (one rank's file)."""
-    evs = [e for e in doc.get("traceEvents", []) if e.get("ph") == "X"]
-    by_cat: dict[str, list[dict]] = defaultdict(list)
-    for e in evs:
-        by_cat[str(e.get("cat", ""))].append(e)
-    kern = by_cat.get("kernel", [])
-    nk = max(len(kern), 1)
-    kd = [float(e.get("dur", 0)) for e in kern]
+def metrics(ev: Events) -> dict[str, float]:
+    """The table's metrics on one Kineto trace (one rank), read by `trace_reader`."""
+    kern = ev.cat_mask("kernel")
+    cpu_op = ev.cat_mask("cpu_op")
+    rt = ev.cat_mask("cuda_runtime", "cuda_driver")
+    nk = max(int(kern.sum()), 1)
+    kd = ev.dur[kern]
     out: dict[str, float] = {
-        "cpu_op_per_kernel": len(by_cat.get("cpu_op", [])) / nk,
-        "runtime_per_kernel": len(by_cat.get("cuda_runtime", [])) / nk,
-        "short_kernel_share": float(np.mean(np.array(kd) < 5.0)) if kd else float("nan"),
+        "cpu_op_per_kernel": int(cpu_op.sum()) / nk,
+        "runtime_per_kernel": int(ev.cat_mask("cuda_runtime").sum()) / nk,
+        "short_kernel_share": float(np.mean(kd < 5.0)) if len(kd) else float("nan"),
         "kernel_p10": _pct(kd, 10),
         "kernel_p50": _pct(kd, 50),
-        "kernel_names": len({e["name"] for e in kern}),
-        "cpu_op_names": len({e["name"] for e in by_cat.get("cpu_op", [])}),
-        "runtime_kinds": len(
-            {e["name"] for e in by_cat.get("cuda_runtime", []) + by_cat.get("cuda_driver", [])}
-        ),
+        "kernel_names": len(np.unique(ev.name[kern])),
+        "cpu_op_names": len(np.unique(ev.name[cpu_op])),
+        "runtime_kinds": len(np.unique(ev.name[rt])),
     }
-    per_name: dict[str, list[float]] = defaultdict(list)
-    for e in kern:
-        per_name[e["name"]].append(float(e.get("dur", 0)))
-    cvs = [np.std(v) / np.mean(v) for v in per_name.values() if len(v) >= 5 and np.mean(v) > 0]
-    out["name_cv"] = float(np.median(cvs)) if cvs else float("nan")
+    # spread of one kernel name's durations: median CV over names with >= 5 launches
+    u, inv, cnt = np.unique(ev.name[kern], return_inverse=True, return_counts=True)
+    s1 = np.bincount(inv, kd, len(u))
+    s2 = np.bincount(inv, kd * kd, len(u))
+    ok = (cnt >= 5) & (s1 > 0)
+    mean = s1[ok] / cnt[ok]
+    cv = np.sqrt(np.maximum(s2[ok] / cnt[ok] - mean**2, 0.0)) / mean
+    out["name_cv"] = float(np.median(cv)) if len(cv) else float("nan")
     # gaps between consecutive GPU events (kernels, copies, memsets) on one stream, overlap = 0
-    streams: dict[tuple, list[tuple[float, float]]] = defaultdict(list)
-    for e in evs:
-        if not _is_gpu(e):
-            continue
-        streams[(e.get("pid"), e.get("tid"))].append((float(e["ts"]), float(e.get("dur", 0))))
-    gaps: list[float] = []
-    for lst in streams.values():
-        lst.sort()
-        a = np.array(lst)
-        if len(a) > 1:
-            gaps += np.maximum(a[1:, 0] - (a[:-1, 0] + a[:-1, 1]), 0.0).tolist()
+    g = ev.is_gpu
+    th, ts, en = ev.thread[g], ev.ts[g], ev.ts[g] + ev.dur[g]
+    o = np.lexsort((ev.dur[g], ts, th))
+    th, ts, en = th[o], ts[o], en[o]
+    same = th[1:] == th[:-1]
+    gaps = np.maximum(ts[1:] - en[:-1], 0.0)[same]
     out["gap_p50"] = _pct(gaps, 50)
     out["gap_p90"] = _pct(gaps, 90)
-    launches = [
-        float(e.get("dur", 0)) for e in by_cat.get("cuda_runtime", []) if e["name"] in LAUNCH
-    ]
+    launches = ev.dur[ev.cat_mask("cuda_runtime") & ev.name_mask(lambda n: n in LAUNCH)]
     out["launch_p50"] = _pct(launches, 50)
     out["launch_p99"] = _pct(launches, 99)
-    out["launch_max"] = max(launches) if launches else float("nan")
-    cpu_threads: dict[tuple, list[dict]] = defaultdict(list)
-    for e in evs:
-        if not _is_gpu(e) and e.get("cat") in ("cpu_op", "user_annotation", "cuda_runtime"):
-            cpu_threads[(e.get("pid"), e.get("tid"))].append(e)
+    out["launch_max"] = float(launches.max()) if len(launches) else float("nan")
+    cpu_ev = ev.cat_mask("cpu_op", "user_annotation", "cuda_runtime") & ~ev.gpu_thread[ev.thread]
+    cpu_threads = np.unique(ev.thread[cpu_ev])
     out["cpu_threads"] = len(cpu_threads)
+    nest = ev.cat_mask("cpu_op", "user_annotation") & ~ev.gpu_thread[ev.thread]
     out["cpu_depth"] = max(
         (
-            _max_depth([e for e in v if e.get("cat") != "cuda_runtime"])
-            for v in cpu_threads.values()
+            _max_depth(ev.ts[nest & (ev.thread == t)], (ev.ts + ev.dur)[nest & (ev.thread == t)])
+            for t in cpu_threads.tolist()
         ),
         default=0,
     )
-    props = doc.get("deviceProperties") or [{}]
+    props = ev.header.get("deviceProperties") or [{}]
     out["devprops_keys"] = len(props[0])
-    steps = [int(m.group(1)) for e in evs if (m := STEP.match(str(e.get("name", ""))))]
+    steps = [int(m.group(1)) for n in np.unique(ev.name).tolist() if (m := STEP.match(ev.names[n]))]
     out["first_step"] = min(steps) if steps else float("nan")
     return out
 
 
-def checklist(doc: dict, vendor: str = "") -> dict[str, bool]:
+def checklist(ev: Events, vendor: str = "") -> dict[str, bool]:
     """Qualitative features of real traces (real-trace-stats.md, 'easy to miss')."""
-    evs = doc.get("traceEvents", [])
-    names = {str(e.get("name", "")) for e in evs}
-    cats = {str(e.get("cat", "")) for e in evs}
-    threads = {
-        str(e.get("args", {}).get("name", "")) for e in evs if e.get("name") == "thread_name"
-    }
-    kernels = {str(e.get("name", "")) for e in evs if e.get("cat") == "kernel"}
-    nccl_v = str((doc.get("distributedInfo") or {}).get("nccl_version", ""))
+    names = {ev.names[i] for i in np.unique(ev.name).tolist()}
+    kernels = {ev.names[i] for i in np.unique(ev.name[ev.cat_mask("kernel")]).tolist()}
+    nccl_v = str((ev.header.get("distributedInfo") or {}).get("nccl_version", ""))
     new_nccl = bool(re.match(r"2\.(19|[2-9]\d)", nccl_v))
     nccl_k = [k for k in kernels if k.startswith("nccl")]
-    props = (doc.get("deviceProperties") or [{}])[0]
+    props = (ev.header.get("deviceProperties") or [{}])[0]
     out = {
         "aten::empty in the op forest": "aten::empty" in names,
         "AccumulateGrad ops": any("AccumulateGrad" in n for n in names),
-        "backward on an autograd thread": any("autograd" in t for t in threads),
-        "fwdbwd flow events": "fwdbwd" in cats,
-        "ac2g flow events": "ac2g" in cats,
+        "backward on an autograd thread": any("autograd" in t for t in ev.thread_names),
+        "fwdbwd flow events": "fwdbwd" in ev.flow_cats,
+        "ac2g flow events": "ac2g" in ev.flow_cats,
         "cudaEventRecord / cudaStreamWaitEvent": bool(
             {"cudaEventRecord", "cudaStreamWaitEvent", "hipEventRecord", "hipStreamWaitEvent"}
             & names
         ),
         "cudaEventQuery (NCCL watchdog)": bool({"cudaEventQuery", "hipEventQuery"} & names),
-        "PyTorch Profiler span": any(n.startswith("PyTorch Profiler") for n in names),
-        "Iteration Start / Record Window End instants": {"Iteration Start", "Record Window End"}
-        <= names,
+        "PyTorch Profiler span": any(n.startswith("PyTorch Profiler") for n in ev.marks),
+        "Iteration Start / Record Window End instants": any(
+            n.startswith("Iteration Start") for n in ev.marks
+        )
+        and "Record Window End" in ev.marks,
         "deviceProperties name as CUDA reports it": bool(props.get("name"))
         and not MARKETING.search(str(props.get("name", ""))),
         "NCCL kernel names match nccl_version": bool(nccl_k)
         and all(k.startswith("ncclDevKernel") == new_nccl for k in nccl_k),
-        "no DataLoader worker rows": not any("data_worker" in t for t in threads),
+        "no DataLoader worker rows": not any("data_worker" in t for t in ev.thread_names),
     }
     if vendor == "amd":
         out["hipExtModuleLaunchKernel for ROCm GEMMs"] = "hipExtModuleLaunchKernel" in names
     return out
-
-
-def _load(path: str) -> dict:
-    raw = Path(path).read_bytes()
-    if path.endswith(".gz"):
-        raw = gzip.decompress(raw)
-    return orjson.loads(raw)
 
 
 def _fmt(v: float, unit: str) -> str:
@@ -242,17 +219,20 @@ def _generated(
         for i in range(seeds):
             hw = hws[i % len(hws)]
             tr = engine.generate(slug, 5000 + i, hardware=hw)
-            files = engine.to_hta(tr)
+            fam = str(tr.key.facts.get("family") or engine._family(slug, 5000 + i))
             vendor = tr.hw.vendor
-            for r in sorted(files)[:2]:  # rank 0 and 1: the rest repeat them
-                doc = files[r]
-                m = metrics(doc)
+            for r in range(min(tr.world, 2)):  # rank 0 and 1: the rest repeat them
+                ev = from_trace(tr, r)
+                m = metrics(ev)
                 m["_scenario"] = slug  # type: ignore[assignment]
+                m["_family"] = fam  # type: ignore[assignment]
                 rows.append(m)
                 by_scen[slug].append(m)
-                for k, v in checklist(doc, vendor).items():
-                    checks[k].append(v)
-            base_times.append(int(files[0].get("baseTimeNanoseconds", 0)))
+                if fam in TRAINING:
+                    for k, v in checklist(ev, vendor).items():
+                        checks[k].append(v)
+                if r == 0:
+                    base_times.append(int(ev.header.get("baseTimeNanoseconds", 0)))
             n += 1
             progress(n, total)
     checks["baseTimeNanoseconds differs per trace"] = [len(set(base_times)) == len(base_times)]
@@ -269,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.real:
         rows = []
         for p in a.real:
-            m = metrics(_load(p))
+            m = metrics(from_kineto(load(p)))
             rows.append(m)
             print(p)
             print("   " + ", ".join(f"{k}={v:.3g}" for k, v in m.items()))
@@ -282,9 +262,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\r  generated {i}/{n} traces", end="" if i < n else "\n", file=sys.stderr)
 
     rows, checks, by_scen = _generated(slugs, a.seeds, hws, progress)
+    train = [r for r in rows if r["_family"] in TRAINING]
     missed = report(
-        rows,
-        f"realism: {len(rows)} rank files (ranks 0-1) of {len(slugs) * a.seeds} traces "
+        train,
+        f"realism, training traces (DDP, DDP + torch.compile, pipeline): {len(train)} rank files "
+        f"(ranks 0-1) of {len(slugs) * a.seeds} traces "
         f"({a.seeds} per scenario, hardware {', '.join(hws)}), generator v"
         f"{getattr(engine, 'GENERATOR_VERSION', '?')}; real = range over five real traces\n",
     )
@@ -296,7 +278,10 @@ def main(argv: list[str] | None = None) -> int:
             cells.append(_fmt(v, unit) + ("" if lo <= v <= hi else "*"))
         print(f"  {slug:28} " + "  ".join(f"{c:>7}" for c in cells))
     print("  (* outside the real range)")
-    print("\nwhat real traces have (share of rank files that have it):")
+    dec = [r for r in rows if r["_family"] not in TRAINING]
+    if dec:
+        report(dec, f"\ninference decode traces (one GPU, no backward; for reference): {len(dec)}")
+    print("\nwhat real traces have (share of training rank files that have it):")
     for k, v in checks.items():
         share = float(np.mean(v)) if v else 0.0
         print(f"  {share:>5.0%}  {k}")

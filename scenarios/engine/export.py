@@ -14,12 +14,28 @@ import numpy as np
 import orjson
 
 from .measure import row_name
-from .model import CATS, COLS, COMPUTE, DTYPES, MAIN, NCCL, STREAM_OF, WORKER0, WORKER1
+from .model import (
+    AUTOGRAD,
+    CATS,
+    COLS,
+    COMPUTE,
+    DTYPES,
+    MAIN,
+    NCCL,
+    STREAM_OF,
+    WATCHDOG,
+    WORKER0,
+    WORKER1,
+)
 
 if TYPE_CHECKING:
     from . import Trace
 
 FLOW_STRIDE = 1 << 24  # flow ids: rank * stride + correlation (unique across ranks)
+FWDBWD_OFF = 1 << 23  # fwdbwd flow ids: rank * stride + offset + sequence number
+# correlation ids as a profiler numbers them, well past the first thousands (HTA 0.5 keeps them in
+# the smallest integer type that fits and then writes event indices into a column of that type)
+CORR_BASE = 1 << 16
 CPU_PID_BASE = 41_000
 TL_CATS = [
     "user_annotation",
@@ -37,9 +53,33 @@ def _us(ns: np.ndarray) -> list[float]:
     return (ns / 1000.0).round(3).tolist()
 
 
+_TID_OFF = {MAIN: 0, WORKER0: 11, WORKER1: 12, AUTOGRAD: 31, WATCHDOG: 58}
+# thread names as torch sets them (Kineto writes "thread <tid> (<name>)")
+THREAD_LABEL = {
+    MAIN: "pt_main_thread",
+    WORKER0: "pt_data_worker_0",
+    WORKER1: "pt_data_worker_1",
+    AUTOGRAD: "pt_autograd_0",
+    WATCHDOG: "pt_nccl_watchdg",
+}
+
+
 def _tid_os(rank: int, tid: int) -> int:
-    base = CPU_PID_BASE + 97 * rank
-    return {MAIN: base, WORKER0: base + 11, WORKER1: base + 12}[tid]
+    return CPU_PID_BASE + 97 * rank + _TID_OFF[tid]
+
+
+def _fwdbwd(trace: Trace, idx: np.ndarray) -> np.ndarray:
+    """Which of the rank's events start or end a `fwdbwd` flow: forward ops on the main thread
+    and backward nodes on the autograd thread that share a sequence number (corr column)."""
+    c = trace.cols
+    cpu = (c["cat"][idx] <= 1) & (c["corr"][idx] != 0)
+    t = c["tid"][idx]
+    f, b = cpu & (t == MAIN), cpu & (t == AUTOGRAD)
+    if not b.any():
+        return np.zeros(len(idx), bool)
+    s = c["corr"][idx]
+    both = np.intersect1d(s[f], s[b])
+    return cpu & ((t == MAIN) | (t == AUTOGRAD)) & np.isin(s, both)
 
 
 def _rank_idx(trace: Trace, rank: int, workers: bool) -> np.ndarray:
@@ -68,6 +108,7 @@ def _events_for_rank(
     pid_cpu = CPU_PID_BASE + 97 * rank
     out: list[dict] = []
     ext = 0
+    linked = _fwdbwd(trace, idx).tolist()
     for i in range(len(idx)):
         t = tid[i]
         ev: dict = {
@@ -80,20 +121,21 @@ def _events_for_rank(
         a = dict(args[aid[i]]) if aid[i] >= 0 else {}
         if t >= COMPUTE:
             ev["pid"], ev["tid"] = pid_gpu, STREAM_OF[t]
+            k = corr[i] + CORR_BASE if corr[i] else 0
             a.update(
                 {
-                    "External id": corr[i],
+                    "External id": k,
                     "device": rank,
                     "context": 1,
                     "stream": STREAM_OF[t],
-                    "correlation": corr[i],
+                    "correlation": k,
                 }
             )
             if corr[i]:
                 out.append(
                     {
                         "ph": "f",
-                        "id": flow_base + corr[i],
+                        "id": flow_base + k,
                         "pid": pid_gpu,
                         "tid": STREAM_OF[t],
                         "ts": ts[i],
@@ -105,11 +147,12 @@ def _events_for_rank(
         else:
             ev["pid"], ev["tid"] = pid_cpu, _tid_os(rank, t)
             if cat[i] == 2 and corr[i]:
-                a.update({"External id": corr[i], "cbid": 211, "correlation": corr[i]})
+                k = corr[i] + CORR_BASE
+                a.update({"External id": k, "cbid": 211, "correlation": k})
                 out.append(
                     {
                         "ph": "s",
-                        "id": flow_base + corr[i],
+                        "id": flow_base + k,
                         "pid": pid_cpu,
                         "tid": ev["tid"],
                         "ts": ts[i],
@@ -120,6 +163,15 @@ def _events_for_rank(
             elif cat[i] <= 1:
                 ext += 1
                 a["External id"] = ext
+                if corr[i]:
+                    a["Sequence number"] = corr[i]
+                if linked[i]:
+                    fl = {"ph": "s" if t == MAIN else "f", "id": flow_base + FWDBWD_OFF + corr[i],
+                          "pid": pid_cpu, "tid": ev["tid"], "ts": ts[i], "cat": "fwdbwd",
+                          "name": "fwdbwd"}  # fmt: skip
+                    if t != MAIN:
+                        fl["bp"] = "e"
+                    out.append(fl)
         if a:
             ev["args"] = a
         out.append(ev)
@@ -166,7 +218,7 @@ def _meta_events(rank: int, pid_gpu: int, present: set[int]) -> list[dict]:
             meta.append(("thread_sort_index", pid_gpu, STREAM_OF[t], {"sort_index": STREAM_OF[t]}))
         else:
             os_tid = _tid_os(rank, t)
-            label = "pt_main_thread" if t == MAIN else f"pt_data_worker_{t - 1}"
+            label = THREAD_LABEL[t]
             meta.append(("thread_name", pid_cpu, os_tid, {"name": f"thread {os_tid} ({label})"}))
             meta.append(("thread_sort_index", pid_cpu, os_tid, {"sort_index": t}))
     for name, pid, tid_, a in meta:
@@ -348,8 +400,10 @@ def _events_json(
     # numbers as JSON text in one orjson call each (its float formatting is C, not per-event repr)
     ts = np.array(_json_list((c["ts"][idx] / 1000.0).round(3)), dtype=object)
     dur = np.array(_json_list((c["dur"][idx] / 1000.0).round(3)), dtype=object)
-    corr = np.array(_json_list(corr), dtype=object)
     corr_n = c["corr"][idx]
+    corr = np.array(_json_list(np.where(cpu | (corr_n == 0), corr_n, corr_n + CORR_BASE)),
+                    dtype=object)  # fmt: skip
+    corr_f = corr_n + CORR_BASE  # ac2g flow ids
     ext = np.array(_json_list(np.cumsum(cpu)), dtype=object)
     slots = np.empty(2 * n, dtype=object)
     # GPU events (+ their flow-end arrows)
@@ -373,16 +427,17 @@ def _events_json(
         f'{{"ph":"f","id":{cr},"pid":{pid_gpu},"tid":{s_},"ts":{t},"cat":"ac2g",'
         '"name":"ac2g","bp":"e"}'
         for cr, s_, t in zip(
-            (flow_base + corr_n[gf]).tolist(), stf.tolist(), ts[gf].tolist(), strict=True
+            (flow_base + corr_f[gf]).tolist(), stf.tolist(), ts[gf].tolist(), strict=True
         )
     ]
     # runtime calls with a correlation (+ flow-start arrows)
     r_ = np.flatnonzero(rt)
-    ot = np.array([_tid_os(rank, t) if t < COMPUTE else 0 for t in range(8)])[tid[r_]]
+    ot_lut = np.array([_tid_os(rank, t) if t < COMPUTE else 0 for t in range(8)])
+    ot = ot_lut[tid[r_]]
     slots[2 * r_] = [
         f'{{"ph":"s","id":{cr},"pid":{pid_cpu},"tid":{o},"ts":{t},"cat":"ac2g","name":"ac2g"}}'
         for cr, o, t in zip(
-            (flow_base + corr_n[r_]).tolist(), ot.tolist(), ts[r_].tolist(), strict=True
+            (flow_base + corr_f[r_]).tolist(), ot.tolist(), ts[r_].tolist(), strict=True
         )
     ]
     slots[2 * r_ + 1] = [
@@ -391,12 +446,40 @@ def _events_json(
             head[r_].tolist(), ts[r_].tolist(), dur[r_].tolist(), corr[r_].tolist(), strict=True
         )
     ]
-    # cpu ops and annotations: External id counts them in order
-    p_ = np.flatnonzero(cpu)
+    # cpu ops and annotations: External id counts them in order; forward ops and backward
+    # nodes carry their sequence number, and the linked ones a fwdbwd flow end
+    p_ = np.flatnonzero(cpu & (corr_n == 0))
     slots[2 * p_ + 1] = [
         f'{{"ph":"X","ts":{t},"dur":{d},{h}"External id":{e}}}}}'
         for h, t, d, e in zip(
             head[p_].tolist(), ts[p_].tolist(), dur[p_].tolist(), ext[p_].tolist(), strict=True
+        )
+    ]
+    q_ = np.flatnonzero(cpu & (corr_n != 0))
+    slots[2 * q_ + 1] = [
+        f'{{"ph":"X","ts":{t},"dur":{d},{h}"External id":{e},"Sequence number":{cr}}}}}'
+        for h, t, d, e, cr in zip(
+            head[q_].tolist(),
+            ts[q_].tolist(),
+            dur[q_].tolist(),
+            ext[q_].tolist(),
+            corr[q_].tolist(),
+            strict=True,
+        )
+    ]
+    fb = np.flatnonzero(_fwdbwd(trace, idx))
+    fb_tid = tid[fb]
+    slots[2 * fb] = [
+        f'{{"ph":"s","id":{i},"pid":{pid_cpu},"tid":{o},"ts":{t},"cat":"fwdbwd","name":"fwdbwd"}}'
+        if m
+        else f'{{"ph":"f","id":{i},"pid":{pid_cpu},"tid":{o},"ts":{t},"cat":"fwdbwd",'
+        '"name":"fwdbwd","bp":"e"}'
+        for i, o, t, m in zip(
+            (flow_base + FWDBWD_OFF + corr_n[fb]).tolist(),
+            ot_lut[fb_tid].tolist(),
+            ts[fb].tolist(),
+            (fb_tid == MAIN).tolist(),
+            strict=True,
         )
     ]
     o_ = np.flatnonzero(other)
@@ -408,6 +491,7 @@ def _events_json(
     keep[2 * np.arange(n) + 1] = True
     keep[2 * gf] = True
     keep[2 * r_] = True
+    keep[2 * fb] = True
     return slots[keep].tolist()
 
 
@@ -443,36 +527,55 @@ def hta_bytes(trace: Trace) -> dict[int, bytes]:
 
 
 # ------------------------------------------------------------------------------------------------
+API, API_AG = -1, -2  # timeline rows of the runtime calls made by the main / autograd thread
+_TL_ROWS = [MAIN, API, AUTOGRAD, API_AG, WATCHDOG, WORKER0, WORKER1, COMPUTE, NCCL]
+_TL_KIND = {
+    MAIN: "cpu",
+    AUTOGRAD: "cpu",
+    WATCHDOG: "cpu",
+    WORKER0: "dataloader",
+    WORKER1: "dataloader",
+    API: "cuda_api",
+    API_AG: "cuda_api",
+    COMPUTE: "gpu",
+    NCCL: "nccl",
+}
+_TL_NAME = {
+    AUTOGRAD: "autograd thread (pt_autograd_0)",
+    API_AG: "CUDA API (autograd thread)",
+    WATCHDOG: "NCCL watchdog (pt_nccl_watchdg)",
+}
+
+
+def _tl_row_name(rank: int, t: int) -> str:
+    return _TL_NAME.get(t) or row_name(rank, t)
+
+
 def to_timeline(trace: Trace) -> dict:
+    """Nsight-style rows per rank: main thread and its CUDA API calls, the autograd thread and
+    its calls, the NCCL watchdog, the DataLoader workers, then the GPU streams."""
     c = trace.cols
     rows: list[dict] = []
     row_of: dict[tuple[int, int], int] = {}
-    API = -1
-    is_rt = c["cat"] == 2
-    rowkey_tid = np.where(is_rt, API, c["tid"].astype(np.int64))
-    order_t = [MAIN, WORKER0, WORKER1, API, COMPUTE, NCCL]
-    kinds = {
-        MAIN: "cpu",
-        WORKER0: "dataloader",
-        WORKER1: "dataloader",
-        API: "cuda_api",
-        COMPUTE: "gpu",
-        NCCL: "nccl",
-    }
+    tid = c["tid"].astype(np.int64)
+    is_rt = (c["cat"] == 2) & ((tid == MAIN) | (tid == AUTOGRAD))
+    rowkey_tid = np.where(is_rt, np.where(tid == AUTOGRAD, API_AG, API), tid)
     depth = c["depth"].astype(np.int64).copy()
     depth[is_rt] = 0
     for r in range(trace.world):
         mr = c["rank"] == r
         present = set(np.unique(rowkey_tid[mr]).tolist())
-        for t in order_t:
+        for t in _TL_ROWS:
             if t in present:
                 row_of[(r, t)] = len(rows)
                 md = int(depth[mr & (rowkey_tid == t)].max()) + 1
-                rows.append({"rank": r, "kind": kinds[t], "name": row_name(r, t), "depth": md})
-    lut = np.full((trace.world, 8), -1, np.int64)
+                rows.append(
+                    {"rank": r, "kind": _TL_KIND[t], "name": _tl_row_name(r, t), "depth": md}
+                )
+    lut = np.full((trace.world, 10), -1, np.int64)
     for (r, t), i in row_of.items():
-        lut[r, t + 1] = i
-    row = lut[c["rank"].astype(np.int64), rowkey_tid + 1]
+        lut[r, t + 2] = i
+    row = lut[c["rank"].astype(np.int64), rowkey_tid + 2]
     cat = c["cat"].astype(np.int64).copy()
     cat[c["tid"] == NCCL] = 6
     cat[(c["tid"] == WORKER0) | (c["tid"] == WORKER1)] = 7
@@ -514,6 +617,7 @@ def to_timeline(trace: Trace) -> dict:
 
 # ------------------------------------------------------------------------------------------------
 MAGIC = b"TTE1"
+THREAD_LAYOUT = 2  # thread codes: main, 2 workers, autograd, watchdog, compute, NCCL
 
 
 def dumps(trace: Trace) -> bytes:
@@ -529,6 +633,7 @@ def dumps(trace: Trace) -> bytes:
         "args": trace.args,
         "n": len(trace.cols["ts"]),
         "version": trace.version,
+        "threads": THREAD_LAYOUT,
     }
     mb = orjson.dumps(meta)
     cols = trace.cols
@@ -553,6 +658,8 @@ def loads(data: bytes) -> Trace:
         cols[c] = np.frombuffer(body, dt, n, off).copy()
         off += n * dt.itemsize
     cols = {c: cols[c] for c in COLS}
+    if meta.get("threads") != THREAD_LAYOUT:  # stored before the autograd and watchdog threads
+        cols["tid"] = np.array([MAIN, WORKER0, WORKER1, COMPUTE, NCCL], np.int8)[cols["tid"]]
     return Trace(
         scenario=meta["scenario"],
         seed=meta["seed"],

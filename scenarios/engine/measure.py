@@ -8,7 +8,7 @@ import numpy as np
 
 from .hardware import Hardware
 from .kernels import DTYPE_BYTES
-from .model import C_KERN, C_RT, COMPUTE, MAIN, NCCL, WORKER0, WORKER1
+from .model import AUTOGRAD, C_KERN, C_RT, COMPUTE, MAIN, NCCL, WORKER0, WORKER1
 
 GEMM_RE = re.compile(r"gemm|Cijk_|gemv|wvSplitK", re.I)
 ROW_NAMES = {
@@ -422,7 +422,8 @@ class Measured:
             [self.names[uniq[i]][:80], round(float(sums[i] / total), 4)] for i in order[:5]
         ]
         # score-matrix elementwise chain: kernels whose launching op carries 4-D Input Dims
-        outer = self.mask(tid=MAIN) & (c["aid"] >= 0) & (c["cat"] == 1)
+        # the ops that launch them: forward on the main thread, backward on the autograd thread
+        outer = (self.mask(tid=MAIN) | self.mask(tid=AUTOGRAD)) & (c["aid"] >= 0) & (c["cat"] == 1)
         dims4 = (
             np.array(
                 [len((self.args[a].get("Input Dims") or [[]])[0]) == 4 for a in c["aid"][outer]],

@@ -7,6 +7,8 @@ nesting computed here survives export exactly.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,9 +17,12 @@ import orjson
 
 from .hardware import Hardware
 
-# thread codes inside one rank
-MAIN, WORKER0, WORKER1, COMPUTE, NCCL = 0, 1, 2, 3, 4
+# thread codes inside one rank: CPU threads first (main, DataLoader workers, the autograd engine's
+# device thread, the NCCL watchdog), then GPU streams (every `tid >= COMPUTE` is a stream)
+MAIN, WORKER0, WORKER1, AUTOGRAD, WATCHDOG, COMPUTE, NCCL = range(7)
 STREAM_OF = {COMPUTE: 7, NCCL: 20}
+BWD_PREFIX = "autograd::engine::evaluate_function: "
+GEMM_NAME = re.compile(r"gemm|Cijk_|gemv|wvSplitK", re.I)
 
 CATS = ["user_annotation", "cpu_op", "cuda_runtime", "kernel", "gpu_memcpy", "gpu_memset"]
 C_ANN, C_OP, C_RT, C_KERN, C_MEMCPY, C_MEMSET = range(6)
@@ -65,29 +70,82 @@ class Interner:
         return i
 
 
+class Forest:
+    """What real traces carry around every launch, by kernel kind (name-id lookup tables).
+
+    Per unit: the backward node between the autograd engine's `evaluate_function` and the aten op
+    (`AddmmBackward0`, with the forward op's sequence number), and the runtime calls before the
+    launch (the caching allocator's capture check; `cudaFuncSetAttribute` for cuBLAS and flash
+    kernels, plus the occupancy query for flash; for NCCL the `cudaEventRecord` on the compute
+    stream and the comm stream's `cudaStreamWaitEvent` on it; for a pinned copy the stream
+    priority look-ups) and after it (`cudaEventRecord`: NCCL's work-end event, the pinned host
+    block's release event)."""
+
+    def __init__(self, it: Interner, hw: Hardware) -> None:
+        self.it = it
+        pre = "hip" if hw.vendor == "amd" else "cuda"
+        self.empty, self.reshape, self.view = (it.n(x) for x in ("aten::empty", "aten::reshape",
+                                                                 "aten::view"))  # fmt: skip
+        rt = {k: it.n(pre + k) for k in ("StreamIsCapturing", "FuncSetAttribute",
+              "OccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "EventRecord",
+              "StreamWaitEvent", "StreamGetPriority", "DeviceGetStreamPriorityRange")}  # fmt: skip
+        self.rt = rt
+        self._klut = np.zeros((0, 5), np.int64)  # per kernel name: 3 pre calls, post call, view?
+        self._olut = np.zeros((0, 4), np.int64)  # per outer: node id, backward?, linked?, in place?
+
+    def _kind(self, name: str) -> tuple[int, int, int, int, int]:
+        rt = self.rt
+        if name.startswith("nccl"):
+            return rt["EventRecord"], rt["StreamWaitEvent"], -1, rt["EventRecord"], 0
+        if name.startswith("Memcpy HtoD"):
+            return (rt["StreamIsCapturing"], rt["StreamGetPriority"],
+                    rt["DeviceGetStreamPriorityRange"], rt["EventRecord"], 1)  # fmt: skip
+        if "flash" in name or "fmha" in name:
+            return (rt["StreamIsCapturing"], rt["FuncSetAttribute"],
+                    rt["OccupancyMaxActiveBlocksPerMultiprocessorWithFlags"], -1, 1)  # fmt: skip
+        if GEMM_NAME.search(name):  # a matmul's 3-D input goes through reshape → view
+            return rt["StreamIsCapturing"], rt["FuncSetAttribute"], -1, -1, 2
+        return rt["StreamIsCapturing"], -1, -1, -1, 1
+
+    def _outer(self, name: str) -> tuple[int, int, int, int]:
+        """(backward node id, backward?, has a forward op?, writes in place / into `out`?)"""
+        inplace = int(name.endswith(("_", "mul_out")))
+        if not name.startswith(BWD_PREFIX):
+            return -1, 0, 0, inplace
+        node = name[len(BWD_PREFIX) :]
+        return self.it.n(node), 1, int("AccumulateGrad" not in node), int("AccumulateGrad" in node)
+
+    def _grow(self) -> None:
+        names = self.it.names
+        for attr, fn in (("_klut", self._kind), ("_olut", self._outer)):
+            lut = getattr(self, attr)
+            if len(lut) < len(names):
+                add = np.array([fn(n) for n in names[len(lut) :]], np.int64)
+                setattr(self, attr, np.concatenate([lut, add.reshape(len(add), -1)]))
+
+    def plan(self, u: Units) -> tuple[np.ndarray, np.ndarray]:
+        """(kernel plan (n, 5), outer plan (n, 4)) for the units of `u`, kept on the template
+        (templates are reused every step; their names are interned before they are built)."""
+        got = getattr(u, "_plan", None)
+        if got is not None and got[0] is self:
+            return got[1], got[2]
+        if len(self._klut) < len(self.it.names) or len(self._olut) < len(self.it.names):
+            self._grow()
+        kp, op = self._klut[u.kname], self._olut[u.outer]
+        u._plan = (self, kp, op)  # type: ignore[attr-defined]
+        return kp, op
+
+
 class Recorder:
     """Columnar events appended in batches; columns are materialised once in `finish`."""
 
     def __init__(self) -> None:
         self.parts: list[tuple[int, tuple, tuple]] = []  # (n, shape, value per column)
         self.rows: list[tuple] = []  # scalar events, converted in one go at the end
-        # name ids of the op forest around every launch (aten::empty, aten::view, the capture
-        # check): set by the simulator, None records launches bare
-        self.forest: tuple[int, int, int] | None = None
-
-    def add_forest(self, rk, start, pre, ls, L, post, dur_o, depth, ldepth, capt=None) -> None:
-        """The small ops real traces carry around each launch: `aten::empty` for the output
-        before the op's launch path, the allocator's `cudaStreamIsCapturing` just before the
-        launch, and an `aten::view` of the result after it (all nested in the outer op)."""
-        if self.forest is None:
-            return
-        empty, view, capt0 = self.forest
-        capt = capt0 if capt is None else capt
-        h = pre // 2
-        self.add(rk, MAIN, start + 200, h - 400, empty, C_OP, depth + 1)
-        self.add(rk, MAIN, start + h + 100, pre - h - 200, capt, C_RT, ldepth)
-        v0 = ls + L + post // 2 + 150
-        self.add(rk, MAIN, v0, start + dur_o - 150 - v0, view, C_OP, depth + 1)
+        # the op forest around every launch (set by the simulator; None records launches bare)
+        self.forest: Forest | None = None
+        # called once before the columns are built (threads that run beside the step loop)
+        self.on_finish: Callable[[], None] | None = None
 
     def add(self, rank, tid, ts, dur, name, cat, depth, corr=0, aid=-1) -> None:
         vals = (rank, tid, ts, dur, name, cat, depth, corr, aid)
@@ -102,6 +160,9 @@ class Recorder:
             self.parts.append((n, shape, vals))
 
     def finish(self) -> dict[str, np.ndarray]:
+        if self.on_finish is not None:
+            hook, self.on_finish = self.on_finish, None
+            hook()
         N = sum(p[0] for p in self.parts) + len(self.rows)
         cols = {c: np.empty(N, DTYPES[c]) for c in COLS}
         arrs = [cols[c] for c in COLS]
@@ -183,6 +244,103 @@ _UF = (
 )
 
 
+def emit_units(
+    rec: Recorder,
+    u: Units,
+    rk: np.ndarray,
+    start: np.ndarray,
+    pre: np.ndarray,
+    L: np.ndarray,
+    post: np.ndarray,
+    depth: int,
+    corr: np.ndarray,
+    seq: np.ndarray | int = 0,
+    link: np.ndarray | int = 0,
+) -> int:
+    """The CPU side of a block of units (arrays of shape `(..., n)`): each unit's outer op, its
+    nested aten op, the op forest around the launch and the launch itself. Backward units (and
+    the whole block they are in, DDP's reducer hooks included) run on the autograd thread from
+    depth 0, with the backward node (`link`: the sequence number of the forward op it belongs
+    to) between the engine's `evaluate_function` and the aten op. Forward ops carry their own
+    sequence number (`seq`) in the corr column. Returns the thread used."""
+    ls = start + pre
+    end = ls + L + post
+    rk = np.broadcast_to(rk, start.shape)
+    fx = rec.forest
+    has_in = u.inner >= 0
+    if fx is None:  # bare: outer op, nested op, launch
+        rec.add(rk, MAIN, start, end - start, u.outer, u.ocat, depth, 0, u.oaid)
+        if has_in.any():
+            s_ = start[..., has_in] + pre[..., has_in] // 2
+            rec.add(rk[..., has_in], MAIN, s_, end[..., has_in] - 150 - s_, u.inner[has_in],
+                    C_OP, depth + 1, 0, u.iaid[has_in])  # fmt: skip
+        rec.add(rk, MAIN, ls, L, u.launch, C_RT, depth + 1 + has_in, corr)
+        return MAIN
+    kp, op = fx.plan(u)
+    bw = op[:, 1] == 1
+    alloc = op[:, 3] == 0  # in-place and out= ops allocate nothing: no aten::empty, no view
+    tid = AUTOGRAD if bw.any() else MAIN
+    d = 0 if tid == AUTOGRAD else depth
+    rec.add(rk, tid, start, end - start, u.outer, u.ocat, d, seq, u.oaid)
+    mid = op[:, 0] >= 0
+    if mid.any():
+        lk = link[..., mid] if isinstance(link, np.ndarray) else link
+        rec.add(rk[..., mid], tid, start[..., mid] + 50, (end - start)[..., mid] - 100,
+                op[mid, 0], C_OP, d + 1, lk)  # fmt: skip
+    d1 = d + 1 + mid
+    h = pre // 2
+    rec.add(rk[..., alloc], tid, (start + 100)[..., alloc], (h - 200)[..., alloc], fx.empty, C_OP,
+            d1[alloc])  # fmt: skip
+    if has_in.any():
+        s_ = start[..., has_in] + h[..., has_in]
+        rec.add(rk[..., has_in], tid, s_, end[..., has_in] - 150 - s_, u.inner[has_in], C_OP,
+                d1[has_in], 0, u.iaid[has_in])  # fmt: skip
+    ld = d1 + has_in
+    # runtime calls before the launch, packed into the time between the op's start and it
+    n_pre = np.maximum((kp[:, :3] >= 0).sum(1), 1)
+    w = (pre - h - 200) // n_pre
+    base = start + h + 100
+    for k in range(3):
+        mk = kp[:, k] >= 0
+        if mk.any():
+            wk = w[..., mk]
+            rec.add(rk[..., mk], tid, base[..., mk] + k * wk, (wk * 3) // 4, kp[mk, k], C_RT,
+                    ld[mk])  # fmt: skip
+    rec.add(rk, tid, ls, L, u.launch, C_RT, ld, corr)
+    p4 = post // 4
+    mp = kp[:, 3] >= 0
+    if mp.any():
+        rec.add(rk[..., mp], tid, (ls + L + 50)[..., mp], (p4 - 100)[..., mp], kp[mp, 3], C_RT,
+                ld[mp])  # fmt: skip
+    # the result's view in forward ops (a matmul's through `aten::reshape`)
+    mv = (kp[:, 4] >= 1) & alloc & (tid == MAIN)  # (the backward engine hands results on)
+    if mv.any():
+        rs = (ls + L + p4 + 50)[..., mv]
+        rw = (post - p4 - 300)[..., mv]
+        deep = has_in[mv] & ~mid[mv] & (kp[mv, 4] == 2)
+        rec.add(rk[..., mv], tid, rs + 100, rw - 200, fx.view, C_OP, ld[mv] + deep)
+        if deep.any():
+            rec.add(rk[..., mv][..., deep], tid, rs[..., deep], rw[..., deep], fx.reshape, C_OP,
+                    ld[mv][deep])  # fmt: skip
+    return tid
+
+
+def link_backward(fwd_seq: np.ndarray, linked: np.ndarray) -> np.ndarray:
+    """Sequence numbers for the backward nodes of a block (`linked`: units whose node has a
+    forward op), from the forward ops' numbers `fwd_seq` (lead + (nf,)): backward runs the
+    forward in reverse, so node j takes forward op nf-1-j·nf/nb, each forward op at most once."""
+    n = len(linked)
+    out = np.zeros((*fwd_seq.shape[:-1], n), np.int64)
+    nf, cols = fwd_seq.shape[-1], np.flatnonzero(linked)
+    nb = len(cols)
+    if not nf or not nb:
+        return out
+    fi = nf - 1 - (np.arange(nb) * nf) // nb
+    first = np.r_[True, fi[1:] != fi[:-1]]
+    out[..., cols[first]] = fwd_seq[..., fi[first]]
+    return out
+
+
 @dataclass
 class Sim:
     """State of a lock-step multi-rank simulation (vectors over ranks)."""
@@ -201,7 +359,8 @@ class Sim:
     nccl_end: np.ndarray = None  # type: ignore[assignment]
     ranks: np.ndarray = None  # type: ignore[assignment]
     meta: dict[str, Any] = field(default_factory=dict)
-    _wait_ev: int = 0
+    seq: np.ndarray = None  # type: ignore[assignment]
+    _fwd_seq: list = field(default_factory=list)  # forward ops' sequence numbers, not yet linked
 
     def __post_init__(self) -> None:
         z = np.full(self.R, 1_000_000, np.int64)  # traces start at 1 ms
@@ -211,10 +370,27 @@ class Sim:
         self.gpu_scale = np.ones(self.R)
         self.ranks = np.arange(self.R)
         self.launch_us = self.hw.launch_us
-        capt = "hipStreamIsCapturing" if self.hw.vendor == "amd" else "cudaStreamIsCapturing"
-        self.rec.forest = (self.it.n("aten::empty"), self.it.n("aten::view"), self.it.n(capt))
-        self._wait_ev = self.it.n("hipStreamWaitEvent" if self.hw.vendor == "amd" else
-                                  "cudaStreamWaitEvent")  # fmt: skip
+        self.seq = np.zeros(self.R, np.int64)
+        self.rec.forest = Forest(self.it, self.hw)
+        self.rec.on_finish = self._side_threads
+
+    def _side_threads(self) -> None:
+        """Threads that run beside the step loop: a multi-rank job's NCCL watchdog, which polls
+        its outstanding work with `cudaEventQuery` a few times every several milliseconds."""
+        if self.R < 2:
+            return
+        rng = self.rng
+        t_end = int(self.cpu.max())
+        n = int(min(120, max(1, (t_end - 1_000_000) // 40_000_000 + 1)))
+        polls = 1_000_000 + np.cumsum(rng.integers(20_000_000, 60_000_000, (self.R, n)), axis=1)
+        k = rng.integers(1, 3, (self.R, n))  # queries per poll
+        q = np.arange(3)
+        ts = polls[..., None] + q * 16_000 + rng.integers(0, 4000, (self.R, n, 3))
+        dur = rng.integers(1800, 11_000, (self.R, n, 3))
+        keep = (q[None, None, :] < k[..., None]) & (ts + dur < t_end)
+        rk = np.broadcast_to(self.ranks[:, None, None], ts.shape)
+        name = self.it.n(("hip" if self.hw.vendor == "amd" else "cuda") + "EventQuery")
+        self.rec.add(rk[keep], WATCHDOG, ts[keep], dur[keep], name, C_RT, 0)
 
     # ---- primitive slices -------------------------------------------------------------------
     def slice(self, tid, start, dur, name: str, cat: int, depth: int, aid: int = -1) -> None:
@@ -258,28 +434,8 @@ class Sim:
         corr = self.next_corr(n)
         rk = np.broadcast_to(self.ranks[:, None], (R, n))
         rec = self.rec
-        rec.add(rk, MAIN, start, dur_o, u.outer[None, :], u.ocat[None, :], d, 0, u.oaid[None, :])
-        has_in = u.inner >= 0
-        if has_in.any():
-            i0 = start[:, has_in] + pre[:, has_in] // 2
-            i1 = ls[:, has_in] + L[:, has_in] + post[:, has_in] // 2
-            rec.add(
-                rk[:, has_in],
-                MAIN,
-                i0,
-                i1 - i0,
-                u.inner[None, has_in],
-                C_OP,
-                d + 1,
-                0,
-                u.iaid[None, has_in],
-            )
-        ldepth = np.where(has_in, d + 2, d + 1)[None, :]
-        rec.add(rk, MAIN, ls, L, u.launch[None, :], C_RT, ldepth, corr, -1)
-        # before an NCCL launch the comm stream waits on the event recorded after the gradient
-        forest = self.rec.forest
-        capt = np.where(u.stream == NCCL, self._wait_ev, forest[2] if forest else -1)[None, :]
-        rec.add_forest(rk, start, pre, ls, L, post, dur_o, d, ldepth, capt)
+        seq, link = self._seq_for(u, track=depth >= 2 or (ann is not None and "forward" in ann))
+        emit_units(rec, u, rk, start, pre, L, post, d, corr, seq, link)
         # GPU side
         g = u.gpu_us[None, :] * self.gpu_scale[:, None] * rng.lognormal(-0.036, 0.27, (R, n))
         g = np.maximum((g * 1000).astype(np.int64), 1800)
@@ -331,6 +487,26 @@ class Sim:
             self.slice(MAIN, self.cpu, end_cpu + 1000 - self.cpu, ann, C_ANN, depth)
             end_cpu = end_cpu + 1000
         self.cpu = end_cpu + rng.integers(2000, 6000, R)
+
+    def _seq_for(self, u: Units, track: bool) -> tuple[np.ndarray | int, np.ndarray | int]:
+        """(forward sequence numbers, backward links) for the units of a block: a backward block
+        links its nodes to the forward ops recorded since the last backward; a forward block
+        (`track`) numbers its ops."""
+        fx = self.rec.forest
+        if fx is None:
+            return 0, 0
+        _kp, op = fx.plan(u)
+        if (op[:, 1] == 1).any():
+            f = np.concatenate(self._fwd_seq, axis=1) if self._fwd_seq else np.zeros((self.R, 0))
+            self._fwd_seq = []
+            return 0, link_backward(f.astype(np.int64), (op[:, 2] == 1) & (op[:, 0] >= 0))
+        if not track:
+            return 0, 0
+        fwd = u.ocat == C_OP
+        seq = np.where(fwd, self.seq[:, None] + np.cumsum(fwd), 0)
+        self.seq = self.seq + int(fwd.sum())
+        self._fwd_seq.append(seq[:, fwd])
+        return seq, 0
 
     # ---- host/device synchronisation --------------------------------------------------------
     def sync_item(
@@ -486,33 +662,39 @@ def emit_batch(
     corr0: np.ndarray,
     depth: int,
     sel: np.ndarray | None = None,
+    seq0: np.ndarray | None = None,
+    fwd_n: int = 0,
 ) -> None:
     """Record the CPU ops, launches and kernels of the instances (optionally only `sel`, a
     boolean mask over the lead shape). Arguments have the lead shape; ops sit at `depth`, launch
-    correlations are `corr0 + 1 .. corr0 + n`."""
+    correlations are `corr0 + 1 .. corr0 + n`. With `seq0` (lead shape), a forward template's
+    ops are numbered `seq0 + 1 ..` and a backward template's nodes link to the forward ops
+    numbered from the same `seq0` (the same instance's forward pass, `fwd_n` ops)."""
     u = b.u
     arrs = [b.start, b.pre, b.L, b.post, b.g, b.G, b.cumD]
-    lead = [rank, t0, free0, corr0]
+    lead = [rank, t0, free0, corr0] + ([] if seq0 is None else [seq0])
     if sel is not None:
         arrs = [a[sel] for a in arrs]
         lead = [np.broadcast_to(a, sel.shape)[sel] for a in lead]
     start, pre, L, post, g, G, cumD = arrs
-    rank, t0, free0, corr0 = (np.asarray(a)[..., None] for a in lead)
+    rank, t0, free0, corr0, *sq = (np.asarray(a)[..., None] for a in lead)
     n = len(u)
     rk = np.broadcast_to(rank, start.shape)
     st = t0 + start
-    ls = st + pre
     corr = corr0 + np.arange(1, n + 1)
-    rec.add(rk, MAIN, st, pre + L + post, u.outer, u.ocat, depth, 0, u.oaid)
-    has_in = u.inner >= 0
-    if has_in.any():
-        i0 = st[..., has_in] + pre[..., has_in] // 2
-        i1 = ls[..., has_in] + L[..., has_in] + post[..., has_in] // 2
-        rec.add(rk[..., has_in], MAIN, i0, i1 - i0, u.inner[has_in], C_OP, depth + 1, 0,
-                u.iaid[has_in])  # fmt: skip
-    ldepth = np.where(has_in, depth + 2, depth + 1)
-    rec.add(rk, MAIN, ls, L, u.launch, C_RT, ldepth, corr, -1)
-    rec.add_forest(rk, st, pre, ls, L, post, pre + L + post, depth, ldepth)
+    seq: np.ndarray | int = 0
+    link: np.ndarray | int = 0
+    if sq and rec.forest is not None:
+        _kp, op = rec.forest.plan(u)
+        if (op[:, 1] == 1).any():
+            nf = fwd_n or n
+            f = sq[0] + np.arange(1, nf + 1)
+            link = link_backward(np.broadcast_to(f, (*start.shape[:-1], nf)),
+                                 (op[:, 2] == 1) & (op[:, 0] >= 0))  # fmt: skip
+        else:
+            fwd = u.ocat == C_OP
+            seq = np.where(fwd, sq[0] + np.cumsum(fwd), 0)
+    emit_units(rec, u, rk, st, pre, L, post, depth, corr, seq, link)
     kst = G + np.maximum(free0, t0 + cumD)
     rec.add(rk, COMPUTE, kst, g, u.kname, u.kcat, 0, corr, u.kaid)
 
@@ -607,8 +789,16 @@ def sync_chain(
     per = na + 1 + nb
     base = sim.corr[:, None] + per * np.arange(n)[None, :]
     rk = sim.ranks[:, None]
-    emit_batch(sim.rec, A, rk, t0a, f0a, base, depth)
-    emit_batch(sim.rec, B, rk, t0b, f0b, base[:, : n - 1] + na + 1, depth)
+    # forward ops numbered in time order: layer li's A ops, then its B ops
+    fa, fb = int((ua.ocat == C_OP).sum()), int((um.ocat == C_OP).sum())
+    sbase = sim.seq[:, None] + (fa + fb) * np.arange(n)[None, :]
+    emit_batch(sim.rec, A, rk, t0a, f0a, base, depth, seq0=sbase)
+    emit_batch(sim.rec, B, rk, t0b, f0b, base[:, : n - 1] + na + 1, depth,
+               seq0=sbase[:, : n - 1] + fa)  # fmt: skip
+    if sim.rec.forest is not None:
+        allf = sbase[:, :, None] + 1 + np.arange(fa + fb)[None, None, :]
+        sim._fwd_seq.append(allf.reshape(R, -1)[:, : n * (fa + fb) - fb])
+        sim.seq = sim.seq + n * (fa + fb) - fb
     ls_all = s0 + pre
     emit_sync_items(sim, rk, s0, ls_all, Ls, kst, kd, ss, se, se + post, base + na + 1, depth,
                     op, inner, dims)  # fmt: skip

@@ -315,9 +315,7 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
     # kernels of a real backward
     b.k(ev + "AddmmBackward0", "aten::sum", K.BIAS_GRAD, 2.5 + t * d * 2 / hbm * 1e6 * 0.2, 9)
     b.k(ev + "NativeLayerNormBackward0", None, K.LN_GB, 2.0 + d * 4 / hbm * 1e6, 8)
-    for _ in range(6):
-        b.k("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", "aten::add_",
-            K.ACC_GRAD, 1.2 + d * 8 / hbm * 1e6, 6, dims=[[d], [d]])  # fmt: skip
+    b.vector_grads([3 * d, d, 4 * d, d, d, d, d, d], hbm, p["world"])
     b.k(
         ev + "NativeLayerNormBackward0",
         "aten::native_layer_norm_backward",
@@ -367,6 +365,7 @@ def build_ddp(
     fwd.k("aten::cross_entropy_loss", "aten::_log_softmax", K.LOGSOFTMAX, vocab_us * 0.08)
     fwd.k("aten::cross_entropy_loss", "aten::nll_loss_nd", K.NLL, 6.0)
     bwd = ub()
+    bwd.loss_bwd(t, vocab_us)
     bwd.gemm(
         "autograd::engine::evaluate_function: MmBackward0",
         "aten::mm",
@@ -387,12 +386,14 @@ def build_ddp(
             t_b = allreduce_us(layer_params * pending * gsize, R, hw, p["busbw_eff"])
             bwd.nccl("allreduce", int(layer_params * pending * msg), p["grad_dtype"], R, t_b, ranks)
             pending = 0
+    bwd.embedding_bwd(t, d)
     comm = ub()
     if not p["overlap"]:  # the same buckets, reduced by hand after backward
         for nl in p["bucket_plan"]:
             t_b = allreduce_us(layer_params * nl * gsize, R, hw, p["busbw_eff"])
             comm.nccl("allreduce", int(layer_params * nl * msg), p["grad_dtype"], R, t_b, ranks)
     opt = ub()
+    opt.clip_grad_norm(12 * L)
     opt_bytes = p["params"] * 16
     for _ in range(4):
         opt.k(
@@ -896,6 +897,7 @@ def build_pp(
         12 * d * d * p["layers_per_stage"] * 16 / (hw.hbm_tbps * 0.8e12) * 1e6,
         22,
     )
+    adam.clip_grad_norm(12 * p["layers_per_stage"])
     U_adam = Units.build(adam.rows)
     step_names = [it.n(f"ProfilerStep#{p['first_step'] + k}") for k in range(S)]
     starve = slug == "input-starvation" and not fixed
