@@ -41,7 +41,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "7"
+GENERATOR_VERSION = "8"
 
 __all__ = [
     "FIXES",
