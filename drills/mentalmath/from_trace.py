@@ -62,7 +62,7 @@ def _step(key: Key) -> float:
     return float(value)
 
 
-_PP_RE = re.compile(r"(\d+) stages \(one per rank\), (\d+) microbatches")
+_PP_RE = re.compile(r"(\d+) stages \(one per rank\)")
 _MFU_RE = re.compile(r"6 × ([\d.]+)e9 × (\d+) ÷")
 
 
@@ -165,7 +165,8 @@ def _bubble(key: Key, prompt: Prompt) -> Built:
     found = _PP_RE.search(str(prompt.get("workload", "")))
     if not found:
         raise NoPractice("this trace's workload names no pipeline schedule")
-    p, m = int(found.group(1)), int(found.group(2))
+    # The stage count is in the workload line; the microbatches are counted on the timeline.
+    p, m = int(found.group(1)), int(_positive(key, "microbatches"))
     if p < 2 or m < 1:
         raise NoPractice("this trace's pipeline has fewer than two stages")
     return [("bubble", "share", {"p": p, "m": m}), ("bubble", "relative", {"p": p, "m": m})]

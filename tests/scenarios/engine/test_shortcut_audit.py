@@ -59,7 +59,20 @@ TARGETS_NOT_MET_YET = pytest.mark.xfail(
 )
 
 
-@pytest.mark.parametrize("fset", A.FEATURE_SETS)
+# With the realism work merged (an NCCL watchdog that polls through the step, GEMM kernels picked
+# by problem shape), counts and shape give more away again: the watchdog's events per step follow
+# the step time, and a recompiling job's extra lengths pick GEMM tiles no healthy job of the same
+# seed uses. Both are open in issue 12.
+NOT_MET_SETS = {"shape"}
+
+
+@pytest.mark.parametrize(
+    "fset",
+    [
+        pytest.param(f, marks=TARGETS_NOT_MET_YET) if f in NOT_MET_SETS else f
+        for f in A.FEATURE_SETS
+    ],
+)
 def test_no_feature_set_names_the_scenario(fset):
     r = _results()[("all scenarios", fset)]
     assert r.ok, _explain(r)
@@ -67,7 +80,11 @@ def test_no_feature_set_names_the_scenario(fset):
 
 # the two pairs still told apart by more than their signature: a bubbly pipeline runs few, large
 # microbatches (message sizes, events per step), a memory-bound job long sequences (step time)
-NOT_MET_PAIRS = {("healthy", "pipeline-bubbles"), ("healthy", "memory-bound-kernel")}
+NOT_MET_PAIRS = {
+    ("healthy", "pipeline-bubbles"),
+    ("healthy", "memory-bound-kernel"),
+    ("healthy", "recompilation"),
+}
 
 
 @pytest.mark.parametrize(
