@@ -164,6 +164,9 @@ def numbers(r: Readings) -> dict[str, float]:
         if best:
             big = statistics.median(b[0] for b in best)
             out["busbw"] = statistics.median(b[1] for b in best if b[0] >= big)
+        if n_c:
+            # the step's last bucket: its fastest copy across ranks is its pure transfer time
+            out["last_coll"] = min(v[n_c - 1]["dur"] for v in per_rank.values())
     return out
 
 
@@ -178,8 +181,12 @@ def read(r: Readings) -> Reading:
     # 1. a few steps far longer than the median: intermittent stalls → recompilation
     if x["spread"] >= 2.0:
         stalls = [s for s in r.steps if s["dur"] >= 2 * x["median_step"]]
+        # a padded job runs every step like the ordinary ones: their mean, not the median
+        # (with a few long steps in seven, the median is the longest ordinary step)
+        plain = [s["dur"] for s in r.steps if s["dur"] < 2 * x["median_step"]]
+        usual = statistics.fmean(plain) if plain else x["median_step"]
         ranks = x["ranks"]
-        lost = sum(s["dur"] - x["median_step"] for s in stalls) / ranks / x["steps"]
+        lost = sum(s["dur"] - usual for s in stalls) / ranks / x["steps"]
         return say(
             "recompilation",
             "step_spread",
@@ -254,13 +261,13 @@ def read(r: Readings) -> Reading:
         p = x["ranks"]
         m = (p - 1) * (1 - idle) / idle  # idle = (p−1)/(m+p−1)
         work = step * (1 - idle)
-        expected = work * (4 * m + p - 1) / (4 * m)
+        expected = work * (2 * m + p - 1) / (2 * m)  # each microbatch split in two
         return say(
             "pipeline-bubbles",
             "gpu_idle_share",
             x["idle_share"],
             expected,
-            f"m ≈ {m:.1f}; {work:.1f} × (4m+p−1)/4m",
+            f"m ≈ {m:.1f}; {work:.1f} × (2m+p−1)/2m",
         )
     # 9. data-parallel all-reduce: is the comm exposed, and how much of it?
     if x["ranks"] > 1 and x["nccl"] > 0 and x["exposed"] >= 0.09 * step:
@@ -274,14 +281,18 @@ def read(r: Readings) -> Reading:
                 expected,
                 f"{step:.1f} − {x['exposed']:.1f} + {x['nccl']:.1f}/{nb:.0f}",
             )
+        # Half the bytes: the queue of collectives ends half its transfer sooner, but the last
+        # bucket (itself halved) still runs after backward.
         half = x["nccl"] / 2
-        hidden = x["nccl"] - x["exposed"]
-        expected = step - x["exposed"] + max(0.0, half - hidden)
+        tail = x.get("last_coll", 0.0) / 2
+        after = max(tail, x["exposed"] - half)
+        expected = step - x["exposed"] + after
         return say(
             "bandwidth-bound-collective",
             "busbw",
             x.get("busbw", 0.0),
             expected,
-            f"bf16 halves {x['nccl']:.1f} ms of comm; exposed → {max(0.0, half - hidden):.1f}",
+            f"bf16 halves {x['nccl']:.1f} ms of comm; exposed → max({tail:.1f}, "
+            f"{x['exposed']:.1f} − {half:.1f}) = {after:.1f}",
         )
     return say("healthy", "gpu_idle_share", x["idle_share"], step, "nothing to fix")
