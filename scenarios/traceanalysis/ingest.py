@@ -159,7 +159,8 @@ def _maybe_gunzip(name: str, data: bytes, budget: _Budget) -> bytes:
 def _members_zip(data: bytes, budget: _Budget, limits: Limits) -> Iterator[tuple[str, bytes]]:
     try:
         zf = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as e:
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, NotImplementedError) as e:
+        # a directory whose offsets point before the start or past the end of the file
         raise TraceError(f"The zip file cannot be read ({e}).") from None
     infos = zf.infolist()
     files = []
@@ -195,7 +196,15 @@ def _members_zip(data: bytes, budget: _Budget, limits: Limits) -> Iterator[tuple
         try:
             with zf.open(info) as f:
                 raw = _read_capped(f, budget, path)  # actual bytes counted: declared sizes can lie
-        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
+        except (
+            zipfile.BadZipFile,
+            zlib.error,
+            EOFError,
+            NotImplementedError,
+            RuntimeError,
+            ValueError,
+            OSError,
+        ) as e:
             raise TraceError(f"{path}: cannot be unpacked ({e}).") from None
         yield path, _maybe_gunzip(path, raw, budget)
 
