@@ -303,6 +303,8 @@ def commit(page, reading) -> None:
     page.wait_for_selector("[data-scenario]")
     # the reveal fetches "after the fix" (regenerated on first view): let it finish, so no
     # request of this test is still writing when the live server's database is flushed
+    page.wait_for_selector("#after-fix #step-after", timeout=60_000)
+    page.wait_for_selector("#after-fix .compare-side:nth-child(2) canvas", timeout=60_000)
     page.wait_for_load_state("networkidle")
 
 
