@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.template.defaultfilters import date as date_filter
 from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.utils import timezone
@@ -75,16 +76,10 @@ def card_cells(retrievability: float | None, due: datetime | None, due_now: bool
     elif due_now:
         when = '<strong class="warn-text">due now</strong>'
     else:
+        # the template's own ``date`` filter (which is handed local time), as the page printed it
         d = timezone.localtime(due)
-        when = (
-            f'<time datetime="{d.isoformat()}">'
-            f"{WEEKDAYS[d.weekday()]} {d.day} {MONTHS[d.month - 1]}, {d:%H:%M} UTC</time>"
-        )
+        when = f'<time datetime="{date_filter(d, "c")}">{date_filter(d, "D j M, H:i")} UTC</time>'
     return f'<td class="num">{pct(retrievability)}</td><td>{when}</td>'
-
-
-WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def _row_keys(scenarios: list[dict[str, Any]], math: list[dict[str, Any]]) -> list[str]:
