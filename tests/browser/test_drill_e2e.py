@@ -98,6 +98,9 @@ def commit(page, attempt: Attempt, *, right=True, **numbers):
     page.fill("#id_arithmetic", "step − gap ≈ expected")
     page.click("#diagnosis-form button[type=submit]")
     page.wait_for_selector("[data-scenario]")
+    # the reveal then fetches "after the fix" (made on first view): let it finish before the
+    # test ends, so nothing is still writing when the live server's database is flushed
+    page.wait_for_load_state("networkidle")
 
 
 def test_sign_up_drill_diagnose_reveal_download(page, live_server, tmp_path):
