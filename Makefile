@@ -46,14 +46,14 @@ run: install-run  ## embedded mode: SQLite, in-process tasks, demo accounts, htt
 test: install  ## lint, types, then the whole suite (PostgreSQL/Redis when DATABASE_URL/REDIS_URL are set)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy
+	env $(TEST_ENV) $(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	env $(TEST_ENV) $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: install  ## ruff, mypy, and the import contracts in pyproject.toml
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy
+	env $(TEST_ENV) $(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 
 fmt: install
