@@ -96,8 +96,14 @@ class Attempt(models.Model):
         blank=True,
         on_delete=models.SET_NULL,
         related_name="fixed_of",
-        help_text="The trace regenerated with the fix applied, shown on the reveal (made on "
-        "first view).",
+        help_text="The trace regenerated with the fix applied, shown on the reveal (made by the "
+        "worker once the attempt is graded; on request for attempts that queued none).",
+    )
+    fixed_queued_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the fixed twin was queued for the worker (stored with the grade); null "
+        "when none was queued.",
     )
     interview = models.ForeignKey(
         "MockInterview",
@@ -211,6 +217,29 @@ class Attempt(models.Model):
     @property
     def answer_title(self) -> str:
         return title_of(self.answer_scenario)
+
+
+class PreparedTrial(models.Model):
+    """A contrast trial's pair of traces drawn ahead by the worker for one learner and one
+    confused pair, waiting for the trial to be dealt (``drills.contrast.services``).
+
+    The traces stay unclaimed (no learner can read them) until the deal claims them and deletes
+    this row; sides and the asked-for scenario are drawn at the deal. One per (learner, pair).
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+    item = models.CharField(max_length=90, help_text="The pair (``drills.scheduling.pair_key``).")
+    first = models.OneToOneField(Trace, on_delete=models.CASCADE, related_name="+")
+    second = models.OneToOneField(Trace, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "item"], name="prepared_trial_one_per_pair")
+        ]
+
+    def __str__(self) -> str:
+        return f"prepared trial {self.item} for user {self.user_id}"
 
 
 class Card(models.Model):

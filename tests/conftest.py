@@ -118,3 +118,13 @@ def _perfetto_ui_cache_in_tmp(settings):
 def _export_spool_in_tmp(settings, tmp_path_factory):
     """Downloads spool their stored exports in a fresh folder per test, not in var/."""
     settings.EXPORT_SPOOL = tmp_path_factory.mktemp("exports")
+
+
+@pytest.fixture
+def tasks_inline(monkeypatch):
+    """Background work (``scenarios.background``) runs in the calling thread when it is sent, as
+    a worker would run it, instead of going to a broker no test worker reads. Combine with
+    ``django_capture_on_commit_callbacks(execute=True)`` in tests inside a transaction."""
+    from scenarios import background
+
+    monkeypatch.setattr(background, "dispatch", lambda name, args, run: run(*args))

@@ -6,33 +6,42 @@ the pair's card (``drills.scheduling.pair_key``). Both traces come from one work
 (``engine.generate_pair``), so only the injected signatures differ. The scheduler decides when one
 is due (``drills.scheduling.pick_trial``); ``drills.trainer.services.next_drill`` deals it.
 
-Trials are generated on the request path, not pooled: a pair is one of 55 scenario pairs and
-trials are rare (one per confusion, then as the pair's card falls due), so a pool per pair would
-hold hundreds of traces nobody draws. Measured on the 2-core dev box under a load of 6-10: a pair
-with its timelines, gzip and payload takes 0.2 s (decode workloads) to 3.8 s (large DDP ones); a
-fixed twin 0.1-1.5 s, made when the reveal first asks for it, off the commit's request.
+Trials are not pooled: a pair is one of 55 scenario pairs and trials are rare (one per confusion,
+then as the pair's card falls due), so a pool per pair would hold hundreds of traces nobody draws.
+Instead the worker draws one pair ahead per learner and confused pair (``prepare_trial``, a
+``PreparedTrial`` row): queued when a graded answer confuses the pair (which pulls its card due)
+and again when a trial on it is graded, ready for the next one. The deal takes it
+(``take_prepared``); only a trial with nothing prepared (the worker has not finished, a confusion
+from before pairs were prepared) is generated on the request path. Measured on the 2-core dev box
+under a load of 6-10: a pair with its timelines, gzip and payload takes 0.2 s (decode workloads)
+to 3.8 s (large DDP ones).
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from drills import scheduling, summaries
-from drills.models import Attempt
+from drills.models import Attempt, PreparedTrial
 from drills.scheduling import cards
 from drills.trainer.grading import GRACE_S
-from scenarios import engine, pool
+from scenarios import background, engine, pool
 from scenarios.engine import diagnosis as D
 from scenarios.models import Trace
 
+log = logging.getLogger(__name__)
+
 LIMIT_S = scheduling.TRIAL_LIMIT_S
 LEFT, RIGHT = "left", "right"
+PREPARE_TASK = "drills.tasks.prepare_trial"
 
 
 def generate_pair_rows(pair: str, seed: int, *, left_first: bool) -> tuple[Trace, Trace]:
@@ -48,16 +57,25 @@ def generate_pair_rows(pair: str, seed: int, *, left_first: bool) -> tuple[Trace
 
 def deal(user, pair: str, now: datetime | None = None) -> Attempt:
     """Store a new trial on ``pair`` for ``user`` (the caller holds the learner's deal lock and
-    has checked that nothing is open)."""
+    has checked that nothing is open): the pair the worker drew ahead, else one drawn now."""
     now = now or timezone.now()
     rng = secrets.SystemRandom()
-    left, right = generate_pair_rows(
-        pair, secrets.randbits(pool.SEED_BITS), left_first=rng.random() < 0.5
-    )
+    left_first = rng.random() < 0.5
+    prepared = take_prepared(user, pair)
+    if prepared is not None:
+        left, right = prepared if left_first else (prepared[1], prepared[0])
+    else:
+        log.info("no prepared trial on %s for user %s: drawing it on the request", pair, user.pk)
+        left, right = generate_pair_rows(
+            pair, secrets.randbits(pool.SEED_BITS), left_first=left_first
+        )
     for row in (left, right):
         row.claimed_at = now
         row.claimed_by = user
-        row.save(force_insert=True)
+        if prepared is None:
+            row.save(force_insert=True)
+        else:
+            row.save(update_fields=["claimed_at", "claimed_by"])
     return Attempt.objects.create(
         user=user,
         trace=left,
@@ -68,6 +86,66 @@ def deal(user, pair: str, now: datetime | None = None) -> Attempt:
         mode=Attempt.Mode.TIMED,
         served_at=now,
     )
+
+
+# --------------------------------------------------------------------------- drawn ahead
+
+
+def take_prepared(user, pair: str) -> tuple[Trace, Trace] | None:
+    """The learner's prepared pair on ``pair`` (its row deleted: used once), or None. Call in
+    the deal's transaction; the traces are still unclaimed, the caller claims them."""
+    prepared = (
+        PreparedTrial.objects.select_for_update(of=("self",))
+        .select_related("first", "second")
+        .defer(*Trace.blob_paths("first"), *Trace.blob_paths("second"))
+        .filter(user=user, item=pair)
+        .first()
+    )
+    if prepared is None:
+        return None
+    first, second = prepared.first, prepared.second
+    prepared.delete()
+    return first, second
+
+
+def pair_to_prepare(attempt: Attempt) -> str | None:
+    """The pair whose next trial a graded attempt calls for: a trial's own pair (its card is
+    reviewed and will fall due again), or the pair an answer confused (its card is pulled due
+    now). None for practice and for answers that confuse nothing."""
+    if attempt.mode == Attempt.Mode.PRACTICE:
+        return None
+    if attempt.kind == Attempt.Kind.CONTRAST:
+        return attempt.item or None
+    if attempt.kind in (Attempt.Kind.DRILL, Attempt.Kind.INTERVIEW):
+        return scheduling.confusion_pair(attempt.scenario, attempt.answer_scenario)
+    return None
+
+
+def queue_trial_for(attempt: Attempt) -> None:
+    """Inside the transaction that grades ``attempt``: have the worker draw the pair it calls
+    for once the grade commits."""
+    pair = pair_to_prepare(attempt)
+    if pair is not None:
+        background.send_on_commit(PREPARE_TASK, [attempt.user_id, pair], prepare_trial)
+
+
+def prepare_trial(user_id: int, pair: str) -> bool:
+    """Draw and store one trial pair ahead for the learner, unless one is waiting (the worker's
+    task). Generated outside any transaction; the two traces and the row that ties them are
+    stored together or not at all. Returns whether it stored one."""
+    if PreparedTrial.objects.filter(user_id=user_id, item=pair).exists():
+        return False
+    if not get_user_model().objects.filter(pk=user_id).exists():
+        return False
+    first, second = generate_pair_rows(pair, secrets.randbits(pool.SEED_BITS), left_first=True)
+    try:
+        with transaction.atomic():
+            first.save(force_insert=True)
+            second.save(force_insert=True)
+            PreparedTrial.objects.create(user_id=user_id, item=pair, first=first, second=second)
+    except IntegrityError:  # one was stored meanwhile (a redelivery, a concurrent run)
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- what tells them apart
@@ -171,6 +249,7 @@ def submit(attempt: Attempt, side: str, measurement: str) -> tuple[Attempt, bool
         locked.save()
         summaries.record_attempt(locked)  # no counters for trials; bumps the dashboard version
         cards.apply_trace_attempt(locked, result, when=now)
+        queue_trial_for(locked)
     return locked, True
 
 

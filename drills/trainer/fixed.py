@@ -1,25 +1,44 @@
 """The reveal's "after the fix": the drill's trace regenerated with the fix applied.
 
 The engine draws a trace from (scenario, seed); ``engine.generate(..., fixed=True)`` draws the same
-workload with the fix applied. The fixed twin is made the first time the reveal is shown, stored as
-a trace of source ``fixed`` claimed by the learner (so the viewer reads it from the ordinary
-``/traces/<id>/timeline.json``) and linked from the attempt; later views read the stored row. It
-only exists once the diagnosis is committed: before that its step time would give the answer away.
+workload with the fix applied. The fixed twin is queued for the Celery worker in the transaction
+that grades the attempt (``queue_twin``: stamped ``fixed_queued_at``, sent once it commits; run
+in-process off the request in embedded mode) and stored as a trace of source ``fixed`` claimed by
+the learner, so the viewer reads it from the ordinary ``/traces/<id>/timeline.json``. It only
+exists once the diagnosis is committed: before that its step time would give the answer away.
+
+The reveal asks for it (``twin_state``): stored, it is shown; queued within the last
+``WORKER_GRACE_S``, the page says it is being drawn and asks again; otherwise (an attempt graded
+before twins were queued, a worker or broker that never got to it) it is made on the request, as
+before. ``make_twin`` is the one writer: it generates outside any transaction, then stores the row
+and links it in one short transaction under the attempt's lock, so a second run (a redelivery, the
+request racing the worker) stores nothing and no half-written twin is ever seen.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
 from drills.models import Attempt
-from scenarios import engine, pool
+from scenarios import background, engine, pool
 from scenarios.models import Trace
 
 log = logging.getLogger(__name__)
+
+TWIN_TASK = "drills.tasks.make_fixed_twin"
+# Attempt kinds whose reveal shows "after the fix" (a re-narration continues on its narration
+# page, a contrast trial has its own reveal).
+TWIN_KINDS = (Attempt.Kind.DRILL, Attempt.Kind.INTERVIEW)
+# How long the reveal waits on a queued twin before making it itself (a busy or absent worker).
+WORKER_GRACE_S = 20.0
+# How often the "being drawn" state asks again (seconds, for the page's poll).
+POLL_S = 1
 
 
 def _same_workload(original: Trace, twin: engine.Trace) -> bool:
@@ -28,11 +47,16 @@ def _same_workload(original: Trace, twin: engine.Trace) -> bool:
     )
 
 
+def reproducible(original: Trace) -> bool:
+    """Whether the engine can draw this trace again (same generator version)."""
+    return original.generator_version == engine.GENERATOR_VERSION
+
+
 def regenerate_fixed(original: Trace) -> engine.Trace | None:
     """The original's workload with the fix applied, or None when it cannot be reproduced (a
     trace from another generator version). Pool traces are drawn with the hardware left to the
     seed; others name it: both ways are tried and the workload line must match."""
-    if original.generator_version != engine.GENERATOR_VERSION:
+    if not reproducible(original):
         return None
     for hardware in (None, original.hardware):
         twin = engine.generate(original.scenario, original.seed, hardware=hardware, fixed=True)
@@ -41,30 +65,85 @@ def regenerate_fixed(original: Trace) -> engine.Trace | None:
     return None
 
 
-def fixed_twin(attempt: Attempt) -> Trace | None:
-    """The attempt's stored fixed twin, made now if missing; None before the commit or when the
-    trace cannot be reproduced."""
-    if not attempt.is_submitted:
+def wants_twin(attempt: Attempt) -> bool:
+    return attempt.kind in TWIN_KINDS
+
+
+def queue_twin(locked: Attempt, now: datetime) -> None:
+    """Inside the transaction that grades ``locked`` (before it is saved): stamp the twin as
+    queued and send the task once the grade commits. Nothing for kinds without the reveal's
+    "after the fix", nor for a trace the engine can no longer draw."""
+    if not wants_twin(locked) or locked.fixed_trace_id is not None:
+        return
+    if not Trace.objects.filter(
+        pk=locked.trace_id, generator_version=engine.GENERATOR_VERSION
+    ).exists():
+        return
+    locked.fixed_queued_at = now
+    background.send_on_commit(TWIN_TASK, [str(locked.pk)], make_twin)
+
+
+def make_twin(attempt_id) -> Trace | None:
+    """Make and store the attempt's fixed twin unless it has one (the worker's task, and the
+    request's fallback). Returns the stored twin (without its bytes), or None before the commit
+    or when the trace cannot be reproduced."""
+    attempt = (
+        Attempt.objects.filter(pk=attempt_id)
+        .only("id", "user_id", "trace_id", "fixed_trace_id", "submitted_at", "kind")
+        .first()
+    )
+    if attempt is None or not attempt.is_submitted or attempt.kind == Attempt.Kind.CONTRAST:
         return None
     if attempt.fixed_trace_id is not None:
-        return Trace.objects.without_blobs().filter(pk=attempt.fixed_trace_id).first()
+        return _stored(attempt.fixed_trace_id)
+    original = Trace.objects.without_blobs().get(pk=attempt.trace_id)
+    twin = regenerate_fixed(original)  # the heavy part: outside any transaction or lock
+    if twin is None:
+        return None
+    row = pool.trace_row(twin, source=Trace.Source.FIXED)
     with transaction.atomic():
-        locked = Attempt.objects.select_for_update().get(pk=attempt.pk)
-        if locked.fixed_trace_id is not None:  # a concurrent view made it
-            attempt.fixed_trace_id = locked.fixed_trace_id
-            return Trace.objects.without_blobs().filter(pk=locked.fixed_trace_id).first()
-        original = Trace.objects.get(pk=attempt.trace_id)
-        twin = regenerate_fixed(original)
-        if twin is None:
-            return None
-        row = pool.trace_row(twin, source=Trace.Source.FIXED)
+        locked = Attempt.objects.select_for_update().only("id", "fixed_trace_id").get(pk=attempt.pk)
+        if locked.fixed_trace_id is not None:  # made meanwhile (the worker, or another request)
+            return _stored(locked.fixed_trace_id)
         row.claimed_at = timezone.now()
         row.claimed_by_id = attempt.user_id
         row.save(force_insert=True)
-        locked.fixed_trace = row
-        locked.save(update_fields=["fixed_trace"])
-        attempt.fixed_trace_id = row.pk
-    return row
+        Attempt.objects.filter(pk=attempt.pk).update(fixed_trace=row)
+    return _stored(row.pk)
+
+
+def _stored(trace_id) -> Trace | None:
+    return Trace.objects.without_blobs().filter(pk=trace_id).first()
+
+
+@dataclass(frozen=True, slots=True)
+class TwinState:
+    """What the reveal can show now: the twin, or that the worker is still drawing it."""
+
+    twin: Trace | None = None
+    pending: bool = False
+
+
+def worker_still_due(attempt: Attempt, now: datetime) -> bool:
+    """A twin was queued recently enough that the worker should be left to make it."""
+    queued = attempt.fixed_queued_at
+    return queued is not None and now - queued < timedelta(seconds=WORKER_GRACE_S)
+
+
+def twin_state(attempt: Attempt, now: datetime | None = None) -> TwinState:
+    """The stored twin; "pending" while the worker has it in hand; otherwise made now (nothing
+    was queued, or the worker is late). Nothing before the commit."""
+    if not attempt.is_submitted:
+        return TwinState()
+    if attempt.fixed_trace_id is not None:
+        return TwinState(twin=_stored(attempt.fixed_trace_id))
+    # The worker may have finished since this attempt was read.
+    linked = Attempt.objects.filter(pk=attempt.pk).values_list("fixed_trace_id", flat=True).first()
+    if linked is not None:
+        return TwinState(twin=_stored(linked))
+    if worker_still_due(attempt, now or timezone.now()):
+        return TwinState(pending=True)
+    return TwinState(twin=make_twin(attempt.pk))
 
 
 def _step(key: dict[str, Any]) -> float | None:
@@ -75,12 +154,16 @@ def _step(key: dict[str, Any]) -> float | None:
 
 def after_fix(attempt: Attempt) -> dict[str, Any] | None:
     """What the reveal's "after the fix" shows: both traces (for the viewer, on one time scale)
-    and both measured step times beside the key's expected one."""
+    and both measured step times beside the key's expected one; ``{"pending": True}`` while the
+    worker is drawing the twin; None when there is none to show."""
     try:
-        twin = fixed_twin(attempt)
+        state = twin_state(attempt)
     except Exception:  # never lose the reveal over its extra
         log.exception("attempt %s: the fixed twin could not be made", attempt.pk)
         return None
+    if state.pending:
+        return {"pending": True, "poll_s": POLL_S}
+    twin = state.twin
     if twin is None:
         return None
     key = attempt.trace.key

@@ -15,6 +15,7 @@ from drills import scheduling, summaries
 from drills.contrast import services as contrast
 from drills.models import Attempt, Card, LearnerProfile, MockInterview
 from drills.scheduling import cards
+from drills.trainer import fixed
 from drills.trainer.grading import Diagnosis, grade, is_over_time
 from scenarios import engine, pool
 from scenarios.engine import diagnosis as engine_diagnosis
@@ -278,9 +279,11 @@ def close_attempt(attempt: Attempt, reason: str) -> Attempt:
         )
         locked.rating = int(scheduling.rating_for(miss))  # Again: the scenario was not named
         locked.counted = scheduling.counts_for_schedule(miss)
+        fixed.queue_twin(locked, now)
         locked.save()
         summaries.record_attempt(locked)
         cards.apply_trace_attempt(locked, miss, when=now)
+        contrast.queue_trial_for(locked)
     return locked
 
 
@@ -332,9 +335,11 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
         locked.over_time = result.over_time
         locked.rating = int(rating)
         locked.counted = scheduling.counts_for_schedule(result)
+        fixed.queue_twin(locked, now)
         locked.save()
         summaries.record_attempt(locked)
         cards.apply_trace_attempt(locked, result, when=now)
+        contrast.queue_trial_for(locked)
     return locked, True
 
 

@@ -88,12 +88,14 @@ def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
 @require_GET
 def after_fix(request: HttpRequest, attempt_id) -> HttpResponse:
     """The reveal's "after the fix" (loaded by the reveal once shown): the trace regenerated with
-    the fix applied. Nothing before the commit: its step time is the answer's."""
+    the fix applied, or "being drawn" (asked again shortly) while the worker makes it. Nothing
+    before the commit: its step time is the answer's."""
     attempt = _attempt_for(request, attempt_id)
     if not attempt.is_submitted or attempt.kind == Attempt.Kind.CONTRAST:
         raise Http404("No reveal yet.")
     shown = fixed.after_fix(attempt)
-    response = TemplateResponse(request, "drills/_after_fix.html", {"after_fix": shown})
+    context = {"after_fix": shown, "attempt_id": attempt.pk}
+    response = TemplateResponse(request, "drills/_after_fix.html", context)
     response["Cache-Control"] = "no-store"
     return response
 

@@ -27,3 +27,10 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(autouse=True)
+def _background_work_in_the_request(tasks_inline):
+    """No worker runs beside the live server: the twin and a prepared trial are made in the
+    request that committed them, after its commit, so nothing is still writing when a test ends
+    and its database is flushed."""

@@ -2,8 +2,9 @@
 three drills, and the reveal's fixed twin shows the expected step time.
 
 The confused drill is a straggler trace stocked in the pool at a fixed seed (real engine output);
-the drills after it are cheap healthy traces. The trial's pair is generated on the request path
-(``engine.generate_pair``), as in production.
+the drills after it are cheap healthy traces. The confusion's commit has the trial's pair drawn
+ahead (``engine.generate_pair``; the worker's task, run here in the committing request as there is
+no worker beside the live server) and the deal serves that pair.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import pytest
 
 from drills.contrast import services as contrast
-from drills.models import Attempt, Card
+from drills.models import Attempt, Card, PreparedTrial
 from drills.trainer import services
 from scenarios import engine, pool
 from scenarios.models import Trace
@@ -32,7 +33,7 @@ NEXT_DRILL = ".next-actions button:has-text('Next drill')"
 def page(browser, live_server):
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
-    page.set_default_timeout(90_000)  # a pair of traces is generated on the request path
+    page.set_default_timeout(90_000)  # the commit that confuses the pair draws it ahead
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.errors = errors
@@ -73,6 +74,7 @@ def test_a_lookalike_confusion_brings_a_contrast_trial_and_the_fix_shows(
     assert drill.answer_scenario == TWIN and not drill.scenario_correct
     pair = Card.objects.get(kind=Card.Kind.PAIR)
     assert set(pair.item.split("|")) == {TRUE, TWIN}
+    prepared = PreparedTrial.objects.get(item=pair.item)
 
     # The reveal's "after the fix": the same workload regenerated with the fix applied.
     page.wait_for_selector("#after-fix #step-after")
@@ -105,6 +107,7 @@ def test_a_lookalike_confusion_brings_a_contrast_trial_and_the_fix_shows(
         pk=TRIAL_URL.search(page.url).group(1)
     )
     assert trial.kind == Attempt.Kind.CONTRAST and trial.item == pair.item
+    assert {trial.trace_id, trial.partner_id} == {prepared.first_id, prepared.second_id}
     assert (
         page.inner_text("#trial-title")
         == f"Contrast trial: which one is {engine.title_of(trial.scenario)}?"

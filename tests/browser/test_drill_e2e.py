@@ -98,8 +98,8 @@ def commit(page, attempt: Attempt, *, right=True, **numbers):
     page.fill("#id_arithmetic", "step − gap ≈ expected")
     page.click("#diagnosis-form button[type=submit]")
     page.wait_for_selector("[data-scenario]")
-    # the reveal then fetches "after the fix" (made on first view): let it finish before the
-    # test ends, so nothing is still writing when the live server's database is flushed
+    # the reveal then fetches "after the fix" (the twin was made at the commit: the browser
+    # tests' stand-in for the worker runs in the committing request); let it load
     page.wait_for_load_state("networkidle")
 
 
@@ -164,6 +164,25 @@ def test_sign_up_drill_diagnose_reveal_download(page, live_server, tmp_path):
     screenshot(page, "reveal-390.png")
     attempt.refresh_from_db()
     assert attempt.rating == 3  # Good
+    assert not page.errors, page.errors
+
+
+def test_the_reveal_says_the_fixed_trace_is_being_drawn_until_the_worker_has_it(
+    page, live_server, monkeypatch
+):
+    from drills.trainer import fixed
+    from scenarios import background
+
+    monkeypatch.setattr(background, "dispatch", lambda name, args, run: None)  # a busy worker
+    sign_up(page, live_server)
+    attempt = start_drill(page, live_server, mode="practice")
+    commit(page, attempt)
+    page.wait_for_selector("#after-fix-pending")
+    assert "being drawn" in page.inner_text("#after-fix")
+    fixed.make_twin(attempt.pk)  # the worker gets to it; the page, asking again, shows it
+    page.wait_for_selector("#after-fix #step-after")
+    page.wait_for_selector("#after-fix .compare-side:nth-child(2) canvas")
+    assert page.locator("#after-fix-pending").count() == 0
     assert not page.errors, page.errors
 
 

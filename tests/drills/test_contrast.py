@@ -1,7 +1,8 @@
 """Contrast trials and "after the fix" through the web: what a learner sees and what is stored.
 
 Traces are real engine output (pairs from ``engine.generate_pair``, fixed twins from
-``engine.generate(..., fixed=True)``); the cheap pair healthy / launch-bound (one small decode
+``engine.generate(..., fixed=True)``; both drawn by the worker in production, see
+tests/drills/test_background_traces.py); the cheap pair healthy / launch-bound (one small decode
 workload) is used wherever the pair does not matter.
 """
 
@@ -122,12 +123,16 @@ def test_no_trial_in_practice_and_none_right_after_a_trial(learner, learner_clie
     assert "/drill/attempts/" in r["Location"], "a trial among the last two deals waits"
 
 
-def test_after_the_fix_exists_only_after_the_commit(learner, learner_client, no_refill):
+def test_after_the_fix_exists_only_after_the_commit(
+    learner, learner_client, no_refill, tasks_inline, django_capture_on_commit_callbacks
+):
     attempt = services.start_drill(learner, scenario="launch-bound")
     url = f"/drill/attempts/{attempt.pk}/after-fix/"
     assert learner_client.get(url).status_code == 404
     assert not Trace.objects.filter(source=Trace.Source.FIXED).exists()
-    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    # The commit queues the twin; the worker (here: inline) makes it.
+    with django_capture_on_commit_callbacks(execute=True):
+        learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
     page = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
     assert url in page
     html = learner_client.get(url).content.decode()

@@ -1,0 +1,22 @@
+"""The drills' background work (``scenarios.background`` sends these once a grade commits).
+
+Both are idempotent, so a redelivery (``acks_late``: a worker lost mid-task) is harmless.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from drills.contrast import services as contrast
+from drills.trainer import fixed
+
+
+@shared_task(name=fixed.TWIN_TASK, acks_late=True, reject_on_worker_lost=True)
+def make_fixed_twin(attempt_id: str) -> str | None:
+    twin = fixed.make_twin(attempt_id)
+    return None if twin is None else str(twin.pk)
+
+
+@shared_task(name=contrast.PREPARE_TASK, acks_late=True, reject_on_worker_lost=True)
+def prepare_trial(user_id: int, pair: str) -> bool:
+    return contrast.prepare_trial(user_id, pair)
