@@ -105,6 +105,10 @@ def take_prepared(user, pair: str) -> tuple[Trace, Trace] | None:
         return None
     first, second = prepared.first, prepared.second
     prepared.delete()
+    if engine.GENERATOR_VERSION not in (first.generator_version, second.generator_version):
+        # Drawn by an engine since replaced: the learner gets a pair from today's engine.
+        Trace.objects.filter(pk__in=(first.pk, second.pk)).delete()
+        return None
     return first, second
 
 

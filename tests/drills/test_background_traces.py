@@ -217,6 +217,16 @@ def test_preparing_a_trial_twice_stores_one(learner):
     assert Trace.objects.filter(source=Trace.Source.CONTRAST).count() == 2
 
 
+def test_a_pair_drawn_by_a_replaced_engine_is_not_dealt(learner):
+    assert contrast.prepare_trial(learner.pk, CHEAP_PAIR) is True
+    stale = set(PreparedTrial.objects.values_list("first_id", "second_id").get())
+    Trace.objects.filter(pk__in=stale).update(generator_version="0-old")
+    trial = contrast.deal(learner, CHEAP_PAIR)
+    assert {trial.trace_id, trial.partner_id}.isdisjoint(stale)
+    assert trial.trace.generator_version == engine.GENERATOR_VERSION
+    assert not Trace.objects.filter(pk__in=stale).exists()
+
+
 def test_a_trial_with_nothing_prepared_is_still_dealt_and_practice_prepares_none(
     learner, learner_client, no_refill, tasks_inline, django_capture_on_commit_callbacks
 ):
