@@ -39,7 +39,8 @@
  *   pans · click a slice for details · ↑/↓ move the row cursor, Enter folds a rank / picks a slice ·
  *   ←/→ previous/next slice in the row · F zooms to the selection · M marks the selected slice as
  *   the range · 0 / Home shows everything · Esc clears the range, then the selection ·
- *   L longest kernel (in the range, if any) · P pins the row under the pointer · / find by name.
+ *   L longest GPU kernel, compute or NCCL (in the range and its rows, if any) · P pins the row
+ *   under the pointer · / find by name.
  *   Dragging across rows selects them too (from the axis: every row) → the range table.
  * Touch: one finger drags (pan, scroll rows), two fingers pinch-zoom, a tap selects.
  */
@@ -332,7 +333,7 @@
     const bPrev = btn('‹', 'Previous match (Shift+Enter)', () => stepMatch(-1));
     const bNext = btn('›', 'Next match (Enter)', () => stepMatch(1));
     findBox.append(search, matchOut, bPrev, bNext);
-    const bLong = btn('Longest kernel', 'Select and zoom to the longest kernel — in the selected range and rows, if any (L)', () => longestKernel());
+    const bLong = btn('Longest kernel', 'Select and zoom to the longest kernel on the GPU, compute or NCCL — in the selected range and rows, if any; select a compute row for its longest compute kernel (L)', () => longestKernel());
     bLong.classList.add('tt-longest');
     // touch: a drag pans unless "Select" is on, then it selects a range (and rows) like a mouse drag
     let touchSelect = false;
@@ -1747,15 +1748,21 @@
       if (d * scale() < 3) { const span = Math.max(d * 20, MIN_SPAN * 20); setView(a + d / 2 - span / 2, a + d / 2 + span / 2); }
       select(i);
     }
+    /** The longest GPU kernel — a compute kernel or an NCCL (communication) kernel; copies and
+     *  memsets are not kernels — on every stream, or in the selected range and rows. NCCL
+     *  kernels count: they are kernels on the device, and their time includes waiting for the
+     *  other ranks; select a compute row to get its longest compute kernel. */
     function longestKernel() {
-      const kc = D.cats.indexOf('kernel');
+      const kc = D.cats.indexOf('kernel'), nc = D.cats.indexOf('nccl');
       const inRows = range ? new Uint8Array(D.rows.length) : null;
       if (range) for (const r of range.rows) inRows[r] = 1;
       let best = -1, bd = -1;
       for (let i = 0; i < D.n; i++) {
         const row = D.rows[D.rowA[i]];
         if (!row) continue;
-        if (kc >= 0 ? D.catA[i] !== kc : row.kind !== 'gpu') continue;
+        const c = D.catA[i];
+        // without kernel categories in the data: any slice on a GPU or NCCL stream
+        if (kc >= 0 || nc >= 0 ? c !== kc && c !== nc : row.kind !== 'gpu' && row.kind !== 'nccl') continue;
         if (range && (!inRows[row.index] || D.tsA[i] >= range.t1 || D.tsA[i] + D.durA[i] <= range.t0)) continue;
         if (D.durA[i] > bd) { bd = D.durA[i]; best = i; }
       }
@@ -1764,7 +1771,8 @@
       const a = D.tsA[best], m = Math.max(bd, MIN_SPAN) * 0.6;
       setView(a - m, a + bd + m);
       select(best);
-      live.textContent = 'Longest kernel' + (range ? ' in the selection' : '') + ': ' + D.names[D.nameA[best]] + ', ' + fmtDur(bd);
+      const row = D.rows[D.rowA[best]];
+      live.textContent = 'Longest kernel' + (range ? ' in the selection' : '') + ': ' + D.names[D.nameA[best]] + ', ' + fmtDur(bd) + ' on ' + (D.rankBy.size > 1 ? 'rank ' + row.rank + ' · ' : '') + row.name;
       return best;
     }
     function togglePin(row, on) {
@@ -1915,13 +1923,14 @@
       getRange() { return range ? { t0: range.t0, t1: range.t1, dur: range.t1 - range.t0, rows: range.rows.slice() } : null; },
       /** Select [a, b] over the given row indices (default: every row); the table follows. */
       setRange(a, b, rows) { if (a === null || a === undefined) setRange(null); else setRange(+a, +b, true, rows); return api; },
-      /** The selected range's table: {t0, t1, dur, slices, names: [{name, count, total, mean, max, share}], rows: [{row, name, rank, busy, idle, busyShare}]} (µs). */
+      /** The selected range's table: {t0, t1, dur, slices, names: [{name, count, total, mean, max, share}], rows: [{row, name, rank, kind, busy, idle, busyShare, count, median, exposed?}]} (µs). */
       getAggregate() { return agg; },
       /** Find slices whose name contains q (case-insensitive); returns the number of matches. */
       find(q) { search.value = q || ''; lastQuery = search.value.trim().toLowerCase(); setQuery(q); return matches.length; },
       /** Step to the next (dir 1) or previous (-1) match; returns the selected slice's index. */
       findNext(dir) { stepMatch(dir === undefined ? 1 : dir); return selected; },
-      /** Select and zoom to the longest kernel (in the selected range and rows, if any). */
+      /** Select and zoom to the longest GPU kernel, compute or NCCL (in the selected range and
+       *  rows, if any); returns its index, -1 when there is none. */
       longestKernel() { const i = longestKernel(); render(); return i; },
       highlight(evidence) { highlights = Array.isArray(evidence) ? evidence.slice() : evidence ? [evidence] : []; invalidate(false); return api; },
       clearHighlight() { highlights = []; invalidate(false); return api; },
