@@ -317,6 +317,10 @@
     const viewOut = el('span', 'tt-view');
     const rangeOut = el('span', 'tt-range-out');
     readout.append(viewOut, rangeOut);
+    // each readout keeps one text node whose data is rewritten only when the text changes:
+    // replacing the node (textContent) on every frame costs a relayout and repaint per frame
+    const viewText = document.createTextNode(''), rangeText = document.createTextNode('');
+    viewOut.append(viewText); rangeOut.append(rangeText);
     const catList = el('span', 'tt-cats');
     catList.setAttribute('aria-label', 'Colours by category');
     // find slices by name; jump to the longest kernel
@@ -563,7 +567,7 @@
     // ---- base drawing (slices, labels, axis)
     const buckets = []; // per colour: Float32Array [x, y, w, h]*
     const bucketN = [];
-    let texts = [];
+    const texts = [];
     function bPush(c, x, y, w, h) {
       let a = buckets[c];
       if (!a) { a = buckets[c] = new Float32Array(4096); bucketN[c] = 0; }
@@ -751,7 +755,7 @@
       for (const t of tk.out) ctx.fillRect(Math.round(tx(t) * dpr) / dpr, Y0, 1 / dpr, bh);
       // slices
       for (let c = 0; c < bucketN.length; c++) bucketN[c] = 0;
-      texts = [];
+      texts.length = 0; // reused: no new array per frame
       mN = 0;
       for (let i = i0; i < i1; i++) {
         const it = items[i];
@@ -872,11 +876,11 @@
           setFont(FONT_H);
           const rl = clip(ctx, it.R.label, X0 - 30);
           ctx.fillText(rl, 24, cy);
-          const lw = ctx.measureText(rl).width;
+          const lw = textW(ctx, FONT_H, rl);
           setFont(FONT);
           ctx.fillStyle = TH.muted;
           const note = it.R.collapsed ? it.R.rows.length + ' rows hidden' : it.R.rows.length + ' rows';
-          const nw = ctx.measureText(note).width;
+          const nw = textW(ctx, FONT, note);
           if (24 + lw + 10 + nw <= X0 - 8) ctx.fillText(note, X0 - 8 - nw, cy);
         } else {
           ctx.fillStyle = TH.sep;
@@ -905,8 +909,7 @@
     function drawBase() {
       const ctx = bctx;
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-      ctx.fillStyle = TH.bg;
-      ctx.fillRect(0, 0, cssW, height);
+      // (no clearing fill: the bands below paint every pixel — axis, pinned rows, scrolled rows)
       const X0 = trackX0(), X1 = trackX1(), W = trackW();
       const tk = ticks();
       drawBody(nPinned, items.length, AXIS_H + pinH, height, tk);
@@ -952,7 +955,7 @@
         const x = Math.round(tx(t));
         ctx.fillRect(x, AXIS_H - 10, 1, 9);
         const label = (t / tk.div).toFixed(tk.dec) + ' ' + tk.unit;
-        if (x + 4 + ctx.measureText(label).width <= X1) ctx.fillText(label, x + 4, 14);
+        if (x + 4 + textW(ctx, FONT, label) <= X1) ctx.fillText(label, x + 4, 14);
       }
       ctx.restore();
     }
@@ -968,6 +971,19 @@
       ctx.restore();
     }
     const clipCache = new Map();
+    const widthCache = new Map();
+    /** Width of s in `font` (which ctx is set to), measured once: the axis and rank headers
+     *  are redrawn every frame with mostly the same strings. */
+    function textW(ctx, font, s) {
+      const key = font + '|' + s;
+      let w = widthCache.get(key);
+      if (w === undefined) {
+        w = ctx.measureText(s).width;
+        if (widthCache.size > 4000) widthCache.clear();
+        widthCache.set(key, w);
+      }
+      return w;
+    }
     function clip(ctx, s, w) {
       // the label as it fits in w px (cached: the label column is redrawn every frame)
       const key = ctx.font + '|' + Math.round(w) + '|' + s;
@@ -1493,10 +1509,11 @@
       if (ci >= 0) cursor = ci;
     }
     function updateReadout() {
-      viewOut.textContent = 'View ' + fmtDur(t0 - D.span[0] < 0 ? 0 : t0) + ' – ' + fmtDur(t1) + '  (' + fmtDur(t1 - t0) + ')';
+      const v = 'View ' + fmtDur(t0 - D.span[0] < 0 ? 0 : t0) + ' – ' + fmtDur(t1) + '  (' + fmtDur(t1 - t0) + ')';
+      if (viewText.data !== v) viewText.data = v;
       const rg = drag && drag.mode === 'select' && drag.moved ? { t0: Math.min(drag.ta, drag.tb), t1: Math.max(drag.ta, drag.tb) } : range;
-      rangeOut.textContent = rg ? 'Selection Δ ' + fmtDur(rg.t1 - rg.t0) + '  (' + fmtDur(rg.t0) + ' → ' + fmtDur(rg.t1) + ')' : 'Drag to measure';
-      rangeOut.classList.toggle('tt-has-range', !!rg);
+      const r = rg ? 'Selection Δ ' + fmtDur(rg.t1 - rg.t0) + '  (' + fmtDur(rg.t0) + ' → ' + fmtDur(rg.t1) + ')' : 'Drag to measure';
+      if (rangeText.data !== r) { rangeText.data = r; rangeOut.classList.toggle('tt-has-range', !!rg); }
     }
 
     // ---- tooltip
