@@ -51,7 +51,7 @@ class Measurement:
     key: str
     label: str
     unit: str  # "%", "ms", "GB/s", "×", "per step"
-    how: str  # how to take it in the viewer
+    how: str  # how to take it with the viewer's instruments (static/js/timeline.js)
     floor: float = 0.0  # the band's half-width in the unit, when ±15 % is narrower
     floor_of_step: float = 0.0  # for times: the band is at least this share of the step
 
@@ -75,36 +75,47 @@ _M = [
         "gpu_idle_share",
         "GPU compute-stream idle share of the step",
         "%",
-        "Select whole steps; the compute row's idle time ÷ the selected time.",
+        "Drag along the time axis from the first step's start to the last step's end (find "
+        "ProfilerStep to see where they are). In the range table a compute row's Busy "
+        "percentage is its busy share of the selection; the idle share is 100 % minus it "
+        "(any rank's value is accepted).",
         floor=3,
     ),
     Measurement(
         "exposed_comm",
         "Comm/compute overlap: NCCL time per step with the compute stream idle (exposed)",
         "ms",
-        "Select one step; NCCL row busy time minus the part that runs under compute kernels.",
+        "Drag along the time axis over whole steps. A rank's NCCL row shows Exposed (ms): its "
+        "communication time while that rank's compute stream is idle; divide it by the "
+        "number of steps selected.",
         floor_of_step=0.02,
     ),
     Measurement(
         "busbw",
         "Bus bandwidth of the all-reduce vs the link",
         "GB/s",
-        "Click a large NCCL kernel: In msg nelems × dtype bytes × 2(n−1)/n ÷ its duration; "
-        "compare with the link in the framing.",
+        "Find nccl and press Enter to step through one step's collectives on every rank. For a "
+        "large one the details give bytes (In msg nelems × the dtype's size), Group size n and "
+        "Duration: an all-reduce's bus bandwidth is bytes × 2(n−1)/n ÷ duration in µs ÷ 1000 "
+        "GB/s ((n−1)/n for all-gather or reduce-scatter). Use each collective's shortest copy "
+        "across ranks (the longer ones include waiting for the others) and compare with the "
+        "link in the framing.",
         floor=5,
     ),
     Measurement(
         "nccl_rank_spread",
         "NCCL kernel time spread across ranks: (max − min) ÷ max per step",
         "%",
-        "Select the same steps on every rank; compare the NCCL rows' busy time.",
+        "Drag along the time axis over whole steps; read every rank's NCCL row in the range "
+        "table: 100 % × (largest Busy (ms) − smallest) ÷ largest.",
         floor=5,
     ),
     Measurement(
         "rank_compute_skew",
         "Slowest rank's compute time per step over the median rank's",
         "%",
-        "Select the same steps on every rank; compare the compute rows' busy time.",
+        "Drag along the time axis over whole steps; read every rank's compute row in the range "
+        "table: 100 % × (largest Busy (ms) − the median rank's) ÷ the median rank's.",
         floor=3,
     ),
     Measurement(
@@ -112,45 +123,57 @@ _M = [
         "Launch cadence vs kernel time: median time between two kernel launches ÷ median "
         "kernel duration",
         "×",
-        "Select a few steps; find the launch calls (…LaunchKernel) and read their count over "
-        "the selected time, then the compute row's kernels' typical duration. Far above 1 (tens) "
-        "the GPU finishes each kernel long before the CPU launches the next.",
+        "Zoom into the middle of a step, find LaunchKernel and press Enter through a few dozen "
+        "launches, noting each Start: the median gap between two starts is the launch cadence. "
+        "Then drag across the compute row over whole steps: its Median (ms) in the range table "
+        "is the typical kernel (and its Slices ÷ steps the kernels and copies per step). "
+        "Cadence ÷ that median far above 1 (tens) means the GPU finishes each kernel long "
+        "before the CPU launches the next. (The CUDA API row's Slices count every runtime "
+        "call, not only launches: no cadence from them.)",
         floor=0.05,
     ),
     Measurement(
         "syncs_per_step",
         "Host–device synchronisations (…Synchronize calls) per step",
         "per step",
-        "Select whole steps; count the …Synchronize calls by name ÷ steps.",
+        "Drag down one rank's CPU rows (its threads and CUDA API rows) over whole steps; in the "
+        "by-name table, the Count of the …Synchronize calls ÷ the number of steps.",
         floor=1,
     ),
     Measurement(
         "alloc_per_step",
         "Device malloc/free calls per step",
         "per step",
-        "Select steady-state steps; count the Malloc and Free calls by name ÷ steps.",
+        "Drag down one rank's CPU rows (its threads and CUDA API rows) over whole steps; in the "
+        "by-name table, the Counts of cudaMalloc and cudaFree (hipMalloc, hipFree) ÷ the "
+        "number of steps.",
         floor=1,
     ),
     Measurement(
         "non_gemm_share",
         "Non-GEMM kernels' share of GPU kernel time (elementwise, norm, softmax, optimizer)",
         "%",
-        "Select whole steps; kernel time of everything but GEMM and flash-attention kernels "
-        "÷ the compute row's kernel time.",
+        "Drag across one compute row over whole steps. Its kernel time is the row's Busy (ms) "
+        "minus the Memcpy and Memset Totals in the by-name table; add the Totals of the GEMM "
+        "and flash-attention kernels (gemm, Cijk_, gemv, wvSplitK, flash, fmha in the name). "
+        "Non-GEMM share = 100 % × (1 − GEMM ÷ kernel time).",
         floor=5,
     ),
     Measurement(
         "loader_wait",
         "Time waiting for the DataLoader (__next__) per step",
         "ms",
-        "Select whole steps; total of the enumerate(DataLoader) slices ÷ steps (0 when absent).",
+        "Drag along the time axis over whole steps; in the by-name table the Total of "
+        "enumerate(DataLoader)… ÷ (steps × ranks), 0 when it is absent.",
         floor_of_step=0.02,
     ),
     Measurement(
         "step_spread",
         "Step-time spread: slowest step ÷ median step",
         "×",
-        "Read the ProfilerStep slices' durations; the longest over the middle one.",
+        "Find ProfilerStep and press Enter through the steps, reading each Duration (or drag "
+        "along the time axis over all steps: each ProfilerStep#… row's Max in the by-name table "
+        "is that step on its slowest rank). The slowest step ÷ the median step.",
         floor=0.1,
     ),
 ]

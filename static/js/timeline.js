@@ -39,7 +39,8 @@
  *   pans · click a slice for details · ↑/↓ move the row cursor, Enter folds a rank / picks a slice ·
  *   ←/→ previous/next slice in the row · F zooms to the selection · M marks the selected slice as
  *   the range · 0 / Home shows everything · Esc clears the range, then the selection ·
- *   L longest kernel (in the range, if any) · P pins the row under the pointer · / find by name.
+ *   L longest GPU kernel, compute or NCCL (in the range and its rows, if any) · P pins the row
+ *   under the pointer · / find by name.
  *   Dragging across rows selects them too (from the axis: every row) → the range table.
  * Touch: one finger drags (pan, scroll rows), two fingers pinch-zoom, a tap selects.
  */
@@ -316,6 +317,10 @@
     const viewOut = el('span', 'tt-view');
     const rangeOut = el('span', 'tt-range-out');
     readout.append(viewOut, rangeOut);
+    // each readout keeps one text node whose data is rewritten only when the text changes:
+    // replacing the node (textContent) on every frame costs a relayout and repaint per frame
+    const viewText = document.createTextNode(''), rangeText = document.createTextNode('');
+    viewOut.append(viewText); rangeOut.append(rangeText);
     const catList = el('span', 'tt-cats');
     catList.setAttribute('aria-label', 'Colours by category');
     // find slices by name; jump to the longest kernel
@@ -332,7 +337,7 @@
     const bPrev = btn('‹', 'Previous match (Shift+Enter)', () => stepMatch(-1));
     const bNext = btn('›', 'Next match (Enter)', () => stepMatch(1));
     findBox.append(search, matchOut, bPrev, bNext);
-    const bLong = btn('Longest kernel', 'Select and zoom to the longest kernel — in the selected range and rows, if any (L)', () => longestKernel());
+    const bLong = btn('Longest kernel', 'Select and zoom to the longest kernel on the GPU, compute or NCCL — in the selected range and rows, if any; select a compute row for its longest compute kernel (L)', () => longestKernel());
     bLong.classList.add('tt-longest');
     // touch: a drag pans unless "Select" is on, then it selects a range (and rows) like a mouse drag
     let touchSelect = false;
@@ -562,7 +567,7 @@
     // ---- base drawing (slices, labels, axis)
     const buckets = []; // per colour: Float32Array [x, y, w, h]*
     const bucketN = [];
-    let texts = [];
+    const texts = [];
     function bPush(c, x, y, w, h) {
       let a = buckets[c];
       if (!a) { a = buckets[c] = new Float32Array(4096); bucketN[c] = 0; }
@@ -750,7 +755,7 @@
       for (const t of tk.out) ctx.fillRect(Math.round(tx(t) * dpr) / dpr, Y0, 1 / dpr, bh);
       // slices
       for (let c = 0; c < bucketN.length; c++) bucketN[c] = 0;
-      texts = [];
+      texts.length = 0; // reused: no new array per frame
       mN = 0;
       for (let i = i0; i < i1; i++) {
         const it = items[i];
@@ -871,11 +876,11 @@
           setFont(FONT_H);
           const rl = clip(ctx, it.R.label, X0 - 30);
           ctx.fillText(rl, 24, cy);
-          const lw = ctx.measureText(rl).width;
+          const lw = textW(ctx, FONT_H, rl);
           setFont(FONT);
           ctx.fillStyle = TH.muted;
           const note = it.R.collapsed ? it.R.rows.length + ' rows hidden' : it.R.rows.length + ' rows';
-          const nw = ctx.measureText(note).width;
+          const nw = textW(ctx, FONT, note);
           if (24 + lw + 10 + nw <= X0 - 8) ctx.fillText(note, X0 - 8 - nw, cy);
         } else {
           ctx.fillStyle = TH.sep;
@@ -904,8 +909,7 @@
     function drawBase() {
       const ctx = bctx;
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-      ctx.fillStyle = TH.bg;
-      ctx.fillRect(0, 0, cssW, height);
+      // (no clearing fill: the bands below paint every pixel — axis, pinned rows, scrolled rows)
       const X0 = trackX0(), X1 = trackX1(), W = trackW();
       const tk = ticks();
       drawBody(nPinned, items.length, AXIS_H + pinH, height, tk);
@@ -951,7 +955,7 @@
         const x = Math.round(tx(t));
         ctx.fillRect(x, AXIS_H - 10, 1, 9);
         const label = (t / tk.div).toFixed(tk.dec) + ' ' + tk.unit;
-        if (x + 4 + ctx.measureText(label).width <= X1) ctx.fillText(label, x + 4, 14);
+        if (x + 4 + textW(ctx, FONT, label) <= X1) ctx.fillText(label, x + 4, 14);
       }
       ctx.restore();
     }
@@ -967,6 +971,19 @@
       ctx.restore();
     }
     const clipCache = new Map();
+    const widthCache = new Map();
+    /** Width of s in `font` (which ctx is set to), measured once: the axis and rank headers
+     *  are redrawn every frame with mostly the same strings. */
+    function textW(ctx, font, s) {
+      const key = font + '|' + s;
+      let w = widthCache.get(key);
+      if (w === undefined) {
+        w = ctx.measureText(s).width;
+        if (widthCache.size > 4000) widthCache.clear();
+        widthCache.set(key, w);
+      }
+      return w;
+    }
     function clip(ctx, s, w) {
       // the label as it fits in w px (cached: the label column is redrawn every frame)
       const key = ctx.font + '|' + Math.round(w) + '|' + s;
@@ -1492,10 +1509,11 @@
       if (ci >= 0) cursor = ci;
     }
     function updateReadout() {
-      viewOut.textContent = 'View ' + fmtDur(t0 - D.span[0] < 0 ? 0 : t0) + ' – ' + fmtDur(t1) + '  (' + fmtDur(t1 - t0) + ')';
+      const v = 'View ' + fmtDur(t0 - D.span[0] < 0 ? 0 : t0) + ' – ' + fmtDur(t1) + '  (' + fmtDur(t1 - t0) + ')';
+      if (viewText.data !== v) viewText.data = v;
       const rg = drag && drag.mode === 'select' && drag.moved ? { t0: Math.min(drag.ta, drag.tb), t1: Math.max(drag.ta, drag.tb) } : range;
-      rangeOut.textContent = rg ? 'Selection Δ ' + fmtDur(rg.t1 - rg.t0) + '  (' + fmtDur(rg.t0) + ' → ' + fmtDur(rg.t1) + ')' : 'Drag to measure';
-      rangeOut.classList.toggle('tt-has-range', !!rg);
+      const r = rg ? 'Selection Δ ' + fmtDur(rg.t1 - rg.t0) + '  (' + fmtDur(rg.t0) + ' → ' + fmtDur(rg.t1) + ')' : 'Drag to measure';
+      if (rangeText.data !== r) { rangeText.data = r; rangeOut.classList.toggle('tt-has-range', !!rg); }
     }
 
     // ---- tooltip
@@ -1747,15 +1765,21 @@
       if (d * scale() < 3) { const span = Math.max(d * 20, MIN_SPAN * 20); setView(a + d / 2 - span / 2, a + d / 2 + span / 2); }
       select(i);
     }
+    /** The longest GPU kernel — a compute kernel or an NCCL (communication) kernel; copies and
+     *  memsets are not kernels — on every stream, or in the selected range and rows. NCCL
+     *  kernels count: they are kernels on the device, and their time includes waiting for the
+     *  other ranks; select a compute row to get its longest compute kernel. */
     function longestKernel() {
-      const kc = D.cats.indexOf('kernel');
+      const kc = D.cats.indexOf('kernel'), nc = D.cats.indexOf('nccl');
       const inRows = range ? new Uint8Array(D.rows.length) : null;
       if (range) for (const r of range.rows) inRows[r] = 1;
       let best = -1, bd = -1;
       for (let i = 0; i < D.n; i++) {
         const row = D.rows[D.rowA[i]];
         if (!row) continue;
-        if (kc >= 0 ? D.catA[i] !== kc : row.kind !== 'gpu') continue;
+        const c = D.catA[i];
+        // without kernel categories in the data: any slice on a GPU or NCCL stream
+        if (kc >= 0 || nc >= 0 ? c !== kc && c !== nc : row.kind !== 'gpu' && row.kind !== 'nccl') continue;
         if (range && (!inRows[row.index] || D.tsA[i] >= range.t1 || D.tsA[i] + D.durA[i] <= range.t0)) continue;
         if (D.durA[i] > bd) { bd = D.durA[i]; best = i; }
       }
@@ -1764,7 +1788,8 @@
       const a = D.tsA[best], m = Math.max(bd, MIN_SPAN) * 0.6;
       setView(a - m, a + bd + m);
       select(best);
-      live.textContent = 'Longest kernel' + (range ? ' in the selection' : '') + ': ' + D.names[D.nameA[best]] + ', ' + fmtDur(bd);
+      const row = D.rows[D.rowA[best]];
+      live.textContent = 'Longest kernel' + (range ? ' in the selection' : '') + ': ' + D.names[D.nameA[best]] + ', ' + fmtDur(bd) + ' on ' + (D.rankBy.size > 1 ? 'rank ' + row.rank + ' · ' : '') + row.name;
       return best;
     }
     function togglePin(row, on) {
@@ -1915,13 +1940,14 @@
       getRange() { return range ? { t0: range.t0, t1: range.t1, dur: range.t1 - range.t0, rows: range.rows.slice() } : null; },
       /** Select [a, b] over the given row indices (default: every row); the table follows. */
       setRange(a, b, rows) { if (a === null || a === undefined) setRange(null); else setRange(+a, +b, true, rows); return api; },
-      /** The selected range's table: {t0, t1, dur, slices, names: [{name, count, total, mean, max, share}], rows: [{row, name, rank, busy, idle, busyShare}]} (µs). */
+      /** The selected range's table: {t0, t1, dur, slices, names: [{name, count, total, mean, max, share}], rows: [{row, name, rank, kind, busy, idle, busyShare, count, median, exposed?}]} (µs). */
       getAggregate() { return agg; },
       /** Find slices whose name contains q (case-insensitive); returns the number of matches. */
       find(q) { search.value = q || ''; lastQuery = search.value.trim().toLowerCase(); setQuery(q); return matches.length; },
       /** Step to the next (dir 1) or previous (-1) match; returns the selected slice's index. */
       findNext(dir) { stepMatch(dir === undefined ? 1 : dir); return selected; },
-      /** Select and zoom to the longest kernel (in the selected range and rows, if any). */
+      /** Select and zoom to the longest GPU kernel, compute or NCCL (in the selected range and
+       *  rows, if any); returns its index, -1 when there is none. */
       longestKernel() { const i = longestKernel(); render(); return i; },
       highlight(evidence) { highlights = Array.isArray(evidence) ? evidence.slice() : evidence ? [evidence] : []; invalidate(false); return api; },
       clearHighlight() { highlights = []; invalidate(false); return api; },

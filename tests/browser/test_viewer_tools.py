@@ -332,17 +332,24 @@ def test_find_by_name_highlights_counts_and_steps_through_matches(page):
 
 
 def test_longest_kernel_whole_trace_and_in_a_selection(page):
+    # a kernel is a compute or an NCCL kernel (memcpy and memset are not): the whole trace's
+    # longest is here an all-reduce, whose time includes waiting for the other ranks
     kernels = [
-        slice_at(TL, i) for i, c in enumerate(TL["slices"]["cat"]) if TL["cats"][c] == "kernel"
+        slice_at(TL, i)
+        for i, c in enumerate(TL["slices"]["cat"])
+        if TL["cats"][c] in ("kernel", "nccl")
     ]
     top = max(kernels, key=lambda k: k["dur"])
+    assert top["cat"] == "nccl"
     page.get_by_role("button", name="Longest kernel").first.click()
     sel = page.evaluate("viewer.getSelection()")
     assert sel["index"] == top["index"] and sel["dur"] == pytest.approx(top["dur"])
+    assert sel["rowKind"] == "nccl"
     v = page.evaluate("viewer.getView()")
     assert v["t0"] <= top["ts"] and top["ts"] + top["dur"] <= v["t1"]
     assert (v["t1"] - v["t0"]) < 5 * top["dur"]
     # within a range over rank 2's compute stream, the L key picks that range's longest
+    # compute kernel (a copy on that stream is never picked, however long)
     gpu2 = row_index(2, "gpu")
     span = TL["span"][1]
     a, b = span * 0.3, span * 0.4
@@ -357,6 +364,18 @@ def test_longest_kernel_whole_trace_and_in_a_selection(page):
     page.keyboard.press("l")
     sel = page.evaluate("viewer.getSelection()")
     assert sel["index"] == max(inside, key=lambda k: k["dur"])["index"]
+    assert sel["cat"] == "kernel"
+    # and over rank 1's NCCL stream, that stream's longest collective
+    nccl1 = row_index(1, "nccl")
+    colls = [k for k in slices_in_row(nccl1) if k["ts"] < b and k["ts"] + k["dur"] > a]
+    assert colls
+    page.evaluate(f"viewer.setRange({a}, {b}, [{nccl1}])")
+    assert page.evaluate("viewer.longestKernel()") == max(colls, key=lambda k: k["dur"])["index"]
+    assert page.evaluate("viewer.getSelection()")["rowIndex"] == nccl1
+    # a selection with no kernel in it (the CPU thread only) selects nothing new
+    cpu0 = row_index(0, "cpu")
+    page.evaluate(f"viewer.setRange({a}, {b}, [{cpu0}])")
+    assert page.evaluate("viewer.longestKernel()") == -1
 
 
 def test_pinned_rows_stay_at_the_top(page):

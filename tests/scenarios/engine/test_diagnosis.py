@@ -7,6 +7,7 @@ import math
 import re
 import statistics
 from collections import defaultdict
+from pathlib import Path
 
 import orjson
 import pytest
@@ -182,6 +183,39 @@ def test_every_measurement_has_a_value_on_every_trace(traces):
         assert set(values) == set(D.MEASUREMENTS), slug
         for key, v in values.items():
             assert math.isfinite(v["value"]) and v["lo"] <= v["value"] <= v["hi"], (slug, key)
+
+
+# the instruments a "how to take it" text may name, and the viewer source text each needs
+_INSTRUMENTS = {
+    "Busy (ms)": "'Busy (ms)'",
+    "Busy percentage": "['Busy', true]",
+    "Exposed (ms)": "'Exposed (ms)'",
+    "Median (ms)": "'Median (ms)'",
+    "Slices": "['Slices', true]",
+    "Count": "['Count', true]",
+    "Total": "['Total (ms)', true]",
+    "Max": "['Max (ms)', true]",
+    "Start": "add('Start'",
+    "Duration": "add('Duration'",
+    "Group size": "add(k, fmtArg(k, s.args[k]))",  # every argument of the slice is listed
+    "Find ": "'Find slices by name'",
+    "press Enter": "Next match (Enter)",
+    "Drag": "drag",
+}
+
+
+def test_how_texts_name_only_instruments_the_viewer_has():
+    js = (Path(__file__).resolve().parents[3] / "static" / "js" / "timeline.js").read_text()
+    for m in D.MEASUREMENTS.values():
+        assert m.how.strip(), m.key
+        named = [term for term in _INSTRUMENTS if term in m.how]
+        assert named, (m.key, "names no instrument")
+        for term in named:
+            assert _INSTRUMENTS[term] in js, (m.key, term)
+    # the range table's newer columns are where the texts send the learner
+    hows = " ".join(m.how for m in D.MEASUREMENTS.values())
+    for column in ("Exposed (ms)", "Median (ms)", "Slices"):
+        assert column in hows
 
 
 def test_catalogues_offer_plausible_wrong_choices_for_every_scenario():
