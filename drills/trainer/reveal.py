@@ -40,6 +40,12 @@ def _num(x: Any, unit: str = "") -> str:
     return f"{text} {unit}" if unit else text
 
 
+def _how(measurement: str) -> str:
+    """How the measurement is taken with the viewer's own instruments ("" when unknown)."""
+    m_def = D.MEASUREMENTS.get(measurement)
+    return m_def.how if m_def else ""
+
+
 def _row(
     n: str,
     title: str,
@@ -49,6 +55,7 @@ def _row(
     tolerance: str,
     evidence: list[dict],
     note: str = "",
+    how: str = "",
 ) -> dict[str, Any]:
     return {
         "n": n,
@@ -60,6 +67,7 @@ def _row(
         "evidence": evidence,
         "evidence_json": json.dumps(evidence),
         "note": note,
+        "how": how,
     }
 
 
@@ -135,6 +143,7 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
             "one that confirms this signature",
             ev.get(ref, []) or sig_ev,
             key.get("measurement_text", ""),
+            how=_how(ref),
         )
     )
     rows.append(
@@ -146,6 +155,7 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
             attempt.value_correct,
             m_def.band_text() if m_def else "",
             ev.get(named, []),
+            how=_how(named) if named != ref else "",
         )
     )
     fixes = g.get("fixes_accepted") or [key.get("fix", "")]

@@ -92,6 +92,26 @@ def test_the_reveal_shows_five_sentences_with_values_tolerances_and_evidence(
     assert html.count('class="show-me"') >= 5
 
 
+def test_the_reveal_says_how_to_take_the_confirming_measurement_in_the_viewer(
+    learner_client, no_refill
+):
+    from django.utils.html import escape
+
+    from scenarios.engine import diagnosis as D
+
+    attempt = start(learner_client)
+    answer = right_answer(attempt)
+    other = next(k for k in D.MEASUREMENTS if k != answer["measurement"])
+    html = submit(learner_client, attempt, measurement=other).content.decode()
+    html = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
+    hows = re.findall(r'<details class="how"><summary>[^<]+</summary><p>([^<]*)</p>', html)
+    # The confirming measurement's recipe under sentence 4, and the named one's under 4b.
+    assert hows == [
+        escape(D.MEASUREMENTS[answer["measurement"]].how),
+        escape(D.MEASUREMENTS[other].how),
+    ]
+
+
 def test_a_healthy_reveal_names_what_only_looked_wrong(learner_client, no_refill):
     from drills.trainer import services
 
