@@ -101,10 +101,28 @@ def create_upload(owner, filename: str, fileobj, size: int) -> Upload:
         raw=data,
         expires_at=timezone.now() + timedelta(days=days),
     )
+    transaction.on_commit(lambda: _enqueue(up.pk))
+    return up
+
+
+QUEUE_DOWN = (
+    "the task queue that processes uploads could not be reached, so it was not processed; "
+    "upload it again in a few minutes."
+)
+
+
+def _enqueue(upload_id) -> None:
+    """Queue processing. With the broker down the upload fails at once with a message (its raw
+    bytes dropped) instead of a 500 and a row left "queued" that no worker will ever take."""
     from scenarios.tasks import process_upload
 
-    transaction.on_commit(lambda: process_upload.delay(str(up.pk)))
-    return up
+    try:
+        process_upload.delay(str(upload_id))
+    except Exception:
+        log.exception("could not queue upload %s for processing", upload_id)
+        Upload.objects.filter(pk=upload_id, status=Upload.Status.QUEUED).update(
+            status=Upload.Status.FAILED, error=QUEUE_DOWN.capitalize(), raw=b""
+        )
 
 
 def convert(filename: str, data: bytes) -> dict:

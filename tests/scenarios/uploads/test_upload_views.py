@@ -154,3 +154,26 @@ def test_real_two_rank_job_as_tar_gz(learner_client):
     assert up.n_ranks == 2 and up.analysis["world_size"] == 128  # two of a 128-rank job
     html = page.content.decode()
     assert html.count("<td>1</td><td>#") >= 2  # rank 1's steps are in the overview
+
+
+def test_a_broker_outage_fails_the_upload_with_a_message_not_a_500(learner, monkeypatch):
+    """Redis down: queueing the task fails. The learner gets the upload's page with a clear
+    message (not a 500), and no row is left "queued" forever with its raw bytes."""
+    from kombu.exceptions import OperationalError
+
+    def down(*args):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(process_upload, "delay", down)
+    c = Client(raise_request_exception=False)
+    c.force_login(learner)
+    data = (REAL / "event_sync_a100.json.gz").read_bytes()
+    with _capture(execute=True):
+        r = c.post(
+            reverse("scenarios:upload_list"), {"trace": SimpleUploadedFile("t.json.gz", data)}
+        )
+    assert r.status_code == 302, r.status_code
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.FAILED and bytes(up.raw) == b""
+    page = c.get(r["Location"]).content.decode()
+    assert "could not be reached" in page and 'hx-trigger="every 1s"' not in page
