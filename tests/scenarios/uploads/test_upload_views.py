@@ -177,3 +177,23 @@ def test_a_broker_outage_fails_the_upload_with_a_message_not_a_500(learner, monk
     assert up.status == Upload.Status.FAILED and bytes(up.raw) == b""
     page = c.get(r["Location"]).content.decode()
     assert "could not be reached" in page and 'hx-trigger="every 1s"' not in page
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["alexnet_a100.json.gz", "event_sync_a100.json.gz", "mi250_minitoy.json.gz"],
+)
+def test_every_real_sample_uploads_and_renders(learner_client, name):
+    """The real Kineto files not covered above (an AMD MI250 one included) are processed and
+    shown with the viewer, the overview and a Perfetto export."""
+    page = post(learner_client, name, (REAL / name).read_bytes())
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.READY, up.error
+    html = page.content.decode()
+    assert 'id="timeline"' in html and "overview-table" in html and "Open in Perfetto" in html
+    findings = up.analysis["findings"]
+    assert html.count('<li data-slug="') == len(findings)
+    assert ('id="no-findings"' in html) == (not findings)
+    pf = learner_client.get(reverse("scenarios:upload_perfetto", args=[up.pk]) + "?inline=1")
+    body = gzip.decompress(pf.content) if pf.get("Content-Encoding") else pf.content
+    assert orjson.loads(body)["traceEvents"]
