@@ -7,11 +7,13 @@ import gzip
 import io
 import logging
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import orjson
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from scenarios.traceanalysis import analyse, to_perfetto, to_timeline
@@ -140,8 +142,48 @@ def convert(filename: str, data: bytes) -> dict:
     }
 
 
+BUSY = "busy"
+
+
+def lock_key(upload_id) -> int:
+    """The upload's PostgreSQL advisory lock key (64 bits of its id)."""
+    return int.from_bytes(uuid.UUID(str(upload_id)).bytes[:8], "big", signed=True)
+
+
+@contextmanager
+def _only_worker(upload_id) -> Iterator[bool]:
+    """Whether this worker may process the upload: on PostgreSQL a session advisory lock per
+    upload, held while processing and released by the server when a killed worker's connection
+    drops. Celery's Redis transport hands a task that is still running to a second worker once
+    it has gone unacknowledged for the visibility timeout (``CELERY_VISIBILITY_TIMEOUT_S``, 300 s
+    by default; the largest upload takes longer): that copy must not process it again."""
+    if connection.vendor != "postgresql":
+        yield True  # SQLite: embedded mode, tasks run in-process, no redelivery
+        return
+    key = lock_key(upload_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        row = cursor.fetchone()
+    mine = bool(row and row[0])
+    try:
+        yield mine
+    finally:
+        if mine:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+            except Exception:  # a lost connection has dropped the lock with it
+                log.warning("could not release the lock of upload %s", upload_id, exc_info=True)
+
+
 def process(upload_id) -> str:
-    """Process one queued upload; idempotent (a redelivered task finds it done)."""
+    """Process one queued upload; idempotent (a redelivered task finds it done). Returns
+    ``BUSY``, doing nothing, while another worker is processing it."""
+    with _only_worker(upload_id) as mine:
+        return _process(upload_id) if mine else BUSY
+
+
+def _process(upload_id) -> str:
     with transaction.atomic():
         up = Upload.objects.select_for_update().filter(pk=upload_id).first()
         if up is None or up.done:

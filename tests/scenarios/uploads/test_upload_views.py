@@ -197,3 +197,58 @@ def test_every_real_sample_uploads_and_renders(learner_client, name):
     pf = learner_client.get(reverse("scenarios:upload_perfetto", args=[up.pk]) + "?inline=1")
     body = gzip.decompress(pf.content) if pf.get("Content-Encoding") else pf.content
     assert orjson.loads(body)["traceEvents"]
+
+
+def test_a_copy_delivered_while_another_worker_processes_it_waits_then_takes_over(
+    learner, monkeypatch
+):
+    """Celery's Redis transport redelivers a task unacknowledged for the visibility timeout
+    even while its worker still runs it (the largest upload takes longer than 300 s). That copy
+    must not process the upload a second time: it checks back later, and takes over only once
+    the first worker is gone (its lock released)."""
+    import threading
+
+    from celery.exceptions import Retry
+    from django.db import connection
+
+    from scenarios import uploads
+    from tests.conftest import needs_postgres
+
+    needs_postgres()
+    data = (REAL / "event_sync_a100.json.gz").read_bytes()
+    up = Upload.objects.create(owner=learner, filename="t.json.gz", size_bytes=len(data),
+                               raw=data, expires_at=timezone.now() + timedelta(days=1))  # fmt: skip
+    held, release = threading.Event(), threading.Event()
+
+    def first_worker() -> None:  # holds the upload's lock on its own connection
+        try:
+            with connection.cursor() as c:
+                c.execute("SELECT pg_advisory_lock(%s)", [uploads.lock_key(up.pk)])
+            held.set()
+            release.wait(30)
+        finally:
+            connection.close()  # a dead worker's connection: the server drops its lock
+
+    t = threading.Thread(target=first_worker)
+    t.start()
+    try:
+        assert held.wait(30)
+        assert uploads.process(up.pk) == uploads.BUSY
+        up.refresh_from_db()
+        assert up.status == Upload.Status.QUEUED and bytes(up.raw) == data
+        retried: dict[str, int] = {}
+
+        def retry(*, countdown):
+            retried["countdown"] = countdown
+            return Retry()
+
+        monkeypatch.setattr(process_upload, "retry", retry)
+        with pytest.raises(Retry):
+            process_upload(str(up.pk))
+        assert 1 <= retried["countdown"] <= 60
+    finally:
+        release.set()
+        t.join(30)
+    assert process_upload(str(up.pk)) == Upload.Status.READY
+    up.refresh_from_db()
+    assert up.status == Upload.Status.READY and up.n_ranks == 1
