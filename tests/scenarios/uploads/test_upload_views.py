@@ -221,13 +221,18 @@ def test_a_copy_delivered_while_another_worker_processes_it_waits_then_takes_ove
     held, release = threading.Event(), threading.Event()
 
     def first_worker() -> None:  # holds the upload's lock on its own connection
+        key = uploads.lock_key(up.pk)
         try:
             with connection.cursor() as c:
-                c.execute("SELECT pg_advisory_lock(%s)", [uploads.lock_key(up.pk)])
+                c.execute("SELECT pg_advisory_lock(%s)", [key])
             held.set()
             release.wait(30)
+            # Gone. (A killed worker's lock goes with its connection, but the server drops it
+            # a moment after the socket closes: unlocking first keeps the test deterministic.)
+            with connection.cursor() as c:
+                c.execute("SELECT pg_advisory_unlock(%s)", [key])
         finally:
-            connection.close()  # a dead worker's connection: the server drops its lock
+            connection.close()
 
     t = threading.Thread(target=first_worker)
     t.start()
