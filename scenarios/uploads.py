@@ -13,6 +13,7 @@ from datetime import timedelta
 
 import orjson
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection, models, transaction
 from django.utils import timezone
 
@@ -96,13 +97,25 @@ def create_upload(owner, filename: str, fileobj, size: int) -> Upload:
     if not data:
         raise TraceError("The file is empty.")
     days = settings.TRACETRACK["UPLOAD_EXPIRY_DAYS"]
-    up = Upload.objects.create(
-        owner=owner,
-        filename=filename[-200:],
-        size_bytes=len(data),
-        raw=data,
-        expires_at=timezone.now() + timedelta(days=days),
-    )
+    pending_max = settings.TRACETRACK["UPLOAD_MAX_PENDING"]
+    with transaction.atomic():
+        # One user's uploads serialise on their user row, so two at once cannot both pass.
+        get_user_model().objects.select_for_update().filter(pk=owner.pk).exists()
+        pending = Upload.objects.owned_by(owner).exclude(
+            status__in=[Upload.Status.READY, Upload.Status.FAILED]
+        )
+        if pending.count() >= pending_max:
+            raise TraceError(
+                f"You already have {pending_max} trace{'s' if pending_max != 1 else ''} waiting "
+                "or being processed; upload this one when they are done."
+            )
+        up = Upload.objects.create(
+            owner=owner,
+            filename=filename[-200:],
+            size_bytes=len(data),
+            raw=data,
+            expires_at=timezone.now() + timedelta(days=days),
+        )
     transaction.on_commit(lambda: _enqueue(up.pk))
     return up
 

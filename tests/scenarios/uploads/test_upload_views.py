@@ -257,3 +257,25 @@ def test_a_copy_delivered_while_another_worker_processes_it_waits_then_takes_ove
     assert process_upload(str(up.pk)) == Upload.Status.READY
     up.refresh_from_db()
     assert up.status == Upload.Status.READY and up.n_ranks == 1
+
+
+def test_one_user_has_at_most_the_pending_limit_of_uploads_waiting(learner, settings, monkeypatch):
+    """Uploads share the workers with the pool's refills: one account cannot queue hours of
+    processing. Done (ready or failed) uploads do not count."""
+    settings.TRACETRACK = {**settings.TRACETRACK, "UPLOAD_MAX_PENDING": 2}
+    monkeypatch.setattr(process_upload, "delay", lambda *a: None)  # no worker: they stay queued
+    c = Client()
+    c.force_login(learner)
+    data = (REAL / "event_sync_a100.json.gz").read_bytes()
+
+    def upload(name: str):
+        return c.post(reverse("scenarios:upload_list"), {"trace": SimpleUploadedFile(name, data)})
+
+    assert upload("a.json.gz").status_code == 302
+    assert upload("b.json.gz").status_code == 302
+    refused = upload("c.json.gz")
+    assert refused.status_code == 422 and "waiting or being processed" in refused.content.decode()
+    assert Upload.objects.count() == 2
+    Upload.objects.filter(filename="a.json.gz").update(status=Upload.Status.READY)
+    assert upload("c.json.gz").status_code == 302
+    assert Upload.objects.count() == 3
