@@ -312,7 +312,7 @@ TRACETRACK: Knobs = {
     "UPLOAD_EXPIRY_DAYS": env_int("UPLOAD_EXPIRY_DAYS", 7, lo=1, hi=3650),
     # Uploads one user may have waiting or being processed at once: uploads share the workers
     # (and their queue) with the trace pool's refills, and the largest takes minutes.
-    "UPLOAD_MAX_PENDING": env_int("UPLOAD_MAX_PENDING", 2, lo=1, hi=100),
+    "UPLOAD_MAX_PENDING": env_int("UPLOAD_MAX_PENDING", 1, lo=1, hi=100),
 }
 if TRACETRACK["POOL_LOW_WATER"] > TRACETRACK["POOL_TARGET"]:
     raise ImproperlyConfigured("POOL_LOW_WATER must not exceed POOL_TARGET.")
