@@ -15,11 +15,19 @@ def refill_all() -> dict[str, int]:
     return {slug: pool.refill(slug) for slug in engine.SCENARIOS}
 
 
-@shared_task(name="scenarios.tasks.process_upload", acks_late=True)
-def process_upload(upload_id: str) -> str:
+@shared_task(name="scenarios.tasks.process_upload", acks_late=True, bind=True, max_retries=None)
+def process_upload(self, upload_id: str) -> str:
+    """Process an upload. A copy redelivered while another worker still processes it (the Redis
+    visibility timeout) checks back later instead: if that worker dies, this copy takes over."""
+    from django.conf import settings
+
     from scenarios import uploads
 
-    return uploads.process(upload_id)
+    status = uploads.process(upload_id)
+    if status == uploads.BUSY:
+        timeout = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
+        raise self.retry(countdown=max(1, min(60, timeout // 2)))
+    return status
 
 
 @shared_task(name="scenarios.tasks.delete_expired_uploads")

@@ -7,11 +7,14 @@ import gzip
 import io
 import logging
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import orjson
 from django.conf import settings
-from django.db import models, transaction
+from django.contrib.auth import get_user_model
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from scenarios.traceanalysis import analyse, to_perfetto, to_timeline
@@ -94,17 +97,47 @@ def create_upload(owner, filename: str, fileobj, size: int) -> Upload:
     if not data:
         raise TraceError("The file is empty.")
     days = settings.TRACETRACK["UPLOAD_EXPIRY_DAYS"]
-    up = Upload.objects.create(
-        owner=owner,
-        filename=filename[-200:],
-        size_bytes=len(data),
-        raw=data,
-        expires_at=timezone.now() + timedelta(days=days),
-    )
+    pending_max = settings.TRACETRACK["UPLOAD_MAX_PENDING"]
+    with transaction.atomic():
+        # One user's uploads serialise on their user row, so two at once cannot both pass.
+        get_user_model().objects.select_for_update().filter(pk=owner.pk).exists()
+        pending = Upload.objects.owned_by(owner).exclude(
+            status__in=[Upload.Status.READY, Upload.Status.FAILED]
+        )
+        if pending.count() >= pending_max:
+            raise TraceError(
+                f"You already have {pending_max} trace{'s' if pending_max != 1 else ''} waiting "
+                "or being processed; upload this one when they are done."
+            )
+        up = Upload.objects.create(
+            owner=owner,
+            filename=filename[-200:],
+            size_bytes=len(data),
+            raw=data,
+            expires_at=timezone.now() + timedelta(days=days),
+        )
+    transaction.on_commit(lambda: _enqueue(up.pk))
+    return up
+
+
+QUEUE_DOWN = (
+    "the task queue that processes uploads could not be reached, so it was not processed; "
+    "upload it again in a few minutes."
+)
+
+
+def _enqueue(upload_id) -> None:
+    """Queue processing. With the broker down the upload fails at once with a message (its raw
+    bytes dropped) instead of a 500 and a row left "queued" that no worker will ever take."""
     from scenarios.tasks import process_upload
 
-    transaction.on_commit(lambda: process_upload.delay(str(up.pk)))
-    return up
+    try:
+        process_upload.delay(str(upload_id))
+    except Exception:
+        log.exception("could not queue upload %s for processing", upload_id)
+        Upload.objects.filter(pk=upload_id, status=Upload.Status.QUEUED).update(
+            status=Upload.Status.FAILED, error=QUEUE_DOWN.capitalize(), raw=b""
+        )
 
 
 def convert(filename: str, data: bytes) -> dict:
@@ -122,8 +155,48 @@ def convert(filename: str, data: bytes) -> dict:
     }
 
 
+BUSY = "busy"
+
+
+def lock_key(upload_id) -> int:
+    """The upload's PostgreSQL advisory lock key (64 bits of its id)."""
+    return int.from_bytes(uuid.UUID(str(upload_id)).bytes[:8], "big", signed=True)
+
+
+@contextmanager
+def _only_worker(upload_id) -> Iterator[bool]:
+    """Whether this worker may process the upload: on PostgreSQL a session advisory lock per
+    upload, held while processing and released by the server when a killed worker's connection
+    drops. Celery's Redis transport hands a task that is still running to a second worker once
+    it has gone unacknowledged for the visibility timeout (``CELERY_VISIBILITY_TIMEOUT_S``, 300 s
+    by default; the largest upload takes longer): that copy must not process it again."""
+    if connection.vendor != "postgresql":
+        yield True  # SQLite: embedded mode, tasks run in-process, no redelivery
+        return
+    key = lock_key(upload_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        row = cursor.fetchone()
+    mine = bool(row and row[0])
+    try:
+        yield mine
+    finally:
+        if mine:
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+            except Exception:  # a lost connection has dropped the lock with it
+                log.warning("could not release the lock of upload %s", upload_id, exc_info=True)
+
+
 def process(upload_id) -> str:
-    """Process one queued upload; idempotent (a redelivered task finds it done)."""
+    """Process one queued upload; idempotent (a redelivered task finds it done). Returns
+    ``BUSY``, doing nothing, while another worker is processing it."""
+    with _only_worker(upload_id) as mine:
+        return _process(upload_id) if mine else BUSY
+
+
+def _process(upload_id) -> str:
     with transaction.atomic():
         up = Upload.objects.select_for_update().filter(pk=upload_id).first()
         if up is None or up.done:

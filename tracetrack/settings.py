@@ -279,6 +279,7 @@ class Knobs(TypedDict):
     UPLOAD_MAX_RANKS: int
     UPLOAD_MAX_EVENTS: int
     UPLOAD_EXPIRY_DAYS: int
+    UPLOAD_MAX_PENDING: int
 
 
 # The product's own knobs.
@@ -309,6 +310,9 @@ TRACETRACK: Knobs = {
     "UPLOAD_MAX_RANKS": env_int("UPLOAD_MAX_RANKS", 64, lo=1, hi=4096),
     "UPLOAD_MAX_EVENTS": env_int("UPLOAD_MAX_EVENTS", 1_500_000, lo=1000, hi=50_000_000),
     "UPLOAD_EXPIRY_DAYS": env_int("UPLOAD_EXPIRY_DAYS", 7, lo=1, hi=3650),
+    # Uploads one user may have waiting or being processed at once: uploads share the workers
+    # (and their queue) with the trace pool's refills, and the largest takes minutes.
+    "UPLOAD_MAX_PENDING": env_int("UPLOAD_MAX_PENDING", 1, lo=1, hi=100),
 }
 if TRACETRACK["POOL_LOW_WATER"] > TRACETRACK["POOL_TARGET"]:
     raise ImproperlyConfigured("POOL_LOW_WATER must not exceed POOL_TARGET.")

@@ -69,3 +69,48 @@ def test_kernel_breakdown_agrees(nccl):
     # HTA's COMMUNICATION share counts comm time overlapped with compute separately; compare the
     # pure kernel-time share of NCCL kernels within a few points
     assert fam["communication"] == pytest.approx(comm, abs=6)
+
+
+# More real files: an AlexNet run (one rank) and two ranks of a 128-rank job, read together.
+def _ours(*names: str) -> list[dict]:
+    out = []
+    for name in names:
+        with open(REAL / name, "rb") as f:
+            out.append(analyse(load(name, f, Limits()))["per_rank"][0])
+    return out
+
+
+def _hta(tmp_path, *names: str):
+    for i, name in enumerate(names):
+        shutil.copy(REAL / name, tmp_path / f"rank{i}.json.gz")
+    warnings.filterwarnings("ignore")
+    logging.getLogger("hta").setLevel(logging.ERROR)
+    return hta.TraceAnalysis(trace_dir=str(tmp_path))
+
+
+SAMPLED = ("sampled_rank-0.json.gz", "sampled_rank-1.json.gz")
+
+
+@pytest.mark.parametrize("names", [("alexnet_a100.json.gz",), SAMPLED], ids=["alexnet", "sampled"])
+def test_temporal_breakdown_and_launch_stats_agree_on_more_files(tmp_path, names):
+    ta = _hta(tmp_path, *names)
+    ours = _ours(*names)
+    tb = ta.get_temporal_breakdown(visualize=False)
+    stats = ta.get_cuda_kernel_launch_stats(ranks=list(range(len(names))), visualize=False)
+    for rank, mine in enumerate(ours):
+        theirs = tb[tb["rank"] == rank].iloc[0]
+        assert mine["temporal"]["idle_pct"] == pytest.approx(theirs["idle_time_pctg"], abs=1.0)
+        assert mine["temporal"]["compute_pct"] == pytest.approx(
+            theirs["compute_time_pctg"], abs=1.0
+        )
+        ls = stats[rank]
+        assert mine["launch"]["launches"] == pytest.approx(len(ls), rel=0.02)
+        assert mine["launch"]["cpu_median_us"] == pytest.approx(ls.cpu_duration.median(), abs=1.5)
+        assert mine["launch"]["gpu_median_us"] == pytest.approx(ls.gpu_duration.median(), abs=1.5)
+
+
+def test_overlap_agrees_on_both_sampled_ranks(tmp_path):
+    ta = _hta(tmp_path, *SAMPLED)
+    ov = ta.get_comm_comp_overlap(visualize=False).set_index("rank")["comp_comm_overlap_pctg"]
+    for rank, mine in enumerate(_ours(*SAMPLED)):
+        assert mine["overlap_pct"] == pytest.approx(ov[rank], abs=1.5)

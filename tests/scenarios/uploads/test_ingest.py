@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scenarios.traceanalysis import analyse, to_perfetto, to_timeline
 from scenarios.traceanalysis.errors import TraceError
 from scenarios.traceanalysis.ingest import Limits, load, read_files
 
@@ -225,6 +226,9 @@ def test_fuzz_any_bytes_give_ranks_or_a_clear_error(data):
         assert str(e).strip()
     else:
         assert ranks and all(r.n > 0 for r in ranks)
+        # what reads back also converts and analyses whole (what the worker stores)
+        assert to_timeline(ranks) and to_perfetto(ranks)
+        assert len(analyse(ranks)["per_rank"]) == len(ranks)
 
 
 def test_read_files_reports_member_names():

@@ -154,3 +154,128 @@ def test_real_two_rank_job_as_tar_gz(learner_client):
     assert up.n_ranks == 2 and up.analysis["world_size"] == 128  # two of a 128-rank job
     html = page.content.decode()
     assert html.count("<td>1</td><td>#") >= 2  # rank 1's steps are in the overview
+
+
+def test_a_broker_outage_fails_the_upload_with_a_message_not_a_500(learner, monkeypatch):
+    """Redis down: queueing the task fails. The learner gets the upload's page with a clear
+    message (not a 500), and no row is left "queued" forever with its raw bytes."""
+    from kombu.exceptions import OperationalError
+
+    def down(*args):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(process_upload, "delay", down)
+    c = Client(raise_request_exception=False)
+    c.force_login(learner)
+    data = (REAL / "event_sync_a100.json.gz").read_bytes()
+    with _capture(execute=True):
+        r = c.post(
+            reverse("scenarios:upload_list"), {"trace": SimpleUploadedFile("t.json.gz", data)}
+        )
+    assert r.status_code == 302, r.status_code
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.FAILED and bytes(up.raw) == b""
+    page = c.get(r["Location"]).content.decode()
+    assert "could not be reached" in page and 'hx-trigger="every 1s"' not in page
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["alexnet_a100.json.gz", "event_sync_a100.json.gz", "mi250_minitoy.json.gz"],
+)
+def test_every_real_sample_uploads_and_renders(learner_client, name):
+    """The real Kineto files not covered above (an AMD MI250 one included) are processed and
+    shown with the viewer, the overview and a Perfetto export."""
+    page = post(learner_client, name, (REAL / name).read_bytes())
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.READY, up.error
+    html = page.content.decode()
+    assert 'id="timeline"' in html and "overview-table" in html and "Open in Perfetto" in html
+    findings = up.analysis["findings"]
+    assert html.count('<li data-slug="') == len(findings)
+    assert ('id="no-findings"' in html) == (not findings)
+    pf = learner_client.get(reverse("scenarios:upload_perfetto", args=[up.pk]) + "?inline=1")
+    body = gzip.decompress(pf.content) if pf.get("Content-Encoding") else pf.content
+    assert orjson.loads(body)["traceEvents"]
+
+
+def test_a_copy_delivered_while_another_worker_processes_it_waits_then_takes_over(
+    learner, monkeypatch
+):
+    """Celery's Redis transport redelivers a task unacknowledged for the visibility timeout
+    even while its worker still runs it (the largest upload takes longer than 300 s). That copy
+    must not process the upload a second time: it checks back later, and takes over only once
+    the first worker is gone (its lock released)."""
+    import threading
+
+    from celery.exceptions import Retry
+    from django.db import connection
+
+    from scenarios import uploads
+    from tests.conftest import needs_postgres
+
+    needs_postgres()
+    data = (REAL / "event_sync_a100.json.gz").read_bytes()
+    up = Upload.objects.create(owner=learner, filename="t.json.gz", size_bytes=len(data),
+                               raw=data, expires_at=timezone.now() + timedelta(days=1))  # fmt: skip
+    held, release = threading.Event(), threading.Event()
+
+    def first_worker() -> None:  # holds the upload's lock on its own connection
+        key = uploads.lock_key(up.pk)
+        try:
+            with connection.cursor() as c:
+                c.execute("SELECT pg_advisory_lock(%s)", [key])
+            held.set()
+            release.wait(30)
+            # Gone. (A killed worker's lock goes with its connection, but the server drops it
+            # a moment after the socket closes: unlocking first keeps the test deterministic.)
+            with connection.cursor() as c:
+                c.execute("SELECT pg_advisory_unlock(%s)", [key])
+        finally:
+            connection.close()
+
+    t = threading.Thread(target=first_worker)
+    t.start()
+    try:
+        assert held.wait(30)
+        assert uploads.process(up.pk) == uploads.BUSY
+        up.refresh_from_db()
+        assert up.status == Upload.Status.QUEUED and bytes(up.raw) == data
+        retried: dict[str, int] = {}
+
+        def retry(*, countdown):
+            retried["countdown"] = countdown
+            return Retry()
+
+        monkeypatch.setattr(process_upload, "retry", retry)
+        with pytest.raises(Retry):
+            process_upload(str(up.pk))
+        assert 1 <= retried["countdown"] <= 60
+    finally:
+        release.set()
+        t.join(30)
+    assert process_upload(str(up.pk)) == Upload.Status.READY
+    up.refresh_from_db()
+    assert up.status == Upload.Status.READY and up.n_ranks == 1
+
+
+def test_one_user_has_at_most_the_pending_limit_of_uploads_waiting(learner, settings, monkeypatch):
+    """Uploads share the workers with the pool's refills: one account cannot queue hours of
+    processing. Done (ready or failed) uploads do not count."""
+    settings.TRACETRACK = {**settings.TRACETRACK, "UPLOAD_MAX_PENDING": 2}
+    monkeypatch.setattr(process_upload, "delay", lambda *a: None)  # no worker: they stay queued
+    c = Client()
+    c.force_login(learner)
+    data = (REAL / "event_sync_a100.json.gz").read_bytes()
+
+    def upload(name: str):
+        return c.post(reverse("scenarios:upload_list"), {"trace": SimpleUploadedFile(name, data)})
+
+    assert upload("a.json.gz").status_code == 302
+    assert upload("b.json.gz").status_code == 302
+    refused = upload("c.json.gz")
+    assert refused.status_code == 422 and "waiting or being processed" in refused.content.decode()
+    assert Upload.objects.count() == 2
+    Upload.objects.filter(filename="a.json.gz").update(status=Upload.Status.READY)
+    assert upload("c.json.gz").status_code == 302
+    assert Upload.objects.count() == 3
