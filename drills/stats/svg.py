@@ -83,8 +83,7 @@ def activity_svg(h: dict[str, Any]) -> SafeString:
     ]
     out.append("\n  ")
     out += [
-        f'<text class="tick" x="0" y="{d["y"]}">{escape(d["label"])}</text>'
-        for d in h["weekdays"]
+        f'<text class="tick" x="0" y="{d["y"]}">{escape(d["label"])}</text>' for d in h["weekdays"]
     ]
     out.append("\n  ")
     for cell in h["cells"]:
