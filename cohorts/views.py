@@ -132,6 +132,16 @@ def join_link(request: SignedInRequest, code: str) -> HttpResponse:
 # --------------------------------------------------------------------------- instructor pages
 
 
+def _sentence_table(cohort: Cohort, key: str) -> dict:
+    """The cohort's per-sentence table, kept with the drill numbers' snapshot (same key)."""
+    table = progress.snapshot_part(key, "sentences")
+    if table is None:
+        members = Membership.objects.filter(cohort=cohort).values("user_id")
+        table = sentence_table(sentence_accuracy_over_time(members))
+        progress.snapshot_store(key, "sentences", table)
+    return table
+
+
 @require_http_methods(["GET"])
 def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
@@ -145,9 +155,7 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
             reverse("cohorts:join_link", kwargs={"code": cohort.join_code})
         ),
         "co_form": CoInstructorForm(cohort=cohort),
-        "sentence_table": sentence_table(
-            sentence_accuracy_over_time(Membership.objects.filter(cohort=cohort).values("user_id"))
-        ),
+        "sentence_table": _sentence_table(cohort, grid["snapshot_key"]),
     }
     return TemplateResponse(request, "cohorts/detail.html", context)
 

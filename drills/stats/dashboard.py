@@ -32,7 +32,7 @@ Rules (a contract for the page, the JSON and the tests):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -323,13 +323,21 @@ def per_scenario_stats(
 # --------------------------------------------------------------------------- confusion
 
 
-def answer_counts(who: Any, windows: dict[int, tuple[Q, datetime]] | None = None) -> list[dict]:
+def answer_counts(
+    who: Any,
+    windows: dict[int, tuple[Q, datetime]] | None = None,
+    *,
+    window_scenarios: Collection[str] | None = None,
+) -> list[dict]:
     """Graded attempts per (learner, true scenario, answer): ``n``, ``ok`` (scenario right) and,
     for each ``windows`` entry ``{key: (in_time, since)}``, ``t<key>``: those matching the
     ``in_time`` Q, where every attempt submitted at or before ``since`` matches it. The counts
     are the ``ScenarioTally`` rows; a window subtracts the attempts after ``since`` that miss it
     (one more GROUP BY, over the attempts since the earliest ``since`` only). The confusion
-    matrix and the lookalike mix-ups, of one learner or of a cohort, are sums over these rows."""
+    matrix and the lookalike mix-ups, of one learner or of a cohort, are sums over these rows.
+
+    ``window_scenarios``: only the rows of these true scenarios get ``t<key>`` (and only their
+    attempts are read for it), e.g. the lookalike pairs' scenarios for a pair-drill goal."""
     rows = list(
         _of(ScenarioTally.objects, who)
         .order_by()
@@ -342,15 +350,20 @@ def answer_counts(who: Any, windows: dict[int, tuple[Q, datetime]] | None = None
         f"late{key}": Count("pk", filter=Q(submitted_at__gt=since) & ~q)
         for key, (q, since) in windows.items()
     }
+    late_qs = _of(Attempt.objects.evidence(), who).filter(submitted_at__gt=earliest)
+    if window_scenarios is not None:
+        wanted = set(window_scenarios)
+        late_qs = late_qs.filter(scenario__in=sorted(wanted))
+        rows_in = [r for r in rows if r["scenario"] in wanted]
+    else:
+        rows_in = rows
     late = {
         (r["user_id"], r["scenario"], r["answer_scenario"]): r
-        for r in _of(Attempt.objects.evidence(), who)
-        .filter(submitted_at__gt=earliest)
-        .order_by()
+        for r in late_qs.order_by()
         .values("user_id", "scenario", "answer_scenario")
         .annotate(**late_ann)
     }
-    for r in rows:
+    for r in rows_in:
         missed = late.get((r["user_id"], r["scenario"], r["answer_scenario"]), {})
         for key in windows:
             r[f"t{key}"] = r["n"] - missed.get(f"late{key}", 0)
