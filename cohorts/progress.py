@@ -439,13 +439,16 @@ _SOURCES = (
     Path(__file__).resolve(),
     Path(stats.__file__).resolve(),
     Path(settings.BASE_DIR) / "drills" / "stats" / "charts.py",
+    Path(__file__).resolve().parent / "views.py",
+    Path(settings.BASE_DIR) / "templates" / "cohorts" / "_confusion.html",
+    Path(settings.BASE_DIR) / "templates" / "drills" / "_sentence_accuracy.html",
 )
 
 
 @functools.cache
 def _fingerprint() -> str:
-    """What a snapshot depends on besides the learners' numbers: the code that draws it and the
-    scenario catalogue (titles, lookalike pairs)."""
+    """What a snapshot depends on besides the learners' numbers: the code and templates that
+    draw it and the scenario catalogue (titles, lookalike pairs)."""
     h = hashlib.sha256()
     h.update(repr([(s.slug, s.title, s.short) for s in scenarios()]).encode())
     h.update(repr(lookalike_pairs()).encode())
