@@ -431,25 +431,34 @@ def lookalike_rates(
     weeks: int = TREND_WEEKS,
     now: datetime | None = None,
     rows: list[dict[str, Any]] | None = None,
+    week_rows: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """For each directed lookalike pair (true A, answered its twin B): how often a graded attempt
     on A was answered B, all time (from the ``answer_counts`` rows, passed in or read) and per
     week (the ``weeks`` most recent weeks up to ``now``, empty weeks included with ``rate``
-    None, from the week counters)."""
+    None, from the week counters, or from ``week_counts`` rows of at least those weeks)."""
     pairs = _lookalike_pairs()
     counts = confusion_counts(answer_counts(who) if rows is None else rows)
     end = _week_start(now or datetime.now(UTC))
     week_list = [end - timedelta(weeks=k) for k in range(weeks - 1, -1, -1)]
-    weekly = (
-        _of(WeekTally.objects, who)
-        .filter(scenario__in=[p[0] for p in pairs], week__gte=week_list[0], week__lte=end)
-        .order_by()
-        .values_list("scenario", "week")
-        .annotate(n=_sum("n"), confused=_sum("confused"))
-    )
     by_pair: dict[str, dict[date, tuple[int, int]]] = defaultdict(dict)
-    for slug, week, n, c in weekly:
-        by_pair[slug][week] = (n, c)
+    if week_rows is None:
+        weekly = (
+            _of(WeekTally.objects, who)
+            .filter(scenario__in=[p[0] for p in pairs], week__gte=week_list[0], week__lte=end)
+            .order_by()
+            .values_list("scenario", "week")
+            .annotate(n=_sum("n"), confused=_sum("confused"))
+        )
+        for slug, week, n, c in weekly:
+            by_pair[slug][week] = (n, c)
+    else:
+        trues = {p[0] for p in pairs}
+        for r in week_rows:
+            slug, week = r["scenario"], r["week"]
+            if slug in trues and week_list[0] <= week <= end:
+                n, c = by_pair[slug].get(week, (0, 0))
+                by_pair[slug][week] = (n + r["n"], c + r["confused"])
     out = []
     for true, twin in pairs:
         series = by_pair.get(true, {})
@@ -477,26 +486,75 @@ def lookalike_rates(
 # --------------------------------------------------------------------------- over time
 
 
-def _weeks_of(who: Any, weeks: int, now: datetime | None, **sums: Any):
+WEEK_COUNTERS = (
+    "n",
+    "ok",
+    "fully",
+    "confused",
+    *(f"{key}_{part}" for key, _f, _t in SENTENCES for part in ("graded", "right")),
+)
+
+
+def week_counts(
+    who: Any, *, weeks: int = TREND_WEEKS, now: datetime | None = None
+) -> list[dict[str, Any]]:
+    """Every week counter (``WEEK_COUNTERS``) per (week, scenario), from the Monday ``weeks``
+    weeks back from ``now``'s on: one query for the lookalike trends, the accuracy over time and
+    the per-sentence table together (each takes these rows as ``week_rows``)."""
+    end = _week_start(now or datetime.now(UTC))
+    rows = (
+        _of(WeekTally.objects, who)
+        .filter(week__gte=end - timedelta(weeks=weeks - 1))
+        .order_by()
+        .values("week", "scenario")
+        .annotate(**{f"sum_{c}": _sum(c) for c in WEEK_COUNTERS})
+    )
+    return [
+        {"week": r["week"], "scenario": r["scenario"], **{c: r[f"sum_{c}"] for c in WEEK_COUNTERS}}
+        for r in rows
+    ]
+
+
+def _weeks_of(
+    who: Any,
+    weeks: int,
+    now: datetime | None,
+    fields: dict[str, str],
+    week_rows: list[dict[str, Any]] | None = None,
+):
+    """(first week, {week: {name: summed counter}}) for ``fields`` (name -> counter) over the
+    ``weeks`` most recent weeks: one query, or none from ``week_counts`` rows."""
     end = _week_start(now or datetime.now(UTC))
     start = end - timedelta(weeks=weeks - 1)
+    if week_rows is not None:
+        found: dict[date, dict[str, int]] = {}
+        for r in week_rows:
+            if r["week"] >= start:
+                cell = found.setdefault(r["week"], dict.fromkeys(fields, 0))
+                for name, counter in fields.items():
+                    cell[name] += r[counter]
+        return start, found
     rows = (
         _of(WeekTally.objects, who)
         .filter(week__gte=start)
         .order_by()
         .values("week")
-        .annotate(**sums)
+        .annotate(**{name: _sum(counter) for name, counter in fields.items()})
     )
     return start, {r["week"]: r for r in rows}
 
 
 def accuracy_over_time(
-    who: Any, *, weeks: int = TREND_WEEKS, now: datetime | None = None
+    who: Any,
+    *,
+    weeks: int = TREND_WEEKS,
+    now: datetime | None = None,
+    week_rows: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Scenario accuracy per week for the ``weeks`` most recent weeks (empty weeks included).
-    One query over the week counters."""
+    One query over the week counters (none with ``week_counts`` rows)."""
     start, found = _weeks_of(
-        who, weeks, now, attempts=_sum("n"), correct=_sum("ok"), fully=_sum("fully")
+        who, weeks, now, {"attempts": "n", "correct": "ok", "fully": "fully"}, week_rows
     )
     out = []
     for k in range(weeks):
@@ -517,14 +575,23 @@ def accuracy_over_time(
 
 
 def sentence_accuracy_over_time(
-    who: Any, *, weeks: int = TREND_WEEKS, now: datetime | None = None
+    who: Any,
+    *,
+    weeks: int = TREND_WEEKS,
+    now: datetime | None = None,
+    week_rows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Accuracy of each of the five sentences per week (the ``weeks`` most recent, empty weeks
-    included) and over the whole window. One query over the week counters.
+    included) and over the whole window. One query over the week counters (none with
+    ``week_counts`` rows).
 
     Each sentence's accuracy is over the attempts graded on it, so older three-part attempts
     count for the signature, measurement and fix but not for the numbers they never gave."""
-    start, found = _weeks_of(who, weeks, now, n=_sum("n"), **_sentence_sums())
+    fields = {"n": "n"}
+    for key, _fld, _title in SENTENCES:
+        fields[f"{key}_graded"] = f"{key}_graded"
+        fields[f"{key}_right"] = f"{key}_right"
+    start, found = _weeks_of(who, weeks, now, fields, week_rows)
     keys = [k for k, _f, _t in SENTENCES]
     out_weeks = []
     totals = {k: [0, 0] for k in keys}
@@ -687,6 +754,7 @@ def learner_counters(user, now: datetime) -> dict[str, Any]:
     )
     scenarios = per_scenario_stats(user, now)
     rows = answer_counts(user)
+    weeks = week_counts(user, weeks=TREND_WEEKS, now=now)  # the three weekly parts' one query
     confusion = confusion_matrix(user, rows=rows)
     total = confusion["total"]
     practice = sum(r["practice"] for r in scenarios)
@@ -701,9 +769,9 @@ def learner_counters(user, now: datetime) -> dict[str, Any]:
         "renarrations": renarrations,
         "scenarios": scenarios,
         "confusion": confusion,
-        "lookalikes": lookalike_rates(user, now=now, rows=rows),
-        "accuracy_over_time": accuracy_over_time(user, now=now),
-        "sentence_accuracy": sentence_accuracy_over_time(user, now=now),
+        "lookalikes": lookalike_rates(user, now=now, rows=rows, week_rows=weeks),
+        "accuracy_over_time": accuracy_over_time(user, now=now, week_rows=weeks),
+        "sentence_accuracy": sentence_accuracy_over_time(user, now=now, week_rows=weeks),
         "daily_activity": daily_activity(user, now=now),
         "math_tallies": math_tallies(user),
         # Contrast trials: no evidence on a scenario, so counted per confused pair instead.
