@@ -1,9 +1,14 @@
 """Read models for cohorts: the progress grid, per-scenario stats, confusion, drill goals.
 
 Every aggregate is computed in SQL (``values().annotate(Count(..., filter=Q(...)))``) over
-subqueries scoped to the cohort's members, so a page costs a fixed number of queries whatever
+the summary counters of the cohort's members, so a page costs a fixed number of queries whatever
 the cohort's size. Python only shapes the (small, already aggregated) rows and computes FSRS
 retrievability from each card's stored state.
+
+The drill numbers only a grade changes (per-scenario totals, pair-goal counts, confusion and its
+leaders; the instructor page's per-sentence table and confusion drawing) are kept in a snapshot
+per state of the cohort (``snapshot_key``: the members' ``StatsVersion`` rows, the pair-goal due
+dates and extensions, the UTC day). Cards, walkthrough reads and names are read on every view.
 """
 
 from __future__ import annotations
