@@ -252,6 +252,8 @@ def per_scenario_stats(
     who: Any,
     now: datetime,
     cards: QuerySet[Card] | dict[str, dict[str, Any]] | None = None,
+    *,
+    tally_rows: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per scenario (every scenario in the engine, in its order, plus any unknown slug
     found in the attempts): attempts, accuracy all time and over the last 10, median time to
@@ -259,23 +261,26 @@ def per_scenario_stats(
     retrievability and next due.
 
     ``cards`` is a queryset of scenario cards (one learner's), or a mapping slug -> state; None
-    leaves retrievability and due out (a cohort has no single card).
+    leaves retrievability and due out (a cohort has no single card). ``tally_rows`` (from
+    ``scenario_tally_rows``) saves reading the scenario counters again.
     """
-    rows = {
-        r["scenario"]: r
-        for r in _of(ScenarioTally.objects, who)
-        .order_by()
-        .values("scenario")
-        .annotate(
-            attempts=_sum("n"),
-            correct=_sum("ok"),
-            practice=_sum("practice"),
-            measurement=_sum("measurement"),
-            fix=_sum("fix"),
-            win=_sum("win"),
-            **_sentence_sums(("step", "gap", "value", "expected")),
-        )
-    }
+    fields = {"attempts": "n", "correct": "ok"}
+    fields.update({c: c for c in ("practice", "measurement", "fix", "win")})
+    fields.update({c: c for c in TALLY_COUNTERS[6:]})  # the sentences' graded / right
+    rows: dict[str, dict[str, int]] = {}
+    if tally_rows is None:
+        rows = {
+            r["scenario"]: r
+            for r in _of(ScenarioTally.objects, who)
+            .order_by()
+            .values("scenario")
+            .annotate(**{name: _sum(counter) for name, counter in fields.items()})
+        }
+    else:
+        for t in tally_rows:
+            sums = rows.setdefault(t["scenario"], dict.fromkeys(fields, 0))
+            for name, counter in fields.items():
+                sums[name] += t[counter]
     slugs = _scenario_slugs() + sorted(s for s in rows if s not in engine.SCENARIOS)
     last = last_n_accuracy(who, slugs=slugs)
     times = timing(who)
@@ -321,6 +326,27 @@ def per_scenario_stats(
 
 
 # --------------------------------------------------------------------------- confusion
+
+# ScenarioTally's counters; the sentences' graded / right pairs come last (from index 6).
+TALLY_COUNTERS = (
+    "n",
+    "ok",
+    "practice",
+    "measurement",
+    "fix",
+    "win",
+    *(f"{k}_{part}" for k in ("step", "gap", "value", "expected") for part in ("graded", "right")),
+)
+
+
+def scenario_tally_rows(who: Any) -> list[dict[str, Any]]:
+    """The ``ScenarioTally`` rows themselves, every counter: ``answer_counts`` rows (no windows)
+    that ``per_scenario_stats`` can also sum. One query for both."""
+    return list(
+        _of(ScenarioTally.objects, who)
+        .order_by()
+        .values("user_id", "scenario", "answer_scenario", *TALLY_COUNTERS)
+    )
 
 
 def answer_counts(
@@ -752,8 +778,8 @@ def learner_counters(user, now: datetime) -> dict[str, Any]:
         .graded()
         .aggregate(graded=Count("pk"), right=Count("pk", filter=Q(scenario_correct=True)))
     )
-    scenarios = per_scenario_stats(user, now)
-    rows = answer_counts(user)
+    rows = scenario_tally_rows(user)  # the scenario table's and the confusion's one query
+    scenarios = per_scenario_stats(user, now, tally_rows=rows)
     weeks = week_counts(user, weeks=TREND_WEEKS, now=now)  # the three weekly parts' one query
     confusion = confusion_matrix(user, rows=rows)
     total = confusion["total"]
