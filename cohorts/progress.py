@@ -1,26 +1,33 @@
 """Read models for cohorts: the progress grid, per-scenario stats, confusion, drill goals.
 
 Every aggregate is computed in SQL (``values().annotate(Count(..., filter=Q(...)))``) over
-subqueries scoped to the cohort's members, so a page costs a fixed number of queries whatever
+the summary counters of the cohort's members, so a page costs a fixed number of queries whatever
 the cohort's size. Python only shapes the (small, already aggregated) rows and computes FSRS
 retrievability from each card's stored state.
+
+The drill numbers only a grade changes (per-scenario totals, pair-goal counts, confusion and its
+leaders; the instructor page's per-sentence table and confusion drawing) are kept in a snapshot
+per state of the cohort (``snapshot_key``: the members' ``StatsVersion`` rows, the pair-goal due
+dates and extensions, the UTC day). Cards, walkthrough reads and names are read on every view.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db.models import Min, Q
 
 from content.models import ReadMark
 from drills import scheduling
-from drills.models import Attempt, Card
+from drills.models import Attempt, Card, StatsVersion
 from drills.stats import dashboard as stats
 from scenarios import engine
 
@@ -206,25 +213,46 @@ def in_time(assignment: Assignment, extended_due: dict[int, datetime]) -> Q:
     return q
 
 
+def pair_slugs() -> set[str]:
+    """The scenarios of the lookalike pairs: the only ones a pair-drill goal counts."""
+    return {slug for pair in lookalike_pairs() for slug in pair}
+
+
 def attempt_counts(
     user_ids, windows: dict[int, tuple[Q, datetime]] | None = None
 ) -> list[dict[str, Any]]:
     """The stats read model's ``answer_counts`` rows for these learners: every per-learner and
-    cohort-wide drill number on the cohort pages is a sum over them."""
+    cohort-wide drill number on the cohort pages is a sum over them. The ``windows`` (pair-goal
+    windows) are counted on the lookalike pairs' scenarios only: no other row is read for them."""
     # Re-narrations are no evidence on the scenario: the summaries never count them.
-    return stats.answer_counts(user_ids, windows)
+    return stats.answer_counts(user_ids, windows, window_scenarios=pair_slugs())
+
+
+def scenario_totals(counts: list[dict[str, Any]]) -> dict[int, dict[str, tuple[int, int]]]:
+    """{user_id: {slug: (graded attempts, scenario right)}}, summed over ``attempt_counts`` rows."""
+    out: dict[int, dict[str, list[int]]] = {}
+    for row in counts:
+        cell = out.setdefault(row["user_id"], {}).setdefault(row["scenario"], [0, 0])
+        cell[0] += row["n"]
+        cell[1] += row["ok"]
+    return {uid: {slug: (n, ok) for slug, (n, ok) in cells.items()} for uid, cells in out.items()}
 
 
 def scenario_stats(
-    user_ids, now: datetime, *, counts: list[dict[str, Any]] | None = None
+    user_ids,
+    now: datetime,
+    *,
+    counts: list[dict[str, Any]] | None = None,
+    totals: dict[int, dict[str, tuple[int, int]]] | None = None,
 ) -> dict[int, dict[str, ScenarioCell]]:
     """{user_id: {slug: ScenarioCell}} in two queries (attempt counts, cards); one when the
-    ``attempt_counts`` rows are passed in."""
-    out: dict[int, dict[str, ScenarioCell]] = {}
-    for row in attempt_counts(user_ids) if counts is None else counts:
-        cell = out.setdefault(row["user_id"], {}).setdefault(row["scenario"], ScenarioCell())
-        cell.attempts += row["n"]
-        cell.correct += row["ok"]
+    ``attempt_counts`` rows, or their ``scenario_totals``, are passed in."""
+    if totals is None:
+        totals = scenario_totals(attempt_counts(user_ids) if counts is None else counts)
+    out: dict[int, dict[str, ScenarioCell]] = {
+        uid: {slug: ScenarioCell(attempts=n, correct=ok) for slug, (n, ok) in cells.items()}
+        for uid, cells in totals.items()
+    }
     cards = Card.objects.filter(user_id__in=user_ids, kind=Card.Kind.SCENARIO).values_list(
         "user_id", "item", "state", "due"
     )
@@ -409,15 +437,106 @@ def goal_status(
     return None
 
 
+# --------------------------------------------------------------------------- the snapshot
+
+SNAPSHOT_TTL_S = 36 * 3600  # outlives a day's views; the key changes with the UTC day anyway
+_SOURCES = (
+    Path(__file__).resolve(),
+    Path(stats.__file__).resolve(),
+    Path(settings.BASE_DIR) / "drills" / "stats" / "charts.py",
+    Path(__file__).resolve().parent / "views.py",
+    Path(settings.BASE_DIR) / "templates" / "cohorts" / "_confusion.html",
+    Path(settings.BASE_DIR) / "templates" / "drills" / "_sentence_accuracy.html",
+)
+
+
+@functools.cache
+def _fingerprint() -> str:
+    """What a snapshot depends on besides the learners' numbers: the code and templates that
+    draw it and the scenario catalogue (titles, lookalike pairs)."""
+    h = hashlib.sha256()
+    h.update(repr([(s.slug, s.title, s.short) for s in scenarios()]).encode())
+    h.update(repr(lookalike_pairs()).encode())
+    h.update(repr(stats.SENTENCES).encode())
+    for path in _SOURCES:
+        h.update(path.read_bytes() if path.exists() else path.name.encode())
+    return h.hexdigest()[:16]
+
+
+def snapshot_key(
+    cohort,
+    member_ids: list[int],
+    assignments: list[Assignment],
+    extensions: dict[tuple[int, int], Extension],
+    now: datetime,
+) -> str:
+    """The cache key of the cohort's drill numbers as they are now: the members and each one's
+    ``StatsVersion`` (moved on in the transaction of every grade, re-narration and rebuild; one
+    query, read before the numbers it stands for), the pair-goal windows (the goals' due dates
+    and their extensions), the UTC day (the sentence table's weeks) and the code's fingerprint.
+    Any grade of any member, a member joining or leaving, a new due date or extension: a new key.
+    """
+    versions = list(
+        StatsVersion.objects.filter(user_id__in=member_ids)
+        .order_by("user_id")
+        .values_list("user_id", "token", "n")
+    )
+    windows = sorted(
+        (a.pk, a.due_at.isoformat()) for a in assignments if a.goal == Assignment.Goal.PAIRS
+    )
+    goal_ids = {a for a, _due in windows}
+    ext = sorted(
+        (aid, uid, e.due_at.isoformat()) for (aid, uid), e in extensions.items() if aid in goal_ids
+    )
+    state = repr(
+        (
+            member_ids,
+            [(uid, token.hex, n) for uid, token, n in versions],
+            windows,
+            ext,
+            now.astimezone(UTC).date().isoformat(),
+        )
+    )
+    digest = hashlib.sha256(state.encode()).hexdigest()[:32]
+    return f"cohort:{_fingerprint()}:{cohort.pk}:{digest}"
+
+
+def snapshot_part(key: str, name: str) -> Any:
+    """What was stored as ``name`` for this state of the cohort's numbers (None when nothing)."""
+    return cache.get(f"{key}:{name}")
+
+
+def snapshot_store(key: str, name: str, value: Any) -> None:
+    cache.set(f"{key}:{name}", value, SNAPSHOT_TTL_S)
+
+
+def drill_numbers(
+    member_ids: list[int],
+    assignments: list[Assignment],
+    extensions: dict[tuple[int, int], Extension],
+) -> dict[str, Any]:
+    """The cohort's drill numbers that only grades change (no card, no clock): each member's
+    per-scenario totals, the pair-goal counts, the confusion matrix and who leads each lookalike
+    pair (by user id; ``name`` is filled in per view). Two queries."""
+    counts = attempt_counts(member_ids, pair_goal_windows(assignments, extensions))
+    return {
+        "totals": scenario_totals(counts),
+        "pair_counts": pair_goal_counts(assignments, member_ids, counts=counts),
+        "confusion": confusion(member_ids, leaders_from={}, counts=counts),
+    }
+
+
 # --------------------------------------------------------------------------- the grid
 
 
 def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
     """Everything the instructor page and the CSV export show, in a fixed number of queries."""
-    member_ids = Membership.objects.filter(cohort=cohort).values("user_id")
     memberships = list(
         Membership.objects.filter(cohort=cohort).select_related("user").order_by("user__username")
     )
+    # The ids themselves, not a subquery: the attempts read for the pair-goal windows are then
+    # found through the (user, submitted_at) index instead of a scan of everyone's attempts.
+    member_ids = sorted(m.user_id for m in memberships)
     assignments = list(cohort.assignments.select_related("walkthrough_set"))
     extensions = {
         (e.assignment_id, e.learner_id): e
@@ -435,16 +554,23 @@ def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
     renarr: dict[tuple[int, str], datetime] = {}
     if any(a.renarration for a in assignments):
         renarr = renarrated(member_ids, slugs)
-    counts = attempt_counts(member_ids, pair_goal_windows(assignments, extensions))
-    stats = scenario_stats(member_ids, now, counts=counts)
+    key = snapshot_key(cohort, member_ids, assignments, extensions, now)
+    drill = snapshot_part(key, "drill")
+    if drill is None:
+        drill = drill_numbers(member_ids, assignments, extensions)
+        snapshot_store(key, "drill", drill)
+    stats = scenario_stats(member_ids, now, totals=drill["totals"])
     cards = {
         uid: {slug: c.state for slug, c in cells.items() if c.state is not None}
         for uid, cells in stats.items()
     }
     r_now = {uid: {slug: c.r_now for slug, c in cells.items()} for uid, cells in stats.items()}
-    pair_counts = pair_goal_counts(assignments, member_ids, counts=counts)
+    pair_counts = drill["pair_counts"]
     names = {m.user_id: m.user.username for m in memberships}
-    conf = confusion(member_ids, leaders_from=names, counts=counts)
+    conf = drill["confusion"]
+    for item in conf.leaders:  # the names as they are now (the snapshot keeps the ids)
+        for who in item["top"]:
+            who["name"] = names.get(who["user_id"], "?")
     scen = scenarios()
 
     columns = [
@@ -490,6 +616,7 @@ def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
             }
         )
     return {
+        "snapshot_key": key,
         "memberships": memberships,
         "assignments": assignments,
         "extensions": extensions,

@@ -14,9 +14,11 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.http import SignedInRequest
@@ -132,6 +134,25 @@ def join_link(request: SignedInRequest, code: str) -> HttpResponse:
 # --------------------------------------------------------------------------- instructor pages
 
 
+def _drawn_numbers(cohort: Cohort, grid: dict) -> dict[str, SafeString]:
+    """The per-sentence table and the confusion matrix, drawn once per state of the cohort's
+    numbers and kept with their snapshot (same key): neither reads a card, a name or the clock
+    (but for the UTC day, which is in the key)."""
+    key = grid["snapshot_key"]
+    drawn = progress.snapshot_part(key, "drawn")
+    if drawn is None:
+        members = Membership.objects.filter(cohort=cohort).values("user_id")
+        drawn = {
+            "sentences": render_to_string(
+                "drills/_sentence_accuracy.html",
+                {"st": sentence_table(sentence_accuracy_over_time(members))},
+            ),
+            "confusion": render_to_string("cohorts/_confusion.html", {"conf": grid["confusion"]}),
+        }
+        progress.snapshot_store(key, "drawn", drawn)
+    return {name: mark_safe(html) for name, html in drawn.items()}
+
+
 @require_http_methods(["GET"])
 def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
@@ -145,9 +166,7 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
             reverse("cohorts:join_link", kwargs={"code": cohort.join_code})
         ),
         "co_form": CoInstructorForm(cohort=cohort),
-        "sentence_table": sentence_table(
-            sentence_accuracy_over_time(Membership.objects.filter(cohort=cohort).values("user_id"))
-        ),
+        "drawn": _drawn_numbers(cohort, grid),
     }
     return TemplateResponse(request, "cohorts/detail.html", context)
 

@@ -33,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 SOURCES = (
     HERE / "dashboard.py",
     HERE / "charts.py",
+    HERE / "svg.py",
     HERE / "format.py",
     HERE / "views.py",
     HERE / "cached.py",

@@ -32,7 +32,7 @@ Rules (a contract for the page, the JSON and the tests):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -252,6 +252,8 @@ def per_scenario_stats(
     who: Any,
     now: datetime,
     cards: QuerySet[Card] | dict[str, dict[str, Any]] | None = None,
+    *,
+    tally_rows: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per scenario (every scenario in the engine, in its order, plus any unknown slug
     found in the attempts): attempts, accuracy all time and over the last 10, median time to
@@ -259,23 +261,26 @@ def per_scenario_stats(
     retrievability and next due.
 
     ``cards`` is a queryset of scenario cards (one learner's), or a mapping slug -> state; None
-    leaves retrievability and due out (a cohort has no single card).
+    leaves retrievability and due out (a cohort has no single card). ``tally_rows`` (from
+    ``scenario_tally_rows``) saves reading the scenario counters again.
     """
-    rows = {
-        r["scenario"]: r
-        for r in _of(ScenarioTally.objects, who)
-        .order_by()
-        .values("scenario")
-        .annotate(
-            attempts=_sum("n"),
-            correct=_sum("ok"),
-            practice=_sum("practice"),
-            measurement=_sum("measurement"),
-            fix=_sum("fix"),
-            win=_sum("win"),
-            **_sentence_sums(("step", "gap", "value", "expected")),
-        )
-    }
+    fields = {"attempts": "n", "correct": "ok"}
+    fields.update({c: c for c in ("practice", "measurement", "fix", "win")})
+    fields.update({c: c for c in TALLY_COUNTERS[6:]})  # the sentences' graded / right
+    rows: dict[str, dict[str, int]] = {}
+    if tally_rows is None:
+        rows = {
+            r["scenario"]: r
+            for r in _of(ScenarioTally.objects, who)
+            .order_by()
+            .values("scenario")
+            .annotate(**{name: _sum(counter) for name, counter in fields.items()})
+        }
+    else:
+        for t in tally_rows:
+            sums = rows.setdefault(t["scenario"], dict.fromkeys(fields, 0))
+            for name, counter in fields.items():
+                sums[name] += t[counter]
     slugs = _scenario_slugs() + sorted(s for s in rows if s not in engine.SCENARIOS)
     last = last_n_accuracy(who, slugs=slugs)
     times = timing(who)
@@ -322,14 +327,43 @@ def per_scenario_stats(
 
 # --------------------------------------------------------------------------- confusion
 
+# ScenarioTally's counters; the sentences' graded / right pairs come last (from index 6).
+TALLY_COUNTERS = (
+    "n",
+    "ok",
+    "practice",
+    "measurement",
+    "fix",
+    "win",
+    *(f"{k}_{part}" for k in ("step", "gap", "value", "expected") for part in ("graded", "right")),
+)
 
-def answer_counts(who: Any, windows: dict[int, tuple[Q, datetime]] | None = None) -> list[dict]:
+
+def scenario_tally_rows(who: Any) -> list[dict[str, Any]]:
+    """The ``ScenarioTally`` rows themselves, every counter: ``answer_counts`` rows (no windows)
+    that ``per_scenario_stats`` can also sum. One query for both."""
+    return list(
+        _of(ScenarioTally.objects, who)
+        .order_by()
+        .values("user_id", "scenario", "answer_scenario", *TALLY_COUNTERS)
+    )
+
+
+def answer_counts(
+    who: Any,
+    windows: dict[int, tuple[Q, datetime]] | None = None,
+    *,
+    window_scenarios: Collection[str] | None = None,
+) -> list[dict]:
     """Graded attempts per (learner, true scenario, answer): ``n``, ``ok`` (scenario right) and,
     for each ``windows`` entry ``{key: (in_time, since)}``, ``t<key>``: those matching the
     ``in_time`` Q, where every attempt submitted at or before ``since`` matches it. The counts
     are the ``ScenarioTally`` rows; a window subtracts the attempts after ``since`` that miss it
     (one more GROUP BY, over the attempts since the earliest ``since`` only). The confusion
-    matrix and the lookalike mix-ups, of one learner or of a cohort, are sums over these rows."""
+    matrix and the lookalike mix-ups, of one learner or of a cohort, are sums over these rows.
+
+    ``window_scenarios``: only the rows of these true scenarios get ``t<key>`` (and only their
+    attempts are read for it), e.g. the lookalike pairs' scenarios for a pair-drill goal."""
     rows = list(
         _of(ScenarioTally.objects, who)
         .order_by()
@@ -342,15 +376,20 @@ def answer_counts(who: Any, windows: dict[int, tuple[Q, datetime]] | None = None
         f"late{key}": Count("pk", filter=Q(submitted_at__gt=since) & ~q)
         for key, (q, since) in windows.items()
     }
+    late_qs = _of(Attempt.objects.evidence(), who).filter(submitted_at__gt=earliest)
+    if window_scenarios is not None:
+        wanted = set(window_scenarios)
+        late_qs = late_qs.filter(scenario__in=sorted(wanted))
+        rows_in = [r for r in rows if r["scenario"] in wanted]
+    else:
+        rows_in = rows
     late = {
         (r["user_id"], r["scenario"], r["answer_scenario"]): r
-        for r in _of(Attempt.objects.evidence(), who)
-        .filter(submitted_at__gt=earliest)
-        .order_by()
+        for r in late_qs.order_by()
         .values("user_id", "scenario", "answer_scenario")
         .annotate(**late_ann)
     }
-    for r in rows:
+    for r in rows_in:
         missed = late.get((r["user_id"], r["scenario"], r["answer_scenario"]), {})
         for key in windows:
             r[f"t{key}"] = r["n"] - missed.get(f"late{key}", 0)
@@ -418,25 +457,34 @@ def lookalike_rates(
     weeks: int = TREND_WEEKS,
     now: datetime | None = None,
     rows: list[dict[str, Any]] | None = None,
+    week_rows: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """For each directed lookalike pair (true A, answered its twin B): how often a graded attempt
     on A was answered B, all time (from the ``answer_counts`` rows, passed in or read) and per
     week (the ``weeks`` most recent weeks up to ``now``, empty weeks included with ``rate``
-    None, from the week counters)."""
+    None, from the week counters, or from ``week_counts`` rows of at least those weeks)."""
     pairs = _lookalike_pairs()
     counts = confusion_counts(answer_counts(who) if rows is None else rows)
     end = _week_start(now or datetime.now(UTC))
     week_list = [end - timedelta(weeks=k) for k in range(weeks - 1, -1, -1)]
-    weekly = (
-        _of(WeekTally.objects, who)
-        .filter(scenario__in=[p[0] for p in pairs], week__gte=week_list[0], week__lte=end)
-        .order_by()
-        .values_list("scenario", "week")
-        .annotate(n=_sum("n"), confused=_sum("confused"))
-    )
     by_pair: dict[str, dict[date, tuple[int, int]]] = defaultdict(dict)
-    for slug, week, n, c in weekly:
-        by_pair[slug][week] = (n, c)
+    if week_rows is None:
+        weekly = (
+            _of(WeekTally.objects, who)
+            .filter(scenario__in=[p[0] for p in pairs], week__gte=week_list[0], week__lte=end)
+            .order_by()
+            .values_list("scenario", "week")
+            .annotate(n=_sum("n"), confused=_sum("confused"))
+        )
+        for slug, week, n, c in weekly:
+            by_pair[slug][week] = (n, c)
+    else:
+        trues = {p[0] for p in pairs}
+        for r in week_rows:
+            slug, week = r["scenario"], r["week"]
+            if slug in trues and week_list[0] <= week <= end:
+                n, c = by_pair[slug].get(week, (0, 0))
+                by_pair[slug][week] = (n + r["n"], c + r["confused"])
     out = []
     for true, twin in pairs:
         series = by_pair.get(true, {})
@@ -464,26 +512,75 @@ def lookalike_rates(
 # --------------------------------------------------------------------------- over time
 
 
-def _weeks_of(who: Any, weeks: int, now: datetime | None, **sums: Any):
+WEEK_COUNTERS = (
+    "n",
+    "ok",
+    "fully",
+    "confused",
+    *(f"{key}_{part}" for key, _f, _t in SENTENCES for part in ("graded", "right")),
+)
+
+
+def week_counts(
+    who: Any, *, weeks: int = TREND_WEEKS, now: datetime | None = None
+) -> list[dict[str, Any]]:
+    """Every week counter (``WEEK_COUNTERS``) per (week, scenario), from the Monday ``weeks``
+    weeks back from ``now``'s on: one query for the lookalike trends, the accuracy over time and
+    the per-sentence table together (each takes these rows as ``week_rows``)."""
+    end = _week_start(now or datetime.now(UTC))
+    rows = (
+        _of(WeekTally.objects, who)
+        .filter(week__gte=end - timedelta(weeks=weeks - 1))
+        .order_by()
+        .values("week", "scenario")
+        .annotate(**{f"sum_{c}": _sum(c) for c in WEEK_COUNTERS})
+    )
+    return [
+        {"week": r["week"], "scenario": r["scenario"], **{c: r[f"sum_{c}"] for c in WEEK_COUNTERS}}
+        for r in rows
+    ]
+
+
+def _weeks_of(
+    who: Any,
+    weeks: int,
+    now: datetime | None,
+    fields: dict[str, str],
+    week_rows: list[dict[str, Any]] | None = None,
+):
+    """(first week, {week: {name: summed counter}}) for ``fields`` (name -> counter) over the
+    ``weeks`` most recent weeks: one query, or none from ``week_counts`` rows."""
     end = _week_start(now or datetime.now(UTC))
     start = end - timedelta(weeks=weeks - 1)
+    if week_rows is not None:
+        found: dict[date, dict[str, int]] = {}
+        for r in week_rows:
+            if r["week"] >= start:
+                cell = found.setdefault(r["week"], dict.fromkeys(fields, 0))
+                for name, counter in fields.items():
+                    cell[name] += r[counter]
+        return start, found
     rows = (
         _of(WeekTally.objects, who)
         .filter(week__gte=start)
         .order_by()
         .values("week")
-        .annotate(**sums)
+        .annotate(**{name: _sum(counter) for name, counter in fields.items()})
     )
     return start, {r["week"]: r for r in rows}
 
 
 def accuracy_over_time(
-    who: Any, *, weeks: int = TREND_WEEKS, now: datetime | None = None
+    who: Any,
+    *,
+    weeks: int = TREND_WEEKS,
+    now: datetime | None = None,
+    week_rows: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """Scenario accuracy per week for the ``weeks`` most recent weeks (empty weeks included).
-    One query over the week counters."""
+    One query over the week counters (none with ``week_counts`` rows)."""
     start, found = _weeks_of(
-        who, weeks, now, attempts=_sum("n"), correct=_sum("ok"), fully=_sum("fully")
+        who, weeks, now, {"attempts": "n", "correct": "ok", "fully": "fully"}, week_rows
     )
     out = []
     for k in range(weeks):
@@ -504,14 +601,23 @@ def accuracy_over_time(
 
 
 def sentence_accuracy_over_time(
-    who: Any, *, weeks: int = TREND_WEEKS, now: datetime | None = None
+    who: Any,
+    *,
+    weeks: int = TREND_WEEKS,
+    now: datetime | None = None,
+    week_rows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Accuracy of each of the five sentences per week (the ``weeks`` most recent, empty weeks
-    included) and over the whole window. One query over the week counters.
+    included) and over the whole window. One query over the week counters (none with
+    ``week_counts`` rows).
 
     Each sentence's accuracy is over the attempts graded on it, so older three-part attempts
     count for the signature, measurement and fix but not for the numbers they never gave."""
-    start, found = _weeks_of(who, weeks, now, n=_sum("n"), **_sentence_sums())
+    fields = {"n": "n"}
+    for key, _fld, _title in SENTENCES:
+        fields[f"{key}_graded"] = f"{key}_graded"
+        fields[f"{key}_right"] = f"{key}_right"
+    start, found = _weeks_of(who, weeks, now, fields, week_rows)
     keys = [k for k, _f, _t in SENTENCES]
     out_weeks = []
     totals = {k: [0, 0] for k in keys}
@@ -672,8 +778,9 @@ def learner_counters(user, now: datetime) -> dict[str, Any]:
         .graded()
         .aggregate(graded=Count("pk"), right=Count("pk", filter=Q(scenario_correct=True)))
     )
-    scenarios = per_scenario_stats(user, now)
-    rows = answer_counts(user)
+    rows = scenario_tally_rows(user)  # the scenario table's and the confusion's one query
+    scenarios = per_scenario_stats(user, now, tally_rows=rows)
+    weeks = week_counts(user, weeks=TREND_WEEKS, now=now)  # the three weekly parts' one query
     confusion = confusion_matrix(user, rows=rows)
     total = confusion["total"]
     practice = sum(r["practice"] for r in scenarios)
@@ -688,9 +795,9 @@ def learner_counters(user, now: datetime) -> dict[str, Any]:
         "renarrations": renarrations,
         "scenarios": scenarios,
         "confusion": confusion,
-        "lookalikes": lookalike_rates(user, now=now, rows=rows),
-        "accuracy_over_time": accuracy_over_time(user, now=now),
-        "sentence_accuracy": sentence_accuracy_over_time(user, now=now),
+        "lookalikes": lookalike_rates(user, now=now, rows=rows, week_rows=weeks),
+        "accuracy_over_time": accuracy_over_time(user, now=now, week_rows=weeks),
+        "sentence_accuracy": sentence_accuracy_over_time(user, now=now, week_rows=weeks),
         "daily_activity": daily_activity(user, now=now),
         "math_tallies": math_tallies(user),
         # Contrast trials: no evidence on a scenario, so counted per confused pair instead.

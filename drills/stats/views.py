@@ -42,6 +42,7 @@ from drills.stats.dashboard import (
     with_cards,
 )
 from drills.stats.format import mmss, pct
+from drills.stats.svg import activity_svg, confusion_svg
 
 # --------------------------------------------------------------------------- views
 
@@ -94,7 +95,7 @@ def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
         "table": _table(stats["scenarios"]),
         "math": [{**m, "accuracy_txt": pct(m["accuracy"])} for m in math],
         "totals_accuracy": pct(stats["totals"]["accuracy"]),
-        "confusion_chart": confusion_chart(stats["confusion"], stats["lookalikes"]),
+        "confusion_svg": confusion_svg(confusion_chart(stats["confusion"], stats["lookalikes"])),
         "pairs": [
             {**p, "rate_txt": pct(p["rate"]), "spark": sparkline(p["trend"])}
             for p in stats["lookalikes"]
@@ -105,7 +106,7 @@ def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
         ],
         "accuracy_chart": accuracy_chart(stats["accuracy_over_time"]),
         "sentence_table": sentence_table(stats["sentence_accuracy"]),
-        "activity_chart": activity_chart(stats["daily_activity"]),
+        "activity_svg": activity_svg(activity_chart(stats["daily_activity"])),
     }
     chunks = render_to_string("drills/dashboard.html#body", context).split(LIVE)
     keys = _row_keys(stats["scenarios"], math)

@@ -528,6 +528,73 @@ def test_query_count_is_flat(
     assert counts[0] == counts[1], counts
 
 
+def _drill_parts(client, cohort) -> tuple[str, str]:
+    """The progress CSV and the instructor page, less what changes on every request (CSRF
+    tokens, CSP nonces)."""
+    page = client.get(f"/cohorts/{cohort.pk}/").content.decode()
+    page = re.sub(r'(name="csrfmiddlewaretoken" value=")[^"]*', r"\1", page)
+    page = re.sub(r'("x-csrftoken": ")[^"]*', r"\1", page)
+    page = re.sub(r'nonce="[^"]*"', 'nonce=""', page)
+    return client.get(f"/cohorts/{cohort.pk}/export.csv").content.decode(), page
+
+
+def test_cached_drill_numbers_equal_fresh_ones_after_every_change(
+    client, people, cohort, wset, make_user, monkeypatch
+):
+    """The instructor page keeps its drill numbers in a snapshot keyed on the members'
+    StatsVersions, the pair-goal due dates and extensions: after a grade, an extension, a member
+    leaving or joining, what it shows is what drawing it afresh shows."""
+    _populate(cohort, wset, make_user, 4, 0)
+    as_user(client, people["teacher"])
+    pairs_goal = cohort.assignments.get(goal="pairs")
+
+    def fresh() -> tuple[str, str]:
+        with monkeypatch.context() as m:
+            m.setattr(progress, "snapshot_part", lambda key, name: None)
+            return _drill_parts(client, cohort)
+
+    def check() -> tuple[str, str]:
+        _drill_parts(client, cohort)  # stores the snapshot for this state
+        cached = _drill_parts(client, cohort)
+        assert cached == fresh()
+        return cached
+
+    before = check()
+    q0 = Membership.objects.get(cohort=cohort, user__username="q0").user
+    late = timezone.now() - timedelta(hours=2)  # after the pair goal's due date
+    make_attempt(q0, "straggler", "bandwidth-bound-collective", when=late)  # a grade
+    after_grade = check()
+    assert after_grade != before
+    Extension.objects.create(assignment=pairs_goal, learner=q0, due_at=timezone.now())
+    after_extension = check()
+    assert after_extension != after_grade  # the late drills now count for q0's goal
+    Membership.objects.filter(cohort=cohort, user=q0).delete()
+    after_leaving = check()
+    assert q0.username not in after_leaving[0]
+    newcomer = make_user("newcomer")
+    make_attempt(newcomer, "recompilation", "input-starvation")  # before joining
+    Membership.objects.create(cohort=cohort, user=newcomer)
+    assert check() != after_leaving
+
+
+def test_warm_instructor_page_reads_no_attempt_or_counter(
+    client, people, cohort, wset, make_user, django_assert_max_num_queries
+):
+    """A repeat view of an unchanged cohort reads its drill numbers from the snapshot: no query
+    over the attempts or the summary counters, and fewer queries than the first view."""
+    _populate(cohort, wset, make_user, 5, 0)
+    as_user(client, people["teacher"])
+    url = f"/cohorts/{cohort.pk}/"
+    with CaptureQueriesContext(connection) as cold:
+        assert client.get(url).status_code == 200
+    with django_assert_max_num_queries(14), CaptureQueriesContext(connection) as warm:
+        assert client.get(url).status_code == 200
+    assert len(warm.captured_queries) < len(cold.captured_queries)
+    for table in ("drills_attempt", "drills_scenariotally", "drills_weektally"):
+        assert not [q for q in warm.captured_queries if table in q["sql"]], table
+        assert [q for q in cold.captured_queries if table in q["sql"]], table
+
+
 # --------------------------------------------------------------------------- per sentence
 
 

@@ -1,0 +1,102 @@
+"""The dashboard's two big SVG charts, drawn in Python from ``charts``' geometry.
+
+The confusion heatmap (a cell per true x answered pair) and the activity grid (a cell per day
+of 26 weeks) are a few hundred cells each; through the template engine every cell cost a dozen
+variable lookups and number localisations, about two thirds of drawing the page after a grade.
+Here each cell is one f-string. The markup is byte for byte what the template partials printed
+(``tests/drills/test_dashboard.py`` reads it, ``static/`` styles it); every text value is
+escaped, and numbers print as the template printed them (``str``: no thousands separator).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+
+def confusion_svg(c: dict[str, Any]) -> SafeString:
+    """The heatmap of ``charts.confusion_chart``'s geometry."""
+    w, h, size = c["width"], c["height"], c["cell"]
+    label_w, head_h, total_x = c["label_w"], c["head_h"], c["total_x"]
+    out = [
+        f'\n<svg class="chart confusion" viewBox="0 0 {w} {h}" width="{w}" height="{h}" '
+        'role="img" aria-labelledby="confusion-title confusion-desc">\n'
+        '  <title id="confusion-title">Confusion matrix: true scenario (rows) by answered '
+        "scenario (columns)</title>\n"
+        '  <desc id="confusion-desc">Each cell prints the number of graded attempts; shade is the '
+        "share of the row. Lookalike pairs are outlined.</desc>\n"
+        f'  <text class="axis-title" x="{label_w}" y="12">answered →</text>\n'
+        f'  <text class="axis-title" x="4" y="{head_h - 8}">true ↓</text>\n  '
+    ]
+    out += [
+        f'<text class="col-label" transform="translate({col["x"]} {head_h - 6}) rotate(-55)">'
+        f"{escape(col['title'])}</text>"
+        for col in c["cols"]
+    ]
+    out.append("\n  ")
+    out += [
+        f'<text class="row-label" x="{label_w - 6}" y="{row["y"]}" text-anchor="end">'
+        f"{escape(row['title'])}</text>\n"
+        f'  <text class="row-total" x="{total_x}" y="{row["y"]}">{row["total"]}</text>'
+        for row in c["rows"]
+    ]
+    out.append(f'\n  <text class="axis-title" x="{total_x}" y="{head_h - 8}">n</text>\n  ')
+    for cell in c["cells"]:
+        x, y = cell["x"], cell["y"]
+        fill = (
+            f'<rect class="fill" x="{x}" y="{y}" width="{size}" height="{size}" '
+            f'fill-opacity="{escape(cell["opacity"])}"/>\n'
+            f'    <text class="count" x="{cell["cx"]}" y="{cell["cy"]}" text-anchor="middle">'
+            f"{cell['n']}</text>"
+            if cell["n"]
+            else ""
+        )
+        out.append(
+            f'<g class="cell {escape(cell["kind"])}"><title>{escape(cell["label"])}</title>\n'
+            f'    <rect class="bg" x="{x}" y="{y}" width="{size}" height="{size}"/>\n'
+            f"    {fill}\n  </g>"
+        )
+    out.append("\n  ")
+    out += [
+        f'<rect class="pair-outline" x="{cell["x"] + 1}" y="{cell["y"] + 1}" '
+        f'width="{size - 2}" height="{size - 2}"/>'
+        for cell in c["cells"]
+        if cell["pair"]
+    ]
+    out.append("\n</svg>\n")
+    return mark_safe("".join(out))
+
+
+def activity_svg(h: dict[str, Any]) -> SafeString:
+    """The day grid of ``charts.activity_chart``'s geometry."""
+    w, ht, day = h["w"], h["h"], h["day"]
+    out = [
+        f'\n<svg class="chart activity" viewBox="0 0 {w} {ht}" width="{w}" height="{ht}" '
+        'role="img" aria-labelledby="act-title">\n'
+        '  <title id="act-title">Graded attempts per day (UTC), one column per week; counts '
+        "printed in the cells</title>\n  "
+    ]
+    out += [
+        f'<text class="tick" x="{m["x"]}" y="12">{escape(m["label"])}</text>' for m in h["months"]
+    ]
+    out.append("\n  ")
+    out += [
+        f'<text class="tick" x="0" y="{d["y"]}">{escape(d["label"])}</text>' for d in h["weekdays"]
+    ]
+    out.append("\n  ")
+    for cell in h["cells"]:
+        n = cell["n"]
+        count = (
+            f'<text class="day-n" x="{cell["tx"]}" y="{cell["ty"]}" text-anchor="middle">{n}</text>'
+            if n
+            else ""
+        )
+        out.append(
+            f"<g><title>{escape(cell['label'])}</title>"
+            f'<rect class="day l{cell["level"]}" x="{cell["x"]}" y="{cell["y"]}" '
+            f'width="{day}" height="{day}" rx="3"/>{count}</g>'
+        )
+    out.append("\n</svg>\n")
+    return mark_safe("".join(out))
