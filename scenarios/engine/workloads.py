@@ -1029,9 +1029,16 @@ def build_pp(
     rk3 = np.broadcast_to(st_[None], (S, P, J))
     blk_t0 = c0_all + r_len + 1000
     blk_corr = corr_all + has_recv
+    # sequence numbers: microbatch i's forward ops, and the backward nodes that link to them
+    # (the autograd thread's `fwdbwd` flows back to the forward op of the same microbatch)
+    n_fw = int((UF.ocat == C_OP).sum())
+    seq0 = np.broadcast_to(
+        (np.arange(S)[:, None, None] * M + np.arange(M)[None, None, :]) * n_fw, (S, P, M)
+    )
     for batch, jm in ((FB, jF), (BB, jB)):
         gather = (slice(None), st_, jm)  # (S, P, M) view of per-op arrays
-        emit_batch(rec, batch, st_[None], blk_t0[gather], f0_all[gather], blk_corr[gather], 2)
+        emit_batch(rec, batch, st_[None], blk_t0[gather], f0_all[gather], blk_corr[gather], 2,
+                   seq0=seq0, fwd_n=n_fw)  # fmt: skip
     ann_f = np.full(M, it.n("## forward ##"))
     ann_b = np.full(M, it.n("## backward ##"))
     rec.add(
