@@ -12,6 +12,7 @@ import pytest
 
 from scenarios.traceanalysis import analyse
 from scenarios.traceanalysis.ingest import Limits, load
+from tests.scenarios.readers.hta_reader import load as hta_serial
 
 REAL = Path(__file__).resolve().parents[2] / "data" / "real"
 hta = pytest.importorskip("hta.trace_analysis")
@@ -23,7 +24,7 @@ def nccl(tmp_path_factory):
     shutil.copy(REAL / "nccl_a100_rank0.json.gz", d / "rank0.json.gz")
     warnings.filterwarnings("ignore")
     logging.getLogger("hta").setLevel(logging.ERROR)
-    ta = hta.TraceAnalysis(trace_dir=str(d))
+    ta = hta_serial(d)  # parsed in this process: HTA's fork()ed pool can hang a threaded test run
     with open(REAL / "nccl_a100_rank0.json.gz", "rb") as f:
         ours = analyse(load("nccl_a100_rank0.json.gz", f, Limits()))["per_rank"][0]
     return ta, ours
@@ -85,7 +86,7 @@ def _hta(tmp_path, *names: str):
         shutil.copy(REAL / name, tmp_path / f"rank{i}.json.gz")
     warnings.filterwarnings("ignore")
     logging.getLogger("hta").setLevel(logging.ERROR)
-    return hta.TraceAnalysis(trace_dir=str(tmp_path))
+    return hta_serial(tmp_path)
 
 
 SAMPLED = ("sampled_rank-0.json.gz", "sampled_rank-1.json.gz")
