@@ -152,7 +152,14 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
     elif slug == "input-starvation":
         wait = q(f["loader_ms_per_step"])
         wait_c = q(f.get("loader_ms_crit", wait))
-        compute = q(step - wait_c)
+        rest = q(step - wait_c)
+        # data parallel: the rank that waits longest is not always the slowest GPU; once the
+        # batches arrive on time every rank starts together and each step waits for its slowest
+        # GPU (a pipeline's stages are not interchangeable: there the rest is the compute)
+        late_c = q(f.get("loader_crit_rank_compute_ms", 0.0))
+        slow_c = q(f.get("slowest_rank_compute_ms", 0.0))
+        skew = "stages" not in p and p["world"] > 1 and slow_c > late_c > 0
+        compute = q(rest + slow_c - late_c) if skew else rest
         fetch = q(f["loader_fetch_ms"])
         w = max(1, int(f["loader_worker_rows"]))
         per = q(fetch / w)
@@ -167,8 +174,17 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         )
         value = f"{s(wait)} ms of {s(step)} ms per step waiting in DataLoader __next__"
         arith = [
-            f"step = data wait on the rank that waits longest + compute = {s(wait_c)} + "
-            f"{s(compute)} = {s(step)} ms",
+            f"step = data wait on the rank that waits longest + "
+            f"{'the rest of its step' if skew else 'compute'} = {s(wait_c)} + "
+            f"{s(rest)} = {s(step)} ms",
+        ]
+        if skew:
+            arith.append(
+                f"that rank's GPU computes {s(late_c)} ms per step; fed on time, all ranks start "
+                f"together and each step waits for its slowest GPU, {s(slow_c)} ms: compute = "
+                f"{s(rest)} + {s(slow_c)} − {s(late_c)} = {s(compute)} ms"
+            )
+        arith += [
             f"loading keeps up at {s(fetch)} ms per batch ÷ {w} worker{'s' if w > 1 else ''} = "
             f"{s(per)} ms per step, slower than the {s(compute)} ms of compute",
             f"with {k} workers prefetching: step ≈ max(compute, load ÷ {k}) = max({s(compute)}, "
@@ -224,18 +240,21 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         rc = f["rank_compute_ms"]
         slow = f["slowest_rank"]
         mx, med = q(max(rc)), q(float(np.median(rc)))
-        extra = q(mx - med)
+        nxt = q(f.get("slowest_other_rank_ms", med))
+        extra = q(mx - nxt)
         expected = q(step - extra)
         sig = (
             f"Rank {slow} computes {s(mx)} ms per step against a median of {s(med)} ms "
-            f"(+{_pct(100 * extra / med)} %); its NCCL kernels start last and are the shortest "
-            f"({s(f['rank_nccl_ms'][slow])} ms/step vs up to {s(max(f['rank_nccl_ms']))} ms on "
-            f"the ranks waiting for it)."
+            f"(+{_pct(100 * (mx - med) / med)} %); its NCCL kernels start last and are the "
+            f"shortest ({s(f['rank_nccl_ms'][slow])} ms/step vs up to "
+            f"{s(max(f['rank_nccl_ms']))} ms on the ranks waiting for it)."
         )
-        value = f"rank {slow} compute +{_pct(100 * extra / med)} % over the median rank"
+        value = f"rank {slow} compute +{_pct(100 * (mx - med) / med)} % over the median rank"
         arith = [
-            f"synchronous step = slowest rank: rank {slow} {s(mx)} ms − median {s(med)} ms = "
-            f"{s(extra)} ms of waiting on every other rank",
+            f"synchronous step = slowest rank of each step: rank {slow} computes {s(mx)} ms per "
+            f"step; without it each step waits for the slowest of the other ranks in that step, "
+            f"{s(nxt)} ms on average (median rank {s(med)} ms)",
+            f"waiting saved = {s(mx)} − {s(nxt)} = {s(extra)} ms per step",
             f"expected step ≈ {s(step)} − {s(extra)} = {s(expected)} ms ({_x(step, expected)})",
         ]
         fix_text = (
@@ -415,7 +434,12 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         xfer = q(f["coll_transfer_ms_per_step"])
         half = q(xfer / 2)
         last = q(f["coll_transfer_last_ms"] / 2)
-        new_exp = q(max(last, exp - half))
+        # the last bucket starts only when the slowest rank of the step ends backward
+        c_avg = q(f["compute_ms"])
+        c_max = q(max(f.get("slowest_rank_compute_ms", c_avg), c_avg))
+        lag = q(c_max - c_avg)
+        tail = q(last + lag)
+        new_exp = q(max(tail, exp - half))
         expected = q(step - exp + new_exp)
         fp32 = "Float" in str(f.get("coll_dtypes", "")) or p.get("grad_dtype") == "Float"
         how_half = (
@@ -442,9 +466,11 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"{hw.scaleup_gbps:.0f} GB/s link",
             f"{round(f['colls_per_step'])} such all-reduces per step ({gb:.2f} GB of gradients): "
             f"transfer per step = {s(xfer)} ms, queued back to back past the end of backward",
+            f"the last bucket waits for the slowest rank of each step to finish backward: lag = "
+            f"its GPU compute − the average rank's = {s(c_max)} − {s(c_avg)} = {s(lag)} ms",
             f"{how_half}: {s(xfer)} ÷ 2 = {s(half)} ms of transfer, the queue ends "
-            f"{s(half)} ms sooner → exposed max(last bucket {s(last)}, {s(exp)} − {s(half)}) = "
-            f"{s(new_exp)} ms",
+            f"{s(half)} ms sooner → exposed max(last bucket {s(last)} + {s(lag)}, {s(exp)} − "
+            f"{s(half)}) = {s(new_exp)} ms",
             f"expected step ≈ {s(step)} − {s(exp)} + {s(new_exp)} = {s(expected)} ms "
             f"({_x(step, expected)})",
         ]

@@ -126,6 +126,11 @@ class Measured:
     def crit_ms(self, m: np.ndarray) -> float:
         """Mean over steps of the largest per-rank sum of the durations in mask `m` (ms): the
         rank that stalls longest sets a synchronous step's time."""
+        return float(self.per_rank_step_ms(m).max(0).mean())
+
+    def per_rank_step_ms(self, m: np.ndarray) -> np.ndarray:
+        """(ranks, steps): the summed durations (ms) of the events in mask `m` that start in
+        each step of each rank."""
         S = max(self.n_steps, 1)
         tot = np.zeros((len(self.ranks), S))
         for i, r in enumerate(self.ranks):
@@ -135,7 +140,7 @@ class Measured:
             k = np.searchsorted(st_s, ts, "right") - 1
             ok = (k >= 0) & (ts < st_e[np.maximum(k, 0)])
             np.add.at(tot[i], k[ok], du[ok])
-        return float(tot.max(0).mean() / 1000)
+        return tot / 1000
 
     def _windowed(
         self, m: np.ndarray, ri: np.ndarray, w0: np.ndarray, w1: np.ndarray
@@ -212,11 +217,18 @@ class Measured:
         med = float(np.median(rc))
         f["compute_skew_pct"] = float(100 * (rc.max() - med) / med) if med > 0 else 0.0
         f["slowest_rank"] = int(R[int(np.argmax(rc))])
+        # a synchronous step waits, every step, for the slowest rank of that step: without the
+        # slowest rank, for the slowest of the others (per-step maxima, not the median rank)
+        others = np.delete(comp, int(np.argmax(rc)), axis=0) if nR > 1 else comp
+        f["slowest_other_rank_ms"] = float(others.max(axis=0).mean() / 1000)
         rn = nccl_sum.mean(axis=1) / 1000
         f["rank_nccl_ms"] = [round(float(x), 3) for x in rn]
         f["idle_frac_per_rank"] = [round(float(x), 4) for x in (idle / step_durs).mean(axis=1)]
         cidle = (step_durs - comp) / step_durs
         f["compute_idle_frac_per_rank"] = [round(float(x), 4) for x in cidle.mean(axis=1)]
+        self._comp_rs_ms = comp / 1000  # GPU compute busy per (rank, step), ms
+        # a synchronous step waits for the slowest GPU of each step
+        f["slowest_rank_compute_ms"] = float(self._comp_rs_ms.max(0).mean())
         self._collectives(f)
         self._host(f)
         self._kernels(f)
@@ -377,6 +389,14 @@ class Measured:
         loader = self.mask(names=lambda n: n.startswith("enumerate(DataLoader)"))
         f["loader_ms_per_step"] = float(self.dur[loader].sum() / S / nR / 1000)
         f["loader_ms_crit"] = self.crit_ms(loader)
+        # the GPU compute of the rank that waits longest for its batch (each step), and of the
+        # slowest rank: once batches arrive on time, ranks start together and each step waits
+        # for its slowest GPU instead
+        lw_rs = self.per_rank_step_ms(loader)
+        crs = self._comp_rs_ms
+        if loader.any() and crs.shape == lw_rs.shape:
+            late = lw_rs.argmax(0)
+            f["loader_crit_rank_compute_ms"] = float(crs[late, np.arange(crs.shape[1])].mean())
         comp = self.mask(names=lambda n: n.startswith("_compile.compile_inner"))
         f["compile_ms_total"] = float(self.dur[comp].sum() / nR / 1000)
         f["compile_ms_crit"] = self.crit_ms(comp)  # per step, the rank that compiles longest

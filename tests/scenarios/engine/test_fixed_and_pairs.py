@@ -12,12 +12,26 @@ from scenarios.engine.catalog import HOSTS
 
 SLUGS = list(E.SCENARIOS)
 FIX_SEEDS = range(100, 112)
+# how far the fixed twin's step may sit from the key's prediction, per scenario: the largest
+# deviation measured over seeds 100-123 plus a margin. Straggler, input starvation and the
+# bandwidth-bound collective model the per-step slowest rank (max 1.1, 1.8, 1.7 %); the rest
+# still carry gaps of up to 2.3-4.3 % that their keys do not model yet.
+FIX_TOL = {
+    "straggler": 0.02,
+    "input-starvation": 0.025,
+    "bandwidth-bound-collective": 0.025,
+    "exposed-allreduce": 0.03,
+    "recompilation": 0.03,
+    "healthy": 0.005,
+}
 
 
 @pytest.mark.parametrize("slug", SLUGS)
 def test_fixed_twin_runs_at_the_keys_expected_step_time(slug):
     """The reveal's arithmetic is proven by the engine: fixing the problem in the same trace
-    gives the step time the key predicted, within 5 %, on every seed."""
+    gives the step time the key predicted, within the scenario's tolerance (at most 5 %), on
+    every seed."""
+    tol = FIX_TOL.get(slug, 0.05)
     misses = []
     for seed in FIX_SEEDS:
         tr = E.generate(slug, seed)
@@ -26,7 +40,7 @@ def test_fixed_twin_runs_at_the_keys_expected_step_time(slug):
         assert fx.scenario == slug and fx.seed == seed
         assert (fx.hardware, fx.world, fx.prompt) == (tr.hardware, tr.world, tr.prompt)
         err = fx.key.step_ms / tr.key.expected_step_ms - 1
-        if abs(err) > 0.05:
+        if abs(err) > tol:
             misses.append((seed, tr.hardware, tr.family, tr.key.step_ms,
                            tr.key.expected_step_ms, fx.key.step_ms))  # fmt: skip
     assert not misses, misses
