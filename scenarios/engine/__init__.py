@@ -41,7 +41,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "8"
+GENERATOR_VERSION = "9"
 
 __all__ = [
     "FIXES",

@@ -375,22 +375,66 @@ class Sim:
         self.rec.on_finish = self._side_threads
 
     def _side_threads(self) -> None:
-        """Threads that run beside the step loop: a multi-rank job's NCCL watchdog, which polls
-        its outstanding work with `cudaEventQuery` a few times every several milliseconds."""
+        """Threads that run beside the step loop: a multi-rank job's NCCL watchdog. It wakes on
+        a fixed wall-clock cadence (about every 100 ms, whatever the step length) and queries the
+        end event (`cudaEventQuery`) of every collective outstanding at that moment: one issued
+        since the last wake-up, or one still running; a work seen complete leaves the list. So
+        its queries follow the collectives, not the step time: a long step with no collective
+        in flight (a compile, a loader wait) shows the thread idle."""
         if self.R < 2:
             return
-        rng = self.rng
+        rng, R = self.rng, self.R
         t_end = int(self.cpu.max())
-        n = int(min(120, max(1, (t_end - 1_000_000) // 40_000_000 + 1)))
-        polls = 1_000_000 + np.cumsum(rng.integers(20_000_000, 60_000_000, (self.R, n)), axis=1)
-        k = rng.integers(1, 3, (self.R, n))  # queries per poll
-        q = np.arange(3)
-        ts = polls[..., None] + q * 16_000 + rng.integers(0, 4000, (self.R, n, 3))
-        dur = rng.integers(1800, 11_000, (self.R, n, 3))
-        keep = (q[None, None, :] < k[..., None]) & (ts + dur < t_end)
-        rk = np.broadcast_to(self.ranks[:, None, None], ts.shape)
+        # the NCCL kernels recorded so far (rank, start, end): the works the watchdog tracks
+        rk_l, s_l, e_l = [], [], []
+        for _n, shape, vals in self.rec.parts:
+            if np.ndim(vals[1]) == 0 and int(vals[1]) == NCCL:
+                rk_l.append(np.broadcast_to(vals[0], shape).ravel())
+                s_l.append(np.broadcast_to(vals[2], shape).ravel())
+                e_l.append(np.broadcast_to(vals[2] + vals[3], shape).ravel())
+        rows = [r for r in self.rec.rows if r[1] == NCCL]
+        if rows:
+            a = np.asarray(rows, np.int64)
+            rk_l.append(a[:, 0])
+            s_l.append(a[:, 2])
+            e_l.append(a[:, 2] + a[:, 3])
+        if not rk_l:
+            return
+        wr = np.concatenate(rk_l).astype(np.int64)
+        # a work enters the list when it is enqueued, shortly before its kernel starts
+        ws = np.concatenate(s_l) - rng.integers(20_000, 200_000, len(wr))
+        we = np.concatenate(e_l)
+        n = int((t_end - 1_000_000) // 95_000_000 + 2)
+        polls = (1_000_000 + rng.integers(0, 100_000_000, (R, 1))
+                 + np.cumsum(rng.integers(99_000_000, 103_000_000, (R, n)), axis=1))  # fmt: skip
+        # each work is queried at the first wake-up at or after its enqueue and at every one
+        # after that up to the first wake-up after its end (which sees it complete)
+        parts_r, parts_i, parts_w = [], [], []
+        for r in range(R):
+            m = wr == r
+            w0 = ws[m]
+            i0 = np.searchsorted(polls[r], w0)
+            i1 = np.minimum(np.searchsorted(polls[r], we[m]), n - 1)
+            cnt = np.maximum(i1 - i0 + 1, 0)
+            tot = int(cnt.sum())
+            off = np.arange(tot) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+            parts_r.append(np.full(tot, r, np.int64))
+            parts_i.append(np.repeat(i0, cnt) + off)
+            parts_w.append(np.repeat(w0, cnt))
+        qr, qi, qw = (np.concatenate(x) for x in (parts_r, parts_i, parts_w))
+        if not len(qr):
+            return
+        o = np.lexsort((qw, qi, qr))
+        qr, qi = qr[o], qi[o]
+        key = qr * (n + 1) + qi
+        first = np.r_[True, key[1:] != key[:-1]]
+        grp = np.cumsum(first) - 1
+        pos = np.arange(len(key)) - np.flatnonzero(first)[grp]  # place among the wake-up's queries
+        ts = polls[qr, qi] + pos * 14_000 + rng.integers(0, 3000, len(qr))
+        dur = rng.integers(1800, 9000, len(qr))
+        keep = ts + dur < t_end
         name = self.it.n(("hip" if self.hw.vendor == "amd" else "cuda") + "EventQuery")
-        self.rec.add(rk[keep], WATCHDOG, ts[keep], dur[keep], name, C_RT, 0)
+        self.rec.add(qr[keep], WATCHDOG, ts[keep], dur[keep], name, C_RT, 0)
 
     # ---- primitive slices -------------------------------------------------------------------
     def slice(self, tid, start, dur, name: str, cat: int, depth: int, aid: int = -1) -> None:

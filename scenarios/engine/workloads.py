@@ -74,6 +74,15 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
     p["shape_f"], p["new_shape_steps"] = (
         _draw_lengths(rng, p["steps"]) if rng.random() < 0.6 else ([1.0] * p["steps"], [])
     )
+    # the job's own length distribution: its drawn lengths, or for a fixed-length job the
+    # lengths a variable-length run of it would draw (from a stream of its own, the same for
+    # every scenario, so the workload's other draws stay put); a fixed-length job that
+    # recompiles (see `inject`) takes its new lengths from here
+    p["len_plan"] = (
+        (p["shape_f"], p["new_shape_steps"])
+        if p["new_shape_steps"]
+        else _draw_lengths(np.random.default_rng(_stream_key(rng)), p["steps"])
+    )
     tokens = gsize * 1.75 * hw.bf16_tflops * 1e12 * p["mfu_eff"] / (busbw * 6 * r)
     p["seq"] = 2048 if tokens >= 2048 else (1024 if tokens >= 1024 else 512)
     p["batch"] = int(max(1, min(32, round(tokens / p["seq"]))))
@@ -83,6 +92,11 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
         p["seq"] = 512 if p["hidden"] <= 2048 or p["score_fp32"] else 1024
         p["batch"] = max(1, tok // p["seq"])
     return p
+
+
+def _stream_key(rng: np.random.Generator) -> int:
+    """A seed for a side stream that follows `rng`'s position without drawing from it."""
+    return int(rng.bit_generator.state["state"]["state"])
 
 
 def _draw_lengths(r: np.random.Generator, steps: int) -> tuple[list[float], list[int]]:
@@ -124,9 +138,9 @@ def inject(
     p["fixed"] = bool(fixed)
     if family in ("ddp", "ddp_compile"):
         if slug == "recompilation" and not p["new_shape_steps"]:
-            # the recompiling job sees new lengths in the window (drawn here when the workload
-            # drew fixed-length batches)
-            p["shape_f"], p["new_shape_steps"] = _draw_lengths(inj, p["steps"])
+            # the recompiling job sees new lengths in the window: those of the workload's own
+            # length draw (the lengths a variable-length run of this job has), not new ones
+            p["shape_f"], p["new_shape_steps"] = p["len_plan"]
         if slug == "exposed-allreduce" and not fixed:
             p["overlap"] = False
         elif slug == "bandwidth-bound-collective":
@@ -1015,9 +1029,16 @@ def build_pp(
     rk3 = np.broadcast_to(st_[None], (S, P, J))
     blk_t0 = c0_all + r_len + 1000
     blk_corr = corr_all + has_recv
+    # sequence numbers: microbatch i's forward ops, and the backward nodes that link to them
+    # (the autograd thread's `fwdbwd` flows back to the forward op of the same microbatch)
+    n_fw = int((UF.ocat == C_OP).sum())
+    seq0 = np.broadcast_to(
+        (np.arange(S)[:, None, None] * M + np.arange(M)[None, None, :]) * n_fw, (S, P, M)
+    )
     for batch, jm in ((FB, jF), (BB, jB)):
         gather = (slice(None), st_, jm)  # (S, P, M) view of per-op arrays
-        emit_batch(rec, batch, st_[None], blk_t0[gather], f0_all[gather], blk_corr[gather], 2)
+        emit_batch(rec, batch, st_[None], blk_t0[gather], f0_all[gather], blk_corr[gather], 2,
+                   seq0=seq0, fwd_n=n_fw)  # fmt: skip
     ann_f = np.full(M, it.n("## forward ##"))
     ann_b = np.full(M, it.n("## backward ##"))
     rec.add(
