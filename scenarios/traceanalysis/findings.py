@@ -444,7 +444,10 @@ def evaluate(a: dict) -> list[dict]:
                     [_ev(r, "gpu", s["start_us"], s["end_us"], "pageable copies")],
                 )
             )
-    out.sort(key=lambda f: -f["severity"])
+    # Equal severities mean two rules measured the same GPU idle: in a pipeline the host blocks
+    # in a synchronising call while its stage waits for a neighbour, so the idle after the sync
+    # is the bubble itself; the pipeline is the broader explanation and goes first.
+    out.sort(key=lambda f: (-f["severity"], f["slug"] != "pipeline-bubbles"))
     return out
 
 
