@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .findings import evaluate
+from .findings import PAGEABLE_DATA_BYTES, evaluate
 from .hardware import link_for
 from .kineto import RankTrace
 from .measures import (
@@ -56,6 +56,12 @@ def rank_skew(per_rank: list[dict]) -> dict:
     return {"ranks": len(per_rank), "steps": rows}
 
 
+def _nbytes(r: RankTrace, i: int) -> int:
+    a = r.args[r.aid[i]] if r.aid[i] >= 0 else {}
+    b = a.get("bytes")
+    return int(b) if isinstance(b, (int, float)) else 0
+
+
 def analyse(ranks: list[RankTrace]) -> dict:
     worlds = [r.world_size for r in ranks if r.world_size]
     world = max(worlds) if worlds else len(ranks)
@@ -72,6 +78,11 @@ def analyse(ranks: list[RankTrace]) -> dict:
             for k in ("input", "compile", "sync", "allocator")
         }
         idle_while["total"] = round(sum(s["idle_ms"] for s in counted), 3)
+        pageable = [
+            _nbytes(r, i)
+            for i in np.flatnonzero(v.kept).tolist()
+            if "Pageable" in r.names[r.name[i]]
+        ]
         per_rank.append(
             {
                 "rank": r.rank,
@@ -88,13 +99,9 @@ def analyse(ranks: list[RankTrace]) -> dict:
                 "top_kernels": kernels[:TOP_KERNELS],
                 "kernel_families": families,
                 "collectives": collectives(v, link.gbps if link else None, world),
-                "pageable_memcpy": int(
-                    sum(
-                        1
-                        for i in np.flatnonzero(v.kept).tolist()
-                        if "Pageable" in r.names[r.name[i]]
-                    )
-                ),
+                "pageable_memcpy": len(pageable),
+                # copies that move data (a batch, a tensor), not a scalar read such as .item()
+                "pageable_memcpy_data": sum(1 for b in pageable if b >= PAGEABLE_DATA_BYTES),
                 "trace_end_us": round(float(v.end.max()), 3) if r.n else 0.0,
             }
         )

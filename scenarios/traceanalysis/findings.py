@@ -18,21 +18,42 @@ OUTLIER_STEP = 1.8  # a step this many times the median, GPU mostly idle, counts
 SYNC_REFILL_SHARE = 0.04  # GPU idle after synchronising calls, share of step
 SYNC_CALLS_MIN = 2.0  # synchronising calls per step
 ALLOC_SHARE = 0.02  # time in cudaMalloc/cudaFree per steady-state step, share of step
-EXPOSED_SHARE = 0.10  # communication not hidden under compute, share of step
+# communication that runs after compute (overlap below OVERLAP_MAX): worth a finding from this
+# share of the step on (all of it is exposed, so it is all to win back)
+EXPOSED_SERIAL_SHARE = 0.05
 OVERLAP_MAX = 30.0  # comm/compute overlap %, below = exposed
+# communication already overlapped yet still exposed: the collective outlasts the compute it
+# hides under (a healthy DDP step leaves only its last bucket's tail out, a few % of the step)
+EXPOSED_SHARE = 0.10
+# per-rank collective time, slowest rank over fastest: the same bytes over the same link take
+# the same time on every rank; a straggler's peers wait inside their collectives (several x)
+COMM_SYMMETRY = 1.5
+# below this many bytes per call a collective's time is latency, not bandwidth (1 MiB reaches
+# only ~10 % of an NVLink's bus bandwidth)
+BW_MIN_BYTES = 1024 * 1024
 STRAGGLER_RATIO = 1.08  # one rank's compute over the median rank's
 STRAGGLER_STEPS = 0.6  # ... the same rank in at least this share of steps
-BUSBW_SHARE = 0.60  # bus bandwidth at least this share of the link = bandwidth-bound
-BUBBLE_SHARE = 0.10  # GPU idle share of step with point-to-point (pipeline) traffic
+# bus bandwidth at least this share of the link's achievable figure: the link runs at its
+# ceiling; below it the fabric runs slow (both are bandwidth-bound: it only words the finding)
+BUSBW_SHARE = 0.60
+# GPU idle share of step with point-to-point (pipeline) traffic, not counting idle while the
+# host waits for the data loader, the compiler or the allocator (those stall every stage alike)
+BUBBLE_SHARE = 0.10
 LAUNCH_SHORT = 50.0  # % of kernels shorter than their launch call
 LAUNCH_UTIL = 0.60  # GPU busy share of step below which launch overhead matters
+# launch gaps are many and short: the longest gap stays below this share of the step's idle
+# time (a pipeline stage waiting for its neighbour idles in one long gap instead)
+LAUNCH_GAP_SHARE = 0.5
 # low-intensity kernels' share of compute-kernel time: realistic traces carry a lot of small
 # elementwise work; the pathology is when it dominates
 MEMBOUND_SHARE = 0.45
 IDLE_SHARE = 0.30  # generic: GPU idle share of step
-PAGEABLE_PER_STEP = 2.0  # generic: pageable copies per step
+PAGEABLE_PER_STEP = 2.0  # generic: pageable copies that move data, per step
+# smallest pageable copy counted as moving data: scalar reads (loss.item(), a grad norm) are
+# copies of a few bytes that any training loop makes each step; pinning would not change them
+PAGEABLE_DATA_BYTES = 64 * 1024
 
-THRESHOLDS = {k: v for k, v in globals().items() if k.isupper() and isinstance(v, float)}
+THRESHOLDS = {k: v for k, v in globals().items() if k.isupper() and isinstance(v, (int, float))}
 
 
 def _steps(a: dict) -> list[tuple[int, dict]]:
@@ -211,47 +232,80 @@ def evaluate(a: dict) -> list[dict]:
     exposed = [_share(s, "exposed_comm_ms") for _, s in steps]
     overl = [pr["overlap_pct"] for pr in a["per_rank"] if pr["overlap_pct"] is not None]
     link = a.get("link")
-    if straggler_rank is None and colls and not p2p and median(exposed) >= EXPOSED_SHARE:
+    comm_rank = [sum(c["total_ms"] for c in pr["collectives"]) for pr in a["per_rank"]]
+    comm_rank = [x for x in comm_rank if x > 0]
+    symmetric = bool(comm_rank) and max(comm_rank) <= COMM_SYMMETRY * min(comm_rank)
+    if straggler_rank is None and colls and not p2p and median(exposed) >= EXPOSED_SERIAL_SHARE:
         big = max(colls, key=lambda c: c["total_ms"])
         link_pct = big.get("link_pct")
-        bw_bound = (
+        at_ceiling = (
             link is not None
             and link_pct is not None
             and link_pct >= 100 * BUSBW_SHARE * link["achievable_fraction"]
         )
         r, s = _median_step(steps)
-        if overl and max(overl) < OVERLAP_MAX:
+        if not overl or max(overl) < OVERLAP_MAX:
             out.append(
                 _finding(
                     "exposed-allreduce",
                     "Communication runs after compute, not under it",
-                    f"comm/compute overlap {min(overl):.0f}–{max(overl):.0f}% across ranks; "
+                    f"comm/compute overlap {min(overl or [0]):.0f}–{max(overl or [0]):.0f}% "
+                    "across ranks; "
                     f"exposed communication {median(exposed):.0%} of the step",
-                    f"overlap < {OVERLAP_MAX:.0f}% and exposed >= {EXPOSED_SHARE:.0%} of the step",
+                    f"overlap < {OVERLAP_MAX:.0f}% and exposed >= "
+                    f"{EXPOSED_SERIAL_SHARE:.0%} of the step",
                     median(exposed),
                     [_ev(r, "nccl", s["start_us"], s["end_us"], "exposed communication")],
                 )
             )
-        elif bw_bound and link is not None:
+        elif (
+            overl
+            and median(exposed) >= EXPOSED_SHARE
+            and symmetric
+            and not 0 < big["bytes"] < BW_MIN_BYTES
+        ):
+            # overlapped, yet it outlasts the compute under it, alike on every rank: the
+            # transfer itself is the bottleneck. Bus bandwidth against the link says whether the
+            # link runs at its ceiling (send fewer bytes) or below it (the fabric runs slow).
+            if big.get("busbw_gbps") is not None and link is not None and link_pct is not None:
+                bw = (
+                    f"bus bandwidth {big['busbw_gbps']:.0f} GB/s = {link_pct:.0f}% of "
+                    f"{link['name']} ({link['gbps']:.0f} GB/s): "
+                    + (
+                        "the link's achievable ceiling"
+                        if at_ceiling
+                        else "well below what the link achieves, the fabric runs slow"
+                    )
+                )
+            elif big.get("busbw_gbps") is not None:
+                bw = f"bus bandwidth {big['busbw_gbps']:.0f} GB/s (link unknown)"
+            else:
+                bw = "bytes unknown"
             out.append(
                 _finding(
                     "bandwidth-bound-collective",
-                    "The collective runs at the link's speed",
-                    f"{big['collective']} of {big['bytes'] / 1e6:.1f} MB: bus bandwidth "
-                    f"{big['busbw_gbps']:.0f} GB/s = {link_pct:.0f}% of {link['name']} "
-                    f"({link['gbps']:.0f} GB/s), overlapped {min(overl or [0]):.0f}%+ "
-                    "yet still exposed "
-                    f"{median(exposed):.0%} of the step on every rank",
-                    f"overlap >= {OVERLAP_MAX:.0f}%, bus bandwidth >= {BUSBW_SHARE:.0%} of the "
-                    f"achievable {link['achievable_fraction']:.0%} of the link, "
-                    f"exposed >= {EXPOSED_SHARE:.0%}",
+                    "The collective takes longer than the compute it hides under",
+                    f"{big['collective']} of {big['bytes'] / 1e6:.1f} MB, {bw}; overlapped "
+                    f"{min(overl):.0f}%+ yet still exposed {median(exposed):.0%} of the step, "
+                    f"collective time within {max(comm_rank) / min(comm_rank):.2f}x across ranks",
+                    f"overlap >= {OVERLAP_MAX:.0f}%, exposed >= {EXPOSED_SHARE:.0%} of the step, "
+                    f"per-rank collective time within {COMM_SYMMETRY}x",
                     median(exposed),
                     [_ev(r, "nccl", s["start_us"], s["end_us"], "collective")],
                 )
             )
 
     # pipeline bubbles: point-to-point traffic and a large idle share that differs by stage
-    idle = [_share(s, "idle_ms") for _, s in steps]
+    idle = [
+        max(
+            0.0,
+            s["idle_ms"] - s["idle_input_ms"] - s["idle_compile_ms"] - s["idle_allocator_ms"],
+        )
+        / s["step_ms"]
+        if s["step_ms"] > 0
+        else 0.0
+        for _, s in steps
+    ]
     if p2p and median(idle) >= BUBBLE_SHARE:
         r, s = _median_step(steps)
         out.append(
@@ -259,7 +313,7 @@ def evaluate(a: dict) -> list[dict]:
                 "pipeline-bubbles",
                 "Pipeline stages sit idle waiting for each other",
                 "point-to-point send/recv between ranks; GPU idle median "
-                f"{median(idle):.0%} of the step",
+                f"{median(idle):.0%} of the step (besides waits on data, compiler, allocator)",
                 f"send/recv present and idle >= {BUBBLE_SHARE:.0%} of the step",
                 median(idle),
                 [_ev(r, "gpu", s["start_us"], s["end_us"], "bubble")],
@@ -277,7 +331,11 @@ def evaluate(a: dict) -> list[dict]:
         # A GPU idling behind synchronising calls is waiting on the host's syncs, not on its
         # launches: the sync-stall rule above speaks for it.
         synced = median(_share(s, "sync_refill_ms") for s in st) >= SYNC_REFILL_SHARE
-        if short >= LAUNCH_SHORT and util < LAUNCH_UTIL and not synced:
+        spread = (
+            median(s["longest_gap_ms"] / s["idle_ms"] if s["idle_ms"] > 0 else 0.0 for s in st)
+            < LAUNCH_GAP_SHARE
+        )
+        if short >= LAUNCH_SHORT and util < LAUNCH_UTIL and not synced and spread:
             s = sorted(st, key=lambda x: x["step_ms"])[len(st) // 2]
             out.append(
                 _finding(
@@ -372,20 +430,24 @@ def evaluate(a: dict) -> list[dict]:
                     ],
                 )
             )
-        pages = sum(pr["pageable_memcpy"] for pr in a["per_rank"]) / max(1, n)
+        pages = sum(pr.get("pageable_memcpy_data", 0) for pr in a["per_rank"]) / max(1, n)
         if pages >= PAGEABLE_PER_STEP:
             r, s = _median_step(steps)
             out.append(
                 _finding(
                     "sync-stalls",
                     "Copies to pageable host memory",
-                    f"{pages:.1f} pageable memcpy per step: each one synchronises the host",
+                    f"{pages:.1f} pageable memcpy of >= {PAGEABLE_DATA_BYTES // 1024} KiB per "
+                    "step: each one synchronises the host",
                     f">= {PAGEABLE_PER_STEP:.0f} per step",
                     0.01,
                     [_ev(r, "gpu", s["start_us"], s["end_us"], "pageable copies")],
                 )
             )
-    out.sort(key=lambda f: -f["severity"])
+    # Equal severities mean two rules measured the same GPU idle: in a pipeline the host blocks
+    # in a synchronising call while its stage waits for a neighbour, so the idle after the sync
+    # is the bubble itself; the pipeline is the broader explanation and goes first.
+    out.sort(key=lambda f: (-f["severity"], f["slug"] != "pipeline-bubbles"))
     return out
 
 

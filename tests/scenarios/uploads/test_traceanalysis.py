@@ -80,8 +80,20 @@ def test_overlap_collectives_and_link():
     assert a["link"]["name"] == "NVLink4" and c["link_gbps"] == 450.0
 
 
-def test_healthy_shape_raises_nothing():
-    assert analyse(job())["findings"] == []
+def test_hidden_comm_raises_no_collective_finding():
+    # the all-reduce [250, 550) runs under the compute kernels (10 µs of it exposed): nothing
+    # about communication; what is left is the step's GPU idling 38 % waiting on the host
+    f = analyse(job(comm_at=250.0))["findings"]
+    assert [x["slug"] for x in f] == ["launch-bound"]
+    assert f[0]["title"] == "Low GPU utilisation: the GPU waits on the host"
+
+
+def test_overlapped_comm_that_outlasts_compute_is_bandwidth_bound():
+    # the default job: a third of the all-reduce under compute, 200 µs of 1000 exposed, the same
+    # on both ranks, 6.7 GB/s of bus bandwidth on a 450 GB/s link
+    f = analyse(job())["findings"]
+    assert f and f[0]["slug"] == "bandwidth-bound-collective"
+    assert "below" in f[0]["measured"] and "20%" in f[0]["measured"]
 
 
 def test_serialised_allreduce_is_exposed():
