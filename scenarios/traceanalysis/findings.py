@@ -47,6 +47,19 @@ LAUNCH_GAP_SHARE = 0.5
 # low-intensity kernels' share of compute-kernel time: realistic traces carry a lot of small
 # elementwise work; the pathology is when it dominates
 MEMBOUND_SHARE = 0.45
+EXPLAINS_IDLE = frozenset(
+    {
+        "launch-bound",
+        "input-starvation",
+        "sync-stalls",
+        "allocator-stalls",
+        "recompilation",
+        "pipeline-bubbles",
+        "straggler",
+        "exposed-allreduce",
+        "bandwidth-bound-collective",
+    }
+)
 IDLE_SHARE = 0.30  # generic: GPU idle share of step
 PAGEABLE_PER_STEP = 2.0  # generic: pageable copies that move data, per step
 # smallest pageable copy counted as moving data: scalar reads (loss.item(), a grad norm) are
@@ -386,8 +399,9 @@ def evaluate(a: dict) -> list[dict]:
             )
             break
 
-    # generic rules when nothing specific explains them
-    if not out:
+    # generic rules when nothing specific explains the GPU's idle time (a kernel-mix finding such
+    # as memory-bound says nothing about a GPU that sits idle most of the step)
+    if not any(f["slug"] in EXPLAINS_IDLE for f in out):
         hi = [(r, s) for r, s in steps if _share(s, "idle_ms") >= IDLE_SHARE]
         if len(hi) >= 0.5 * n:
             r, s = max(hi, key=lambda x: x[1]["longest_gap_ms"])

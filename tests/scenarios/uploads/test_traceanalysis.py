@@ -163,3 +163,18 @@ def test_quirks_string_ts_missing_fields_bare_array():
     assert r.n == 2 and r.skipped == 2  # ids too big for int64 (found by the fuzz test) are kept
     tl = to_timeline([r])
     assert tl["span"][1] == pytest.approx(110.5 - 5)  # times start at the first event (ts 5)
+
+
+@pytest.mark.parametrize("name", ["event_sync_a100.json.gz", "mi250_minitoy.json.gz"])
+def test_a_mostly_idle_real_gpu_is_reported_idle_first_not_only_by_its_kernel_mix(name):
+    """Real traces whose GPU is busy a few % of the time: a kernel-mix finding (memory-bound)
+    must not stand in for the idle GPU, which is the first thing to fix."""
+    from pathlib import Path
+
+    from scenarios.traceanalysis.findings import evaluate
+    from scenarios.traceanalysis.ingest import Limits, load
+
+    real = Path(__file__).resolve().parents[2] / "data" / "real" / name
+    with open(real, "rb") as f:
+        found = evaluate(analyse(load(name, f, Limits())))
+    assert found[0]["title"].startswith("Low GPU utilisation")
