@@ -11,10 +11,13 @@ STEP = 1000.0
 DATALOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 
 
-def job(*, comm_at=500.0, dataloader=0.0, malloc=0.0, ranks=2, steps=4, slow_rank=None):
+def job(
+    *, comm_at=500.0, dataloader=0.0, malloc=0.0, ranks=2, steps=4, slow_rank=None, pageable=()
+):
     """Per step (1000 µs): compute kernels [0,300) and [310,600), an all-reduce [comm_at,+300),
     a 20 µs memcpy at 850. Optional: a DataLoader wait at the step start (kernels shifted after
-    it), a cudaMalloc, one rank's compute slower."""
+    it), a cudaMalloc, one rank's compute slower, device-to-pageable copies of the given sizes
+    (bytes) at 870, 890, ..."""
     docs = []
     for r in range(ranks):
         ev: list[dict] = []
@@ -39,6 +42,11 @@ def job(*, comm_at=500.0, dataloader=0.0, malloc=0.0, ranks=2, steps=4, slow_ran
                  {"Collective name": "allreduce", "In msg nelems": 1_000_000,
                   "dtype": "BFloat16", "Group size": ranks}),
                 ("gpu_memcpy", "Memcpy DtoD (Device -> Device)", 7, 850, 20, {}),
+            ]  # fmt: skip
+            spans += [
+                ("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 7, 870 + 20 * j, 10,
+                 {"bytes": nbytes})
+                for j, nbytes in enumerate(pageable)
             ]  # fmt: skip
             for cat, name, stream, ts, dur, args in spans:
                 ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
@@ -178,3 +186,15 @@ def test_a_mostly_idle_real_gpu_is_reported_idle_first_not_only_by_its_kernel_mi
     with open(real, "rb") as f:
         found = evaluate(analyse(load(name, f, Limits())))
     assert found[0]["title"].startswith("Low GPU utilisation")
+
+
+def test_copies_of_data_to_pageable_memory_are_found_and_scalar_reads_are_not():
+    # three 1 MiB device-to-pageable copies per step: each blocks the host until it is done
+    big = analyse(job(comm_at=250.0, pageable=(1 << 20,) * 3))
+    assert big["per_rank"][0]["pageable_memcpy_data"] == 9  # 3 per step, 3 analysed steps
+    assert any(x["title"] == "Copies to pageable host memory" for x in big["findings"])
+    # the same number of 4-byte reads (.item()): every loop makes them, pinning cannot help
+    small = analyse(job(comm_at=250.0, pageable=(4,) * 3))
+    assert small["per_rank"][0]["pageable_memcpy"] == 9
+    assert small["per_rank"][0]["pageable_memcpy_data"] == 0
+    assert not any(x["title"] == "Copies to pageable host memory" for x in small["findings"])
