@@ -9,6 +9,22 @@ from django.conf import settings
 
 from tests.personas import cast
 
+# The scenario slugs of the design (a contract, healthy included): tests compare the engine and
+# the catalogue with this list rather than with themselves.
+DESIGN_SLUGS = (
+    "exposed-allreduce",
+    "input-starvation",
+    "launch-bound",
+    "straggler",
+    "memory-bound-kernel",
+    "sync-stalls",
+    "pipeline-bubbles",
+    "allocator-stalls",
+    "bandwidth-bound-collective",
+    "recompilation",
+    "healthy",
+)
+
 # Playwright's sync API runs an event loop in the test thread; Django's ORM refuses to run
 # beside one unless told. Tests only; never in production settings.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

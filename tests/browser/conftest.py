@@ -34,3 +34,24 @@ def _background_work_in_the_request(tasks_inline):
     """No worker runs beside the live server: the twin and a prepared trial are made in the
     request that committed them, after its commit, so nothing is still writing when a test ends
     and its database is flushed."""
+
+
+@pytest.fixture
+def open_page(browser):
+    """Open a page in a fresh browser context: ``open_page(width=..., timeout_ms=...)``. Script
+    errors are collected on ``page.errors``; the contexts close when the test ends."""
+    contexts = []
+
+    def _open(*, width: int = 1280, height: int = 900, timeout_ms: int = 30_000, **context_args):
+        context = browser.new_context(viewport={"width": width, "height": height}, **context_args)
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(timeout_ms)
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.errors = errors
+        return page
+
+    yield _open
+    for context in contexts:
+        context.close()

@@ -30,15 +30,9 @@ NEXT_DRILL = ".next-actions button:has-text('Next drill')"
 
 
 @pytest.fixture
-def page(browser, live_server):
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(90_000)  # the commit that confuses the pair draws it ahead
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.errors = errors
-    yield page
-    context.close()
+def page(open_page, live_server):
+    # a long timeout: the commit that confuses the pair draws it ahead
+    return open_page(width=1400, timeout_ms=90_000)
 
 
 def ms(text: str) -> float:

@@ -25,15 +25,8 @@ def screenshot(page, name: str) -> None:
 
 
 @pytest.fixture
-def page(browser, live_server):
-    context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.errors = errors
-    yield page
-    context.close()
+def page(open_page, live_server):
+    return open_page(width=1280, height=800, timeout_ms=20_000, accept_downloads=True)
 
 
 def sign_up(page, live_server, username="turing"):

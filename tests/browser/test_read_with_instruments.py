@@ -29,24 +29,12 @@ from drills.trainer import services
 from scenarios import engine, pool
 from tests.browser.reading_rules import MANY_SYNCS, MOSTLY_IDLE, Readings, read
 from tests.browser.test_drill_e2e import ATTEMPT_URL, sign_up
+from tests.conftest import DESIGN_SLUGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "instruments"
-# the scenario slugs of the design (a contract), healthy included
-SLUGS = [
-    "exposed-allreduce",
-    "input-starvation",
-    "launch-bound",
-    "straggler",
-    "memory-bound-kernel",
-    "sync-stalls",
-    "pipeline-bubbles",
-    "allocator-stalls",
-    "bandwidth-bound-collective",
-    "recompilation",
-    "healthy",
-]
+SLUGS = list(DESIGN_SLUGS)
 SEEDS = [int(s) for s in os.environ.get("TT_INSTRUMENT_SEEDS", "7").split(",") if s.strip()]
 V = "document.querySelector('#timeline').viewer"
 
@@ -56,15 +44,8 @@ def test_the_slugs_are_the_engines():
 
 
 @pytest.fixture
-def page(browser, live_server):
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.errors = errors
-    yield page
-    context.close()
+def page(open_page, live_server):
+    return open_page(width=1400)
 
 
 # --------------------------------------------------------------------------- reading the page

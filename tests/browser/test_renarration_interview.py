@@ -25,15 +25,8 @@ INTERVIEW_URL = re.compile(r"/interview/([0-9a-f-]{36})/$")
 
 
 @pytest.fixture
-def page(browser, live_server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.errors = errors
-    yield page
-    context.close()
+def page(open_page, live_server):
+    return open_page(width=1280)
 
 
 def say(page, attempt: Attempt, *, right: bool = True) -> None:

@@ -16,22 +16,11 @@ from hypothesis import strategies as st
 
 from drills import scheduling as sch
 from scenarios import engine
+from tests.conftest import DESIGN_SLUGS
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 
-SLUGS = [
-    "exposed-allreduce",
-    "input-starvation",
-    "launch-bound",
-    "straggler",
-    "memory-bound-kernel",
-    "sync-stalls",
-    "pipeline-bubbles",
-    "allocator-stalls",
-    "bandwidth-bound-collective",
-    "recompilation",
-    "healthy",
-]
+SLUGS = list(DESIGN_SLUGS)
 WEIGHTS = {s: (2 if s == "healthy" else 1) for s in SLUGS}
 
 
