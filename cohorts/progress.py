@@ -29,6 +29,7 @@ from content.models import ReadMark
 from drills import scheduling
 from drills.models import Attempt, Card, StatsVersion
 from drills.stats import dashboard as stats
+from drills.stats.cached import source_fingerprint
 from scenarios import engine
 
 from .models import Assignment, Extension, Membership
@@ -454,13 +455,12 @@ _SOURCES = (
 def _fingerprint() -> str:
     """What a snapshot depends on besides the learners' numbers: the code and templates that
     draw it and the scenario catalogue (titles, lookalike pairs)."""
-    h = hashlib.sha256()
-    h.update(repr([(s.slug, s.title, s.short) for s in scenarios()]).encode())
-    h.update(repr(lookalike_pairs()).encode())
-    h.update(repr(stats.SENTENCES).encode())
-    for path in _SOURCES:
-        h.update(path.read_bytes() if path.exists() else path.name.encode())
-    return h.hexdigest()[:16]
+    catalogue = (
+        [(s.slug, s.title, s.short) for s in scenarios()],
+        lookalike_pairs(),
+        stats.SENTENCES,
+    )
+    return source_fingerprint(catalogue, _SOURCES)
 
 
 def snapshot_key(

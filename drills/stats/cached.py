@@ -44,10 +44,20 @@ SOURCES = (
 )
 
 
+def source_fingerprint(catalogue: Any, sources: tuple[Path, ...]) -> str:
+    """A short hash of what a cached drawing depends on besides the data: a catalogue (its
+    repr) and the code and template files that draw it. Shared by the dashboard and the cohort
+    snapshots, each computing it once per process."""
+    h = hashlib.sha256()
+    h.update(repr(catalogue).encode())
+    for path in sources:
+        h.update(path.read_bytes() if path.exists() else path.name.encode())
+    return h.hexdigest()[:16]
+
+
 @functools.cache
 def fingerprint() -> str:
     """What a snapshot's numbers and drawings depend on besides the learner's data."""
-    h = hashlib.sha256()
     catalogue = (
         [(s, engine.title_of(s), engine.lookalike_of(s)) for s in engine.SCENARIOS],
         [(k, f.title) for k, f in FAMILIES.items()],
@@ -56,10 +66,7 @@ def fingerprint() -> str:
         dashboard.ACTIVITY_WEEKS,
         dashboard.LAST_N,
     )
-    h.update(repr(catalogue).encode())
-    for path in SOURCES:
-        h.update(path.read_bytes() if path.exists() else path.name.encode())
-    return h.hexdigest()[:16]
+    return source_fingerprint(catalogue, SOURCES)
 
 
 def key_of(user, now: datetime) -> str | None:
