@@ -219,7 +219,7 @@ def _generated(
         for i in range(seeds):
             hw = hws[i % len(hws)]
             tr = engine.generate(slug, 5000 + i, hardware=hw)
-            fam = str(tr.key.facts.get("family") or engine._family(slug, 5000 + i))
+            fam = tr.family  # the key records the workload family of every trace
             vendor = tr.hw.vendor
             for r in range(min(tr.world, 2)):  # rank 0 and 1: the rest repeat them
                 ev = from_trace(tr, r)
