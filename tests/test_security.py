@@ -593,9 +593,23 @@ def _needles(key: dict[str, Any]) -> list[str]:
 
 
 def _assert_clean(where: str, text: str, key: dict[str, Any]) -> None:
+    """No needle of the key appears as a word or phrase of its own: an evidence label such as
+    "compiling" inside the framing's "recompiling" (a colleague theory drawn whatever the
+    scenario) names nothing."""
     lowered = text.lower()
     for needle in _needles(key):
-        assert needle not in lowered, f"{where}: leaks {needle[:80]!r} of {key['scenario']}"
+        found = re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", lowered)
+        assert found is None, f"{where}: leaks {needle[:80]!r} of {key['scenario']}"
+
+
+def test_the_leak_check_matches_whole_words_only():
+    key = {"scenario": "recompilation", "title": "Recompilation", "signature": "",
+           "fix_text": "", "evidence": [{"label": "compiling"}]}  # fmt: skip
+    _assert_clean("framing", "A colleague blames torch.compile recompiling.", key)
+    with pytest.raises(AssertionError):
+        _assert_clean("page", "the host is compiling again", key)
+    with pytest.raises(AssertionError):
+        _assert_clean("page", "<b>Recompilation</b>", key)
 
 
 def _headers_text(response) -> str:
