@@ -547,8 +547,10 @@ _TL_NAME = {
 }
 
 
-def _tl_row_name(rank: int, t: int) -> str:
-    return _TL_NAME.get(t) or row_name(rank, t)
+def _tl_row_name(rank: int, t: int, amd: bool = False) -> str:
+    name = _TL_NAME.get(t) or row_name(rank, t)
+    # ROCm's runtime is HIP: its calls are hipLaunchKernel & co, and rocprof calls the row HIP API
+    return name.replace("CUDA API", "HIP API") if amd else name
 
 
 def to_timeline(trace: Trace) -> dict:
@@ -557,6 +559,7 @@ def to_timeline(trace: Trace) -> dict:
     c = trace.cols
     rows: list[dict] = []
     row_of: dict[tuple[int, int], int] = {}
+    amd = trace.hw.vendor == "amd"
     tid = c["tid"].astype(np.int64)
     is_rt = (c["cat"] == 2) & ((tid == MAIN) | (tid == AUTOGRAD))
     rowkey_tid = np.where(is_rt, np.where(tid == AUTOGRAD, API_AG, API), tid)
@@ -570,7 +573,7 @@ def to_timeline(trace: Trace) -> dict:
                 row_of[(r, t)] = len(rows)
                 md = int(depth[mr & (rowkey_tid == t)].max()) + 1
                 rows.append(
-                    {"rank": r, "kind": _TL_KIND[t], "name": _tl_row_name(r, t), "depth": md}
+                    {"rank": r, "kind": _TL_KIND[t], "name": _tl_row_name(r, t, amd), "depth": md}
                 )
     lut = np.full((trace.world, 10), -1, np.int64)
     for (r, t), i in row_of.items():

@@ -95,6 +95,11 @@
   const KIND_LABEL = { cpu: 'CPU', dataloader: 'dataloader', cuda_api: 'CUDA API', gpu: 'GPU stream', nccl: 'NCCL stream' };
 
   // ---------------------------------------------------------------- helpers
+  // ROCm traces name their runtime rows "HIP API"; the kind label follows the row's own name
+  function kindLabel(row) {
+    if (row.kind === 'cuda_api' && /^HIP API/.test(row.name)) return 'HIP API';
+    return KIND_LABEL[row.kind] || row.kind;
+  }
   function hsl2rgb(h, s, l) {
     s /= 100; l /= 100;
     const a = s * Math.min(l, 1 - l);
@@ -899,7 +904,7 @@
           if (it.row.nLanes > 1) {
             setFont(FONT);
             ctx.fillStyle = TH.muted;
-            ctx.fillText((KIND_LABEL[it.row.kind] || it.row.kind), 20, y + ROW_PAD + LANE_H * 1.5);
+            ctx.fillText(kindLabel(it.row), 20, y + ROW_PAD + LANE_H * 1.5);
           }
         }
       }

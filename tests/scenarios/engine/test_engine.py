@@ -307,6 +307,16 @@ def test_timeline_contract():
     assert set(dev.tolist()) <= api
 
 
+@pytest.mark.parametrize(("hardware", "api"), [("h100", "CUDA API"), ("mi300x", "HIP API")])
+def test_timeline_names_the_runtime_row_after_the_platform(hardware, api):
+    # a ROCm trace's runtime calls are hip*: the viewer's row says HIP API, never CUDA API
+    tr = E.generate("healthy", 3, hardware=hardware)
+    names = [r["name"] for r in E.to_timeline(tr)["rows"] if r["kind"] == "cuda_api"]
+    assert names and all(n.startswith(api) for n in names), names
+    other = "CUDA API" if api == "HIP API" else "HIP API"
+    assert not any(other in n for n in names)
+
+
 # ---- no leaks ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("slug", list(E.SCENARIOS))
 def test_no_leak(slug):
