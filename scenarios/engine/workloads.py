@@ -51,7 +51,8 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
         "mfu_eff": float(rng.uniform(0.55, 0.7)),
         "busbw_eff": float(rng.uniform(0.96, 1.02)),
         "overlap": True,
-        "workers": int(rng.choice([4, 6, 8])),
+        # DataLoader num_workers: small jobs often run one or two (the starving job keeps its own)
+        "workers": int(rng.choice([1, 2, 4, 6, 8], p=[0.14, 0.22, 0.2, 0.22, 0.22])),
         "data_ms": 0.0,
         "compiled": family == "ddp_compile",
         "unfused": rng.random() < 0.4,
@@ -465,9 +466,13 @@ def build_ddp(
     data_ms = comp_step_ms * 0.6
     workers = p["workers"]
     if slug == "input-starvation":
-        few = int(inj.choice([1, 2]))
-        # loading one batch per worker takes 1.9-3.2x the compute: the wait dominates the step
-        data_ms = comp_step_ms * few * float(inj.uniform(1.9, 3.2))
+        # too few workers for the loading cost: the job's own one worker when it was drawn with
+        # one, else two (loader rows look as in any job of the family: one row for one worker)
+        few = 1 if p["workers"] == 1 else 2
+        # loading one batch per worker takes 1.5-2.4x the compute of the job's longest batch:
+        # the wait is a fifth to over half of the step, in every step
+        longest = max(p.get("shape_f") or [1.0])
+        data_ms = comp_step_ms * few * longest * float(inj.uniform(1.5, 2.4))
         workers = 8 if fixed else few  # the fix: eight workers prefetching
         p["workers"] = workers
     p["data_ms"] = data_ms
@@ -563,11 +568,20 @@ def build_ddp(
         if sync_every_layer:
             t_f = sim.cpu.copy()
             sim.cpu = sim.cpu + 1000
+            d0 = 2
+            if compiled:  # a compiled model: the read-back breaks the graph, layer by layer,
+                # but the frame still enters through Dynamo's cache and runs compiled pieces
+                sim.cpu_op("TorchDynamo Cache Lookup", rng.integers(25_000, 70_000, R), 2)
+                t_c, d0 = sim.cpu.copy(), 3
+                sim.cpu = sim.cpu + 1000
             host_us = sync_host_ms * 1000 * rng.uniform(0.7, 1.3, L)
-            sync_chain(sim, U_attn, U_mlp, L, 2, host_us, op="aten::nonzero",
+            sync_chain(sim, U_attn, U_mlp, L, d0, host_us, op="aten::nonzero",
                        inner="aten::count_nonzero", dims=[[t, 8]])  # fmt: skip
-            sim.block(U_mlp_last, depth=2)
-            sim.slice(MAIN, t_f, sim.cpu - t_f, "DistributedDataParallel.forward", C_ANN, 1)
+            sim.block(U_mlp_last, depth=d0)
+            if compiled:
+                sim.slice(MAIN, t_c, sim.cpu - t_c, "CompiledFunction", C_ANN, 2)
+            outer = "Torch-Compiled Region: 0/0" if compiled else "DistributedDataParallel.forward"
+            sim.slice(MAIN, t_f, sim.cpu - t_f, outer, C_ANN, 1)
             sim.cpu = sim.cpu + 2000
         elif compiled:
             t_reg = sim.cpu.copy()
