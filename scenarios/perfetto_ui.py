@@ -225,6 +225,89 @@ def precompress_all(progress: Callable[[str, int, int], None] | None = None) -> 
     return raw_total, best_total
 
 
+# ---- the icon font, cut to the one design the UI draws ----------------------------------------
+# Perfetto's icons are a variable font (Material Symbols: FILL, wght, GRAD, opsz axes; 3.7 MB
+# of woff2, the largest file on the wire after the wasm). Its stylesheet only ever draws weight
+# 400, grade 0, optical size 24, outlined or filled: pinning the axes it never varies keeps every
+# glyph and the FILL axis and leaves ~0.4 MB. Done once, like the compression, into the cache;
+# a request never instantiates a font (it takes seconds) but serves the original until then.
+_AXIS_SETTING = re.compile(r"font-variation-settings:\s*([^;}]+)")
+_AXIS_VALUE = re.compile(r'"(\w{4})"\s+(-?[\d.]+)')
+
+
+def font_pins(css: str) -> dict[str, float]:
+    """Axes the stylesheet sets to one value everywhere (to pin), from its variation settings."""
+    seen: dict[str, set[float]] = {}
+    for settings_text in _AXIS_SETTING.findall(css):
+        for tag, value in _AXIS_VALUE.findall(settings_text):
+            seen.setdefault(tag, set()).add(float(value))
+    return {tag: values.pop() for tag, values in seen.items() if len(values) == 1}
+
+
+def _icon_fonts(root: Path) -> dict[str, dict[str, float]]:
+    """UI-relative path of each variable woff2 font the stylesheet loads -> the axes to pin."""
+    out: dict[str, dict[str, float]] = {}
+    for css_file in root.glob("v*/perfetto.css"):
+        css = css_file.read_text(encoding="utf-8", errors="replace")
+        pins = font_pins(css)
+        if not pins:
+            continue
+        for url in re.findall(r"url\(([^)]+\.woff2)\)", css):
+            font = css_file.parent / url.strip("'\"")
+            if font.is_file() and "Material" in font.name:
+                out[font.relative_to(root).as_posix()] = pins
+    return out
+
+
+def slim_path(rel: str) -> Path:
+    return cache_dir() / rel
+
+
+def slim_font(source: Path, rel: str, pins: dict[str, float]) -> Path | None:
+    """The font with ``pins`` applied (cached); None without fontTools or a writable cache."""
+    target = slim_path(rel)
+    if _fresh(target, source):
+        return target
+    try:
+        from fontTools.ttLib import TTFont
+        from fontTools.varLib import instancer
+    except ImportError:
+        return None
+    font = TTFont(str(source))
+    axes = {a.axisTag for a in font["fvar"].axes} if "fvar" in font else set()
+    limits = {tag: value for tag, value in pins.items() if tag in axes}
+    if not limits:
+        return None
+    slim = instancer.instantiateVariableFont(font, limits)
+    slim.flavor = "woff2"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        slim.save(str(tmp))
+        os.replace(tmp, target)
+    except OSError:
+        log.warning("cannot write the Perfetto UI cache at %s: serving the full font", target)
+        return None
+    return target
+
+
+def slim_fonts(progress: Callable[[str, int, int], None] | None = None) -> tuple[int, int]:
+    """Cut every icon font to the design the UI draws; returns (raw bytes, slim bytes)."""
+    root = web_dist()
+    if root is None:
+        return (0, 0)
+    raw_total = slim_total = 0
+    for rel, pins in _icon_fonts(root).items():
+        source = root / rel
+        slim = slim_font(source, rel, pins)
+        raw = source.stat().st_size
+        size = slim.stat().st_size if slim is not None else raw
+        raw_total, slim_total = raw_total + raw, slim_total + size
+        if progress is not None:
+            progress(rel, raw, size)
+    return raw_total, slim_total
+
+
 def _resolve(root: Path, path: str) -> Path:
     if "\x00" in path:
         raise Http404("no such file in the Perfetto UI")
@@ -247,6 +330,10 @@ def serve(request: HttpRequest, path: str = "") -> HttpResponseBase:
     content_type = _TYPES.get(file.suffix) or mimetypes.guess_type(file.name)[0]
     content_type = content_type or "application/octet-stream"
     body, encoding = file, None
+    if file.suffix == ".woff2":
+        slim = slim_path(file.relative_to(root).as_posix())
+        if _fresh(slim, file):
+            body = slim
     if file.suffix in COMPRESSIBLE:
         rel = file.relative_to(root).as_posix()
         encoding = choose_encoding(

@@ -292,3 +292,36 @@ def test_an_unwritable_cache_still_serves_the_ui_uncompressed(learner_client, se
     response = learner_client.get("/perfetto/service_worker.js", HTTP_ACCEPT_ENCODING="br, gzip")
     assert response.status_code == 200 and "Content-Encoding" not in response
     assert streamed(response) == (perfetto_ui.web_dist() / "service_worker.js").read_bytes()
+
+
+def test_font_pins_are_the_axes_the_stylesheet_never_varies():
+    css = """
+      .a { font-variation-settings: "FILL" 0, "wght" 400, "GRAD" 0, "opsz" 24; }
+      .b { font-variation-settings: "FILL" 1, "wght" 400, "GRAD" 0, "opsz" 24 }
+    """
+    assert perfetto_ui.font_pins(css) == {"wght": 400.0, "GRAD": 0.0, "opsz": 24.0}
+    assert perfetto_ui.font_pins(".a { color: red }") == {}
+
+
+@NEEDS_UI
+def test_the_icon_font_goes_out_cut_to_the_one_design_the_ui_draws(
+    learner_client, settings, tmp_path
+):
+    from fontTools.ttLib import TTFont
+
+    settings.PERFETTO_UI_CACHE = tmp_path
+    url = f"/perfetto/{versioned_dir()}/assets/MaterialSymbolsOutlined.woff2"
+    original = (perfetto_ui.web_dist() / url.removeprefix("/perfetto/")).read_bytes()
+    # not cut yet: the full font, never instantiated on the request path
+    assert streamed(learner_client.get(url)) == original
+    raw, slim = perfetto_ui.slim_fonts()
+    assert raw == len(original) and slim < raw / 4  # 3.7 MB -> ~0.4 MB
+    response = learner_client.get(url, HTTP_ACCEPT_ENCODING="br, gzip")
+    body = streamed(response)
+    assert response["Content-Type"] == "font/woff2" and "Content-Encoding" not in response
+    assert int(response["Content-Length"]) == len(body) == slim
+    cut, full = TTFont(io.BytesIO(body)), TTFont(io.BytesIO(original))
+    # every icon is still there (same glyphs, ligatures, names); outlined and filled still vary
+    assert cut.getGlyphOrder() == full.getGlyphOrder()
+    assert "GSUB" in cut and cut["cmap"].getBestCmap() == full["cmap"].getBestCmap()
+    assert [a.axisTag for a in cut["fvar"].axes] == ["FILL"]
