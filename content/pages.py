@@ -112,6 +112,7 @@ class Page:
     scenario: str | None = None
     seed: int | None = None
     hardware: str | None = None
+    family: str | None = None  # the workload the narration describes (ddp, pp, decode, ...)
     steps: list[Step] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
 
@@ -316,6 +317,10 @@ def parse_page(path: Path) -> Page:
         page.seed = _require(meta, "seed", int, path)
         hw = meta.get("hardware")
         page.hardware = str(hw) if hw else None
+        family = meta.get("family")
+        if family is not None and family not in engine.FAMILIES:
+            raise PageError(f"{path}: family {family!r} is not one of {list(engine.FAMILIES)}")
+        page.family = str(family) if family else None
         steps = meta.get("steps")
         if not isinstance(steps, list) or not steps:
             raise PageError(f"{path}: a walkthrough needs a non-empty 'steps' list")
@@ -556,6 +561,11 @@ def check_claims(page: Page, key: dict[str, Any]) -> list[str]:
         **(key.get("facts") or {}),
     }
     failed = []
+    traced = (key.get("facts") or {}).get("family")
+    if page.family and traced != page.family:
+        # a narration written for one workload ("data-parallel training on A100s") over a trace
+        # of another: the seed now draws a different family for this scenario
+        failed.append(f"the narration is about a {page.family} job; the trace is {traced}")
     for claim in page.claims:
         try:
             ok = bool(_evaluate(_parse_check(claim.check, page.path), env))

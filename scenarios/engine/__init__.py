@@ -13,6 +13,7 @@ import orjson
 from . import workloads as W
 from .catalog import (
     ANSWERS,
+    FAMILIES,
     FIXES,
     HOSTS,
     MEASUREMENTS,
@@ -44,6 +45,7 @@ from .model import Interner
 GENERATOR_VERSION = "11"
 
 __all__ = [
+    "FAMILIES",
     "FIXES",
     "GENERATOR_VERSION",
     "HARDWARE",

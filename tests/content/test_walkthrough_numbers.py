@@ -211,3 +211,16 @@ def test_bad_references_and_claims_are_refused_when_the_page_loads(tmp_path, ext
     path.write_text(WALK.format(extra=extra, body=body), encoding="utf-8")
     with pytest.raises(PageError, match=re.escape(error)):
         content_pages.parse_page(path)
+
+
+def test_a_narration_over_a_trace_of_another_workload_is_reported():
+    """Each walkthrough names the workload its narration describes: when its seed comes to draw
+    another family (a scenario newly hosted elsewhere), the check fails instead of a page that
+    says "data-parallel training" over a pipeline trace."""
+    page = content_pages.get_page("walkthrough-sync-stalls")
+    key = _key(page)
+    assert page.family == key["facts"]["family"] == "ddp"
+    elsewhere = {**key, "facts": {**key["facts"], "family": "pp"}}
+    (failure,) = content_pages.check_claims(page, elsewhere)
+    assert "ddp" in failure and "pp" in failure
+    assert all(p.family for p in content_pages.library().walkthroughs())
