@@ -52,6 +52,9 @@ def setup_database(name: str) -> tuple[str, Callable[[], None]]:
     file. Call before ``django.setup()``. Returns (description, cleanup)."""
     url = os.environ.get("DATABASE_URL")
     if url and url.startswith(("postgres://", "postgresql://")):
+        # Several checkouts may bench on one server at once: BENCH_DB_SUFFIX keeps them apart.
+        if suffix := os.environ.get("BENCH_DB_SUFFIX", ""):
+            name = f"{name}_{suffix}"
         _pg_admin(url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         _pg_admin(url, f"CREATE DATABASE {name}")
         os.environ["DATABASE_URL"] = urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
