@@ -23,7 +23,7 @@ from django.utils import timezone
 from drills.stats import cached
 from scenarios import background
 
-WARM_TASK = "drills.warm_dashboard"
+WARM_TASK = "drills.tasks.warm_dashboard"
 
 
 def warm(user_id: int) -> bool:
