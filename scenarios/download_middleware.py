@@ -6,17 +6,17 @@ Through the whole stack, that download costs a session load, a user load and the
 Here it is one SQL query that reads the claimant of the trace together with the session row, and
 the same checks ``django.contrib.auth.get_user`` makes, done on what that query returned:
 
-* the session row exists and has not expired (as the database session engine loads it);
+* the session row exists and has not expired (as the database session engines load it);
 * it names the trace's claimant as its user, with a configured backend whose ``get_user`` is
   ``ModelBackend``'s (so "active" is the only other rule), and the user is active;
 * its auth hash matches the user's password hash under the current ``SECRET_KEY``.
 
-Anything else — no cookie, another session engine, a hash under a fallback key (the full stack
-rotates it), another learner's trace (a 404 there), no gzip (inflated there), a file not yet in
-the spool (written there), a query string other than ``inline=1`` — falls through to the whole
-stack and ``views.perfetto_json``, which answers exactly as before. The answer itself is built by
-``exports.spooled_response``, the view's own. Place it right after WhiteNoise, before
-``SessionMiddleware``.
+Anything else — no cookie, a session engine without a database row (signed cookies, cache
+only), a hash under a fallback key (the full stack rotates it), another learner's trace (a 404
+there), no gzip (inflated there), a file not yet in the spool (written there), a query string
+other than ``inline=1`` — falls through to the whole stack and ``views.perfetto_json``, which
+answers exactly as before. The answer itself is built by ``exports.spooled_response``, the
+view's own. Place it right after WhiteNoise, before ``SessionMiddleware``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,12 @@ from django.utils.crypto import constant_time_compare
 from scenarios import exports, views
 from scenarios.models import Trace
 
-DB_SESSIONS = "django.contrib.sessions.backends.db"
+# Engines whose database row is the session (cached_db writes it through, and deletes it with
+# the cached copy on sign-out).
+DB_SESSIONS = (
+    "django.contrib.sessions.backends.db",
+    "django.contrib.sessions.backends.cached_db",
+)
 # scenarios.urls's "perfetto" route, matched without walking the URLconf (``_routed`` checks
 # once per process that the URLconf still sends it to the view).
 UUID = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -100,7 +105,9 @@ def signed_in_claimant(request: HttpRequest, trace_id) -> bool:
     """True when the request's session is the signed-in, verified session of the learner who
     claimed ``trace_id`` (one query); False whenever the whole stack should decide."""
     session_key = request.COOKIES.get(settings.SESSION_COOKIE_NAME)
-    if not session_key or settings.SESSION_ENGINE != DB_SESSIONS:
+    if not session_key or settings.SESSION_ENGINE not in DB_SESSIONS:
+        return False
+    if settings.SESSION_SAVE_EVERY_REQUEST:  # each request moves the expiry on: the stack's job
         return False
     params = [
         session_key,

@@ -250,3 +250,14 @@ def test_an_expired_session_does_not_download(learner_client, learner):
     )
     response = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")
     assert response.status_code == 302 and "/accounts/login" in response["Location"]
+
+
+def test_with_cached_db_sessions_the_fast_path_still_checks_the_row(client, learner, settings):
+    settings.SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    client.force_login(learner)
+    _row, url = spooled_trace(client, learner)
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url, HTTP_ACCEPT_ENCODING="gzip").status_code == 200
+    assert len(queries.captured_queries) == 1
+    client.logout()  # the row and its cached copy are gone
+    assert client.get(url, HTTP_ACCEPT_ENCODING="gzip").status_code == 302
