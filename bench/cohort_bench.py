@@ -52,7 +52,8 @@ def main() -> None:
     if db["ENGINE"].endswith("sqlite3"):
         db["TEST"]["NAME"] = str(Path(tmp) / "bench.sqlite3")
     else:
-        db["TEST"]["NAME"] = "tt_cohort_bench"
+        suffix = os.environ.get("BENCH_DB_SUFFIX", "")  # several checkouts on one server
+        db["TEST"]["NAME"] = f"tt_cohort_bench_{suffix}" if suffix else "tt_cohort_bench"
     old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
     try:
         run(args, connection)

@@ -52,6 +52,9 @@ def setup_database(name: str) -> tuple[str, Callable[[], None]]:
     file. Call before ``django.setup()``. Returns (description, cleanup)."""
     url = os.environ.get("DATABASE_URL")
     if url and url.startswith(("postgres://", "postgresql://")):
+        # Several checkouts may bench on one server at once: BENCH_DB_SUFFIX keeps them apart.
+        if suffix := os.environ.get("BENCH_DB_SUFFIX", ""):
+            name = f"{name}_{suffix}"
         _pg_admin(url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         _pg_admin(url, f"CREATE DATABASE {name}")
         os.environ["DATABASE_URL"] = urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
@@ -94,12 +97,12 @@ def print_table(times: dict[str, list[float]], queries: dict[str, int] | None = 
     med = {name: statistics.median(ts) for name, ts in times.items()}
     base = med.get("trivial") or min(med.values())
     head = ("view", "median ms", "p90 ms", "min ms", "queries", "x trivial")
-    print(f"{head[0]:<16} {head[1]:>10} {head[2]:>8} {head[3]:>8} {head[4]:>8} {head[5]:>10}")
+    print(f"{head[0]:<26} {head[1]:>10} {head[2]:>8} {head[3]:>8} {head[4]:>8} {head[5]:>10}")
     for name, ts in times.items():
         p90 = sorted(ts)[max(0, int(len(ts) * 0.9) - 1)]
         q = "" if queries is None else str(queries.get(name, ""))
         print(
-            f"{name:<16} {med[name] * 1000:>10.1f} {p90 * 1000:>8.1f} {min(ts) * 1000:>8.1f} "
+            f"{name:<26} {med[name] * 1000:>10.1f} {p90 * 1000:>8.1f} {min(ts) * 1000:>8.1f} "
             f"{q:>8} {med[name] / base:>10.1f}"
         )
 

@@ -191,6 +191,13 @@ class Attempt(models.Model):
                 condition=models.Q(submitted_at__isnull=False) & TIMED,
                 name="attempt_timed_elapsed_idx",
             ),
+            # The dashboard's pair discrimination reads the learner's graded contrast trials
+            # only (not a scan of their whole history).
+            models.Index(
+                fields=["user", "item", "submitted_at"],
+                condition=models.Q(submitted_at__isnull=False, kind="contrast"),
+                name="attempt_contrast_trials_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -24,6 +24,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.db import connection, models, transaction
+from django.dispatch import Signal
 
 from drills.models import (
     NOT_EVIDENCE,
@@ -59,6 +60,11 @@ KEYS: dict[type[models.Model], tuple[str, ...]] = {
     MathTally: ("user_id", "family"),
 }
 Contribution = tuple[type[models.Model], tuple[Any, ...], dict[str, int]]
+
+# Sent (``user_id``) in the transaction of every live grade, after the learner's numbers moved
+# on: what is drawn from them can be drawn again for the new state once it commits
+# (``drills.stats.warm``). A rebuild sends nothing (it may touch every learner).
+graded = Signal()
 
 
 def utc_day(when: datetime) -> date:
@@ -185,10 +191,10 @@ def record_attempt(attempt: Attempt) -> None:
     if attempt.submitted_at is None:
         raise ValueError("only a graded attempt is counted")
     bump_version(attempt.user_id)
-    if attempt.kind in NOT_EVIDENCE:
-        return  # no evidence on the scenario: counted on their own, from the attempts
-    for model, key, counts in contributions(_row_of(attempt, ATTEMPT_FIELDS)):
-        _add(model, key, counts)
+    if attempt.kind not in NOT_EVIDENCE:  # else no evidence: counted apart, from the attempts
+        for model, key, counts in contributions(_row_of(attempt, ATTEMPT_FIELDS)):
+            _add(model, key, counts)
+    graded.send(sender=Attempt, user_id=attempt.user_id)
 
 
 def record_math_attempt(attempt: MathAttempt) -> None:
@@ -200,6 +206,7 @@ def record_math_attempt(attempt: MathAttempt) -> None:
         _row_of(attempt, ("user_id", "family", "correct"))
     ):
         _add(model, key, counts)
+    graded.send(sender=MathAttempt, user_id=attempt.user_id)
 
 
 # --------------------------------------------------------------------------- rebuild

@@ -1,6 +1,6 @@
 """The drills' background work (``scenarios.background`` sends these once a grade commits).
 
-Both are idempotent, so a redelivery (``acks_late``: a worker lost mid-task) is harmless.
+All are idempotent, so a redelivery (``acks_late``: a worker lost mid-task) is harmless.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from drills.contrast import services as contrast
+from drills.stats import warm
 from drills.trainer import fixed
 
 
@@ -20,3 +21,8 @@ def make_fixed_twin(attempt_id: str) -> str | None:
 @shared_task(name=contrast.PREPARE_TASK, acks_late=True, reject_on_worker_lost=True)
 def prepare_trial(user_id: int, pair: str) -> bool:
     return contrast.prepare_trial(user_id, pair)
+
+
+@shared_task(name=warm.WARM_TASK, acks_late=True, reject_on_worker_lost=True)
+def warm_dashboard(user_id: int) -> bool:
+    return warm.warm(user_id)

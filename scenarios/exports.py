@@ -28,7 +28,7 @@ from typing import BinaryIO
 
 from django.conf import settings
 from django.db.models import Q
-from django.http import HttpRequest
+from django.http import FileResponse, HttpRequest, HttpResponseBase, HttpResponseNotModified
 from django.utils.http import parse_etags
 
 from scenarios import engine, pool
@@ -50,7 +50,7 @@ def perfetto_gz(trace: Trace) -> bytes:
     return data
 
 
-def _spool_path(trace_id: uuid.UUID) -> Path:
+def spool_path(trace_id: uuid.UUID) -> Path:
     return Path(settings.EXPORT_SPOOL) / f"{trace_id.hex}.json.gz"
 
 
@@ -70,7 +70,7 @@ def open_spooled(trace: Trace) -> BinaryIO | None:
     """The trace's stored Perfetto export (gzip) as an open file from the spool, written there
     from the database first if this host has not sent it before; None if the spool cannot be
     written (send ``perfetto_gz(trace)`` then)."""
-    path = _spool_path(trace.pk)
+    path = spool_path(trace.pk)
     try:
         return path.open("rb")
     except FileNotFoundError:
@@ -131,3 +131,36 @@ def not_modified(request: HttpRequest, tag: str) -> bool:
         return True
     bare = tag.removeprefix("W/")
     return any(t.removeprefix("W/") == bare for t in tags)
+
+
+def attachment_name(trace_id: uuid.UUID) -> str:
+    """The download's file name: from the random id, so it says nothing about the scenario."""
+    return f'attachment; filename="trace-{trace_id.hex[:12]}.json"'
+
+
+def finish(response: HttpResponseBase, tag: str) -> HttpResponseBase:
+    """The headers every answer of a download carries (200 or 304)."""
+    response["ETag"] = tag
+    response["Vary"] = "Accept-Encoding"
+    # The learner's own browser may keep it, but asks each time (a 304 costs no bytes).
+    response["Cache-Control"] = "private, no-cache"
+    return response
+
+
+def spooled_response(
+    request: HttpRequest, spooled: BinaryIO, trace_id: uuid.UUID, tag: str
+) -> HttpResponseBase:
+    """The answer to a client that accepts gzip, for an authorised trace whose export is in the
+    spool (``spooled``, open): 304 on a matching If-None-Match (the file is closed unread), else
+    the file as it is, sent the way a static file is (``FileResponse``: the WSGI server's
+    sendfile)."""
+    if not_modified(request, tag):
+        spooled.close()
+        return finish(HttpResponseNotModified(), tag)
+    response = FileResponse(spooled, content_type="application/json")
+    response["Content-Encoding"] = "gzip"
+    if request.GET.get("inline") != "1":
+        response["Content-Disposition"] = attachment_name(trace_id)
+    else:  # not FileResponse's own "inline; filename=<the spool file's name>"
+        del response["Content-Disposition"]
+    return finish(response, tag)

@@ -3,7 +3,6 @@ from __future__ import annotations
 import gzip
 
 from django.http import (
-    FileResponse,
     HttpRequest,
     HttpResponse,
     HttpResponseBase,
@@ -41,40 +40,36 @@ def timeline_json(request: HttpRequest, trace_id) -> HttpResponse:
 
 @require_GET
 def perfetto_json(request: HttpRequest, trace_id) -> HttpResponseBase:
-    """The whole trace, every rank, as Chrome-trace JSON that Perfetto opens: stored bytes."""
+    """The whole trace, every rank, as Chrome-trace JSON that Perfetto opens: stored bytes.
+
+    A signed-in owner's download of a spooled export with gzip accepted is usually answered
+    before this view, by ``download_middleware.SpooledExportMiddleware`` (one query, no session
+    or user loaded through the ORM); this view answers everything else the same way."""
     gzipped = exports.accepts_gzip(request)
     tag = exports.etag(trace_id, gzipped)
     # The claim is checked with one query that reads no bytes; they come from the spool file
     # (or, the first time on this host, from the row: one more query).
     trace = get_object_or_404(Trace.objects.visible_to(request.user).only("id"), pk=trace_id)
     if exports.not_modified(request, tag):
-        response: HttpResponse | StreamingHttpResponse = HttpResponseNotModified()
+        return exports.finish(HttpResponseNotModified(), tag)
+    spooled = exports.open_spooled(trace)
+    if gzipped and spooled is not None:
+        return exports.spooled_response(request, spooled, trace.pk, tag)
+    if spooled is None:
+        body_gz = exports.perfetto_gz(trace)
     else:
-        spooled = exports.open_spooled(trace)
-        if gzipped and spooled is not None:
-            response = FileResponse(spooled, content_type="application/json")
-            response["Content-Encoding"] = "gzip"
-        else:
-            if spooled is None:
-                body_gz = exports.perfetto_gz(trace)
-            else:
-                with spooled:
-                    body_gz = spooled.read()
-            if gzipped:
-                response = HttpResponse(body_gz, content_type="application/json")
-                response["Content-Encoding"] = "gzip"
-                response["Content-Length"] = str(len(body_gz))
-            else:
-                response = StreamingHttpResponse(
-                    exports.inflate_chunks(body_gz), content_type="application/json"
-                )
-                response["Content-Length"] = str(exports.inflated_size(body_gz))
-        if request.GET.get("inline") != "1":
-            response["Content-Disposition"] = (
-                f'attachment; filename="trace-{trace.pk.hex[:12]}.json"'
-            )
-    response["ETag"] = tag
-    response["Vary"] = "Accept-Encoding"
-    # The learner's own browser may keep it, but asks each time (a 304 costs no bytes).
-    response["Cache-Control"] = "private, no-cache"
-    return response
+        with spooled:
+            body_gz = spooled.read()
+    response: HttpResponse | StreamingHttpResponse
+    if gzipped:
+        response = HttpResponse(body_gz, content_type="application/json")
+        response["Content-Encoding"] = "gzip"
+        response["Content-Length"] = str(len(body_gz))
+    else:
+        response = StreamingHttpResponse(
+            exports.inflate_chunks(body_gz), content_type="application/json"
+        )
+        response["Content-Length"] = str(exports.inflated_size(body_gz))
+    if request.GET.get("inline") != "1":
+        response["Content-Disposition"] = exports.attachment_name(trace.pk)
+    return exports.finish(response, tag)

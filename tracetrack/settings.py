@@ -66,6 +66,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # A learner's own spooled Perfetto export, before the session and auth middleware load
+    # anything (one query; everything else falls through to the view).
+    "scenarios.download_middleware.SpooledExportMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "tracetrack.middleware.RejectNulMiddleware",

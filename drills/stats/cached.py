@@ -100,3 +100,19 @@ def part(key: str | None, name: str) -> Any:
 def store(key: str | None, name: str, value: Any) -> None:
     if key is not None:
         cache.set(f"{key}:{name}", value, TTL_S)
+
+
+# A learner who has looked at the dashboard lately: their grades draw the next state ahead.
+VIEWER_TTL_S = 14 * 24 * 3600
+
+
+def viewer_key(user_id: int | None) -> str:
+    return f"dash:viewer:{user_id}"
+
+
+def mark_viewer(user_id: int | None) -> None:
+    cache.set(viewer_key(user_id), 1, VIEWER_TTL_S)
+
+
+def is_viewer(user_id: int) -> bool:
+    return cache.get(viewer_key(user_id)) is not None

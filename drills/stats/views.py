@@ -132,6 +132,16 @@ def _cells(keys: list[str], cards: Cards, now: datetime) -> list[str] | None:
     return out
 
 
+def draw(user, now: datetime, key: str | None) -> dict[str, Any]:
+    """The page body for this state of the learner's numbers (``key``, from ``cached.key_of``),
+    drawn and stored in the cache with the numbers."""
+    counters = cached.counters(user, now, key)
+    math = math_stats(user, now, tallies=counters["math_tallies"], cards={})
+    body = _drawn(counters, math)
+    cached.store(key, "page", body)
+    return body
+
+
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
     user, now = request.user, timezone.now()
@@ -139,10 +149,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     cards = cards_of(user)
     body = cached.part(key, "page")
     if body is None:
-        counters = cached.counters(user, now, key)
-        math = math_stats(user, now, tallies=counters["math_tallies"], cards={})
-        body = _drawn(counters, math)
-        cached.store(key, "page", body)
+        body = draw(user, now, key)
+        cached.mark_viewer(user.pk)  # from now on, a grade draws the next state ahead
     cells = _cells(body["keys"], cards, now)
     if cells is None:  # a card of a family never answered: drawn for this view alone
         stats = with_cards(cached.counters(user, now, key), user, now, cards)

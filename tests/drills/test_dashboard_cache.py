@@ -210,3 +210,67 @@ def test_a_card_of_a_family_never_answered_still_gets_its_row(learner_client, le
     row = re.search(r'data-family-row="retired-family">(.*?)</tr>', page, re.S).group(1)
     assert "<time datetime=" in row
     assert kpi(page, "graded") == "1"
+
+
+# ------------------------------------------------- the next state drawn when a grade commits
+
+
+def test_a_grade_draws_the_next_dashboard_before_it_is_viewed(
+    learner_client, learner, no_refill, tasks_inline, django_capture_on_commit_callbacks
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    drill(learner_client)
+    assert kpi(body(learner_client), "graded") == "1"  # looked at: grades now draw ahead
+    with django_capture_on_commit_callbacks(execute=True):
+        second = drill(learner_client, right=False)
+    key = cached.key_of(learner, timezone.now())
+    assert cached.part(key, "page") is not None  # drawn for the new state, before any view
+    with CaptureQueriesContext(connection) as queries:
+        page = body(learner_client)
+    tallies = [q["sql"] for q in queries.captured_queries if "tally" in q["sql"]]
+    assert tallies == []  # the view read no counter: the page was there
+    assert kpi(page, "graded") == "2" and kpi(page, "accuracy") == "50%"
+    assert re.search(r'<td class="num">1</td>', scenario_row(page, second.scenario))
+    # What was drawn ahead equals what a full rebuild from the raw attempts draws.
+    ahead = cached.part(key, "stats")
+    summaries.rebuild_users([learner.pk])
+    now = timezone.now()
+    assert cached.key_of(learner, now) != key
+    assert ahead == dashboard.learner_counters(learner, now)
+    assert body(learner_client) == page
+
+
+def test_a_math_answer_draws_ahead_too(
+    learner_client, learner, tasks_inline, django_capture_on_commit_callbacks
+):
+    save_all([build(learner, S, S, timezone.now() - timedelta(hours=1))])
+    body(learner_client)
+    with django_capture_on_commit_callbacks(execute=True):
+        from django.db import transaction
+
+        with transaction.atomic():
+            answer = MathAttempt.objects.create(
+                user=learner,
+                family="busbw",
+                seed=1,
+                problem={},
+                served_at=timezone.now(),
+                submitted_at=timezone.now(),
+                correct=True,
+            )
+            summaries.record_math_attempt(answer)
+    key = cached.key_of(learner, timezone.now())
+    drawn = cached.part(key, "stats")
+    assert drawn is not None and drawn["math_tallies"]["busbw"] == (1, 1)
+
+
+def test_a_learner_who_never_looks_costs_no_drawing(
+    learner_client, learner, no_refill, tasks_inline, django_capture_on_commit_callbacks
+):
+    cache.delete(cached.viewer_key(learner.pk))
+    with django_capture_on_commit_callbacks(execute=True):
+        drill(learner_client)
+    key = cached.key_of(learner, timezone.now())
+    assert cached.part(key, "page") is None and cached.part(key, "stats") is None

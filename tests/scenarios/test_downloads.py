@@ -174,3 +174,90 @@ def test_inflate_chunks_matches_gzip_decompress():
     chunks = list(exports.inflate_chunks(packed, chunk=1000))
     assert len(chunks) > 1 and b"".join(chunks) == data
     assert exports.inflated_size(packed) == len(data)
+
+
+# ---------------------------------------------------------------- the spooled fast path
+
+
+def spooled_trace(client, user) -> tuple[Trace, str]:
+    """A trace of ``user``'s whose export is already in the spool (one download through the
+    whole stack put it there)."""
+    row = owned_trace(user)
+    url = f"/traces/{row.pk}/perfetto.json"
+    assert body(client.get(url, HTTP_ACCEPT_ENCODING="gzip")) == bytes(row.perfetto_gz)
+    return row, url
+
+
+def test_a_spooled_download_costs_one_query_and_keeps_the_contract(learner_client, learner):
+    row, url = spooled_trace(learner_client, learner)
+    with CaptureQueriesContext(connection) as queries:
+        response = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip, br")
+        sent = body(response)
+    # One query reads the session row and the trace's claimant together; no ORM session,
+    # user or trace load, and no trace bytes.
+    assert len(queries.captured_queries) == 1
+    sql = queries.captured_queries[0]["sql"]
+    assert "django_session" in sql and "scenarios_trace" in sql and "perfetto_gz" not in sql
+    assert response.status_code == 200 and sent == bytes(row.perfetto_gz)
+    assert int(response["Content-Length"]) == len(sent)
+    assert response["Content-Encoding"] == "gzip" and response["Content-Type"] == "application/json"
+    assert response["Content-Disposition"] == f'attachment; filename="trace-{row.pk.hex[:12]}.json"'
+    assert response["ETag"] == f'"{row.pk.hex}-gz"'
+    assert {"Accept-Encoding", "Cookie"} <= {v.strip() for v in response["Vary"].split(",")}
+    inline = learner_client.get(f"{url}?inline=1", HTTP_ACCEPT_ENCODING="gzip")
+    assert "Content-Disposition" not in inline and body(inline) == sent
+    with CaptureQueriesContext(connection) as queries:
+        again = learner_client.get(
+            url, HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH=f'"{row.pk.hex}-gz"'
+        )
+    assert again.status_code == 304 and len(queries.captured_queries) == 1
+
+
+def test_the_fast_path_serves_no_one_but_the_signed_in_claimant(learner_client, learner, client):
+    from django.contrib.auth import get_user_model
+
+    _row, url = spooled_trace(learner_client, learner)
+    # Signed out (the session row is gone): sent to sign in, as any page.
+    anonymous = client.__class__()
+    anonymous.cookies = learner_client.cookies
+    learner_client.logout()
+    response = anonymous.get(url, HTTP_ACCEPT_ENCODING="gzip")
+    assert response.status_code == 302 and "/accounts/login" in response["Location"]
+    # Another learner: 404, as for a trace that does not exist.
+    eve = client.__class__()
+    eve.force_login(get_user_model().objects.create_user("eve", password="x-long-pass-1"))
+    assert eve.get(url, HTTP_ACCEPT_ENCODING="gzip").status_code == 404
+    # A session from before the password changed no longer signs the owner in.
+    owner = client.__class__()
+    owner.force_login(learner)
+    assert owner.get(url, HTTP_ACCEPT_ENCODING="gzip").status_code == 200
+    learner.set_password("a-new-long-pass-2")
+    learner.save()
+    assert owner.get(url, HTTP_ACCEPT_ENCODING="gzip").status_code == 302
+    # A deactivated learner is signed out too.
+    owner.force_login(learner)
+    get_user_model().objects.filter(pk=learner.pk).update(is_active=False)
+    assert owner.get(url, HTTP_ACCEPT_ENCODING="gzip").status_code == 302
+
+
+def test_an_expired_session_does_not_download(learner_client, learner):
+    from django.contrib.sessions.models import Session
+
+    _row, url = spooled_trace(learner_client, learner)
+    key = learner_client.cookies["sessionid"].value
+    Session.objects.filter(pk=key).update(
+        expire_date=timezone.now() - timezone.timedelta(seconds=1)
+    )
+    response = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")
+    assert response.status_code == 302 and "/accounts/login" in response["Location"]
+
+
+def test_with_cached_db_sessions_the_fast_path_still_checks_the_row(client, learner, settings):
+    settings.SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    client.force_login(learner)
+    _row, url = spooled_trace(client, learner)
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url, HTTP_ACCEPT_ENCODING="gzip").status_code == 200
+    assert len(queries.captured_queries) == 1
+    client.logout()  # the row and its cached copy are gone
+    assert client.get(url, HTTP_ACCEPT_ENCODING="gzip").status_code == 302
