@@ -116,6 +116,11 @@ def _draw_lengths(r: np.random.Generator, steps: int) -> tuple[list[float], list
     return out, firsts
 
 
+# sequence lengths a long-context job trains at (multiples of 512 between the powers of two)
+_SEQ_LADDER = (1024, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288,
+               14336, 16384)  # fmt: skip
+
+
 def _score_chain_share(p: dict, hw: Hardware, seq: int) -> float:
     """Estimated share of GPU time of the unfused attention's elementwise chain at `seq`."""
     d, t = p["hidden"], p["batch"] * p["seq"]
@@ -154,13 +159,16 @@ def inject(
                 else:
                     p["comm_bytes_scale"] = 0.5
         elif slug == "memory-bound-kernel":
-            # unfused attention over sequences long enough that the score chain dominates; the
-            # tokens per GPU (and so the input copies) stay the drawn ones
+            # eager attention that upcasts its scores to fp32 before the softmax (as eager
+            # decoder attention does), over sequences just long enough that the score chain
+            # dominates: the shortest length on a fine ladder that gets there, so the job stays
+            # as close to the drawn one (tokens per GPU, step time) as the signature allows
             tok = p["batch"] * p["seq"]
-            seqs = [s for s in (1024, 2048, 4096, 8192, 16384) if s >= p["seq"]]
-            want = float(inj.uniform(0.55, 0.7))
+            p["score_fp32"] = True
+            seqs = [s for s in _SEQ_LADDER if s >= p["seq"]]
+            want = float(inj.uniform(0.52, 0.6))
             seq = next((s for s in seqs if _score_chain_share(p, hw, s) >= want), seqs[-1])
-            p["seq"], p["batch"] = seq, max(1, tok // seq)
+            p["seq"], p["batch"] = seq, max(1, round(tok / seq))
             p["unfused"] = not fixed
             p["fused_like_bmm"] = fixed
     elif family == "decode":
@@ -178,6 +186,14 @@ def inject(
         p["micro"], p["mb_tokens"] = m, g // m
         if fixed:  # each microbatch split in two
             p["micro"], p["mb_tokens"] = 2 * m, g // (2 * m)
+
+
+def _ew(numel: int, compiled: bool = False) -> dict:
+    """Launch shape of an elementwise kernel over `numel` elements, as PyTorch launches it: one
+    block of 128 threads per 512 elements (a Triton pointwise kernel: 256 threads per 1024), so
+    a kernel's grid follows the size of the tensor it touches."""
+    per, threads = (1024, 256) if compiled else (512, 128)
+    return {"grid": (max(1, -(-int(numel) // per)), 1, 1), "block": (threads, 1, 1)}
 
 
 def _layer_fwd(
@@ -199,7 +215,8 @@ def _layer_fwd(
         b.k("aten::to", "aten::_to_copy", K.CAST, 1.3 + d * 6 / hbm * 1e6, 7, dims=[[d]],
             itype="float")  # fmt: skip
     ln = K.TRITON["ln"] if compiled else K.LN_FWD
-    b.k("aten::layer_norm", "aten::native_layer_norm", ln, ew(2 * act), dims=[[t, d], [d], [d]])
+    b.k("aten::layer_norm", "aten::native_layer_norm", ln, ew(2 * act), dims=[[t, d], [d], [d]],
+        **_ew(t * d, compiled))  # fmt: skip
     b.gemm("aten::linear", "aten::addmm", t, 3 * d, d, tf, 0)
     if unfused:
         heads, s = d // 128, p["seq"]
@@ -210,12 +227,14 @@ def _layer_fwd(
         # the score matmuls run the tile config the layer's first GEMM already picked
         b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 0)
         dims = [[p["batch"], heads, s, s]]
-        b.k("aten::mul", None, K.MUL, ew(2 * sb), dims=dims, itype=ity)
+        g = _ew(elems)
+        b.k("aten::mul", None, K.MUL, ew(2 * sb), dims=dims, itype=ity, **g)
         b.k("aten::masked_fill", "aten::masked_fill_", K.MASKED_FILL, ew(2.25 * sb), dims=dims,
-            itype=ity)  # fmt: skip
-        b.k("aten::softmax", "aten::_softmax", K.SOFTMAX, ew(2 * sb), dims=dims, itype=ity)
+            itype=ity, **g)  # fmt: skip
+        b.k("aten::softmax", "aten::_softmax", K.SOFTMAX, ew(2 * sb), dims=dims, itype=ity,
+            grid=(p["batch"] * heads * s, 1, 1), block=(128, 1, 1))  # fmt: skip
         b.k("aten::dropout", "aten::native_dropout", K.DROPOUT, ew(2.5 * sb), dims=dims,
-            itype=ity)  # fmt: skip
+            itype=ity, **g)  # fmt: skip
         b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 0)
     else:
         fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.8 * 1e12) * 1e6 + 5
@@ -230,7 +249,8 @@ def _layer_fwd(
             block=(128, 1, 1),
         )
     b.gemm("aten::linear", "aten::addmm", t, d, d, tf, 1)
-    b.k("aten::add", None, K.TRITON["add"] if compiled else K.ADD, ew(3 * act))
+    b.k("aten::add", None, K.TRITON["add"] if compiled else K.ADD, ew(3 * act),
+        **_ew(t * d, compiled))  # fmt: skip
     if sync_layer:
         return  # the router read-back splits the layer here; the caller continues
     _layer_fwd_mlp(b, p, hw, compiled=compiled)
@@ -247,11 +267,14 @@ def _layer_fwd_mlp(b: UnitBuilder, p: dict, hw: Hardware, *, compiled: bool) -> 
         "aten::native_layer_norm",
         K.TRITON["ln"] if compiled else K.LN_FWD,
         ew(2 * act),
+        **_ew(t * d, compiled),
     )
     b.gemm("aten::linear", "aten::addmm", t, 4 * d, d, tf, 0)
-    b.k("aten::gelu", None, K.TRITON["gelu"] if compiled else K.GELU, ew(8 * act))
+    b.k("aten::gelu", None, K.TRITON["gelu"] if compiled else K.GELU, ew(8 * act),
+        **_ew(4 * t * d, compiled))  # fmt: skip
     b.gemm("aten::linear", "aten::addmm", t, d, 4 * d, tf, 1)
-    b.k("aten::add", None, K.TRITON["add"] if compiled else K.ADD, ew(3 * act))
+    b.k("aten::add", None, K.TRITON["add"] if compiled else K.ADD, ew(3 * act),
+        **_ew(t * d, compiled))  # fmt: skip
 
 
 def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled: bool) -> None:
@@ -261,7 +284,8 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
     ew = lambda nbytes: nbytes / hbm * 1e6 + 3.0  # noqa: E731
     act = t * d * 2
     ev = "autograd::engine::evaluate_function: "
-    b.k(ev + "AddBackward0", None, K.TRITON["add_bwd"] if compiled else K.ADD, ew(3 * act), 10)
+    b.k(ev + "AddBackward0", None, K.TRITON["add_bwd"] if compiled else K.ADD, ew(3 * act), 10,
+        **_ew(t * d, compiled))  # fmt: skip
     for n_out, n_in, v in ((d, 4 * d, 1), (4 * d, d, 0)):
         b.gemm(ev + "AddmmBackward0", "aten::mm", t, n_in, n_out, tf, v, 20)
         b.gemm(ev + "AddmmBackward0", "aten::mm", n_in, n_out, t, tf, 2, 18)
@@ -271,6 +295,7 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
                 "aten::gelu_backward",
                 K.TRITON["gelu_bwd"] if compiled else K.GELU_BWD,
                 ew(12 * act),
+                **_ew(4 * t * d, compiled),
             )
     b.k(
         ev + "NativeLayerNormBackward0",
@@ -283,9 +308,11 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
     b.gemm(ev + "AddmmBackward0", "aten::mm", d, d, t, tf, 2, 18)
     if unfused:
         heads, s = d // 128, p["seq"]
-        sb = p["batch"] * heads * s * s * (4 if p.get("score_fp32") else 2)
+        elems = p["batch"] * heads * s * s
+        sb = elems * (4 if p.get("score_fp32") else 2)
         ity = "float" if p.get("score_fp32") else "c10::BFloat16"
         dims = [[p["batch"], heads, s, s]]
+        g = _ew(elems)
         tf_bmm = tf * 0.8
         for _ in range(2):
             b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 0, 18)
@@ -297,6 +324,7 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
             16,
             dims=dims,
             itype=ity,
+            **g,
         )
         b.k(
             ev + "SoftmaxBackward0",
@@ -306,8 +334,10 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
             16,
             dims=dims,
             itype=ity,
+            grid=(p["batch"] * heads * s, 1, 1),
+            block=(128, 1, 1),
         )
-        b.k(ev + "MulBackward0", "aten::mul", K.MUL, ew(2 * sb), 12, dims=dims, itype=ity)
+        b.k(ev + "MulBackward0", "aten::mul", K.MUL, ew(2 * sb), 12, dims=dims, itype=ity, **g)
         for _ in range(2):
             b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1, 18)
     else:
