@@ -121,8 +121,9 @@ _SEQ_LADDER = (1024, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192,
                14336, 16384)  # fmt: skip
 
 
-def _score_chain_share(p: dict, hw: Hardware, seq: int) -> float:
-    """Estimated share of GPU time of the unfused attention's elementwise chain at `seq`."""
+def _score_chain_share(p: dict, hw: Hardware, seq: int, frac: float = 1.0) -> float:
+    """Estimated share of GPU time of the unfused attention's elementwise chain at `seq` when a
+    fraction `frac` of the layers run attention unfused."""
     d, t = p["hidden"], p["batch"] * p["seq"]
     b = max(1, t // seq)
     eb = 4 if p.get("score_fp32") else 2
@@ -131,7 +132,7 @@ def _score_chain_share(p: dict, hw: Hardware, seq: int) -> float:
     elems = b * (d // 128) * seq * seq
     chain = 16.25 * eb * elems / hbm
     gemm = 72.0 * b * seq * d * d / tf + 1536.0 * elems / (0.8 * tf)
-    return chain / (chain + 1.15 * gemm)
+    return frac * chain / (frac * chain + 1.15 * gemm)
 
 
 def inject(
@@ -163,14 +164,29 @@ def inject(
             # decoder attention does), over sequences just long enough that the score chain
             # dominates: the shortest length on a fine ladder that gets there, so the job stays
             # as close to the drawn one (tokens per GPU, step time) as the signature allows
+            # A job drawn with SDPA attention keeps it in its global layers: its local
+            # (sliding-window) layers, all but every k-th, attend through an explicit band mask
+            # over the full score matrix, which the fused kernel does not take, so they run
+            # eager (as interleaved local/global decoders do when the window falls back).
             tok = p["batch"] * p["seq"]
             p["score_fp32"] = True
+            L = p["layers"]
+            if p["unfused"]:
+                eager = [True] * L
+            else:
+                k = int(inj.choice([3, 4, 6]))
+                eager = [(i + 1) % k != 0 for i in range(L)]
+                if all(eager):
+                    eager[-1] = False
+            frac = sum(eager) / L
             seqs = [s for s in _SEQ_LADDER if s >= p["seq"]]
             want = float(inj.uniform(0.52, 0.6))
-            seq = next((s for s in seqs if _score_chain_share(p, hw, s) >= want), seqs[-1])
+            seq = next((s for s in seqs if _score_chain_share(p, hw, s, frac) >= want), seqs[-1])
             p["seq"], p["batch"] = seq, max(1, round(tok / seq))
             p["unfused"] = not fixed
-            p["fused_like_bmm"] = fixed
+            # the fix: the eager layers' attention fused (the same score matmuls, on chip)
+            p["eager_layers"] = [e and not fixed for e in eager]
+            p["fused_like_layers"] = [e and fixed for e in eager]
     elif family == "decode":
         if slug == "launch-bound":
             hbm = hw.hbm_tbps * 1e12 * 0.75
@@ -204,6 +220,7 @@ def _layer_fwd(
     unfused: bool,
     compiled: bool,
     sync_layer: bool = False,
+    fused_like: bool = False,
 ) -> None:
     d, t = p["hidden"], p["batch"] * p["seq"]
     tf = hw.bf16_tflops * p["mfu_eff"]
@@ -238,7 +255,7 @@ def _layer_fwd(
         b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 0)
     else:
         fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.8 * 1e12) * 1e6 + 5
-        if p.get("fused_like_bmm"):  # the fixed twin: the same score matmuls, fused on chip
+        if fused_like:  # the fixed twin: the same score matmuls, fused on chip
             fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d / (tf * 0.8 * 1e12) * 1e6 + 8
         b.k(
             "aten::scaled_dot_product_attention",
@@ -277,7 +294,15 @@ def _layer_fwd_mlp(b: UnitBuilder, p: dict, hw: Hardware, *, compiled: bool) -> 
         **_ew(t * d, compiled))  # fmt: skip
 
 
-def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled: bool) -> None:
+def _layer_bwd(
+    b: UnitBuilder,
+    p: dict,
+    hw: Hardware,
+    *,
+    unfused: bool,
+    compiled: bool,
+    fused_like: bool = False,
+) -> None:
     d, t = p["hidden"], p["batch"] * p["seq"]
     tf = hw.bf16_tflops * p["mfu_eff"]
     hbm = hw.hbm_tbps * 1e12 * 0.82
@@ -342,7 +367,7 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
             b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1, 18)
     else:
         fl_us = 2.5 * 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.7 * 1e12) * 1e6 + 8
-        if p.get("fused_like_bmm"):
+        if fused_like:
             fl_us = 8.0 * p["batch"] * p["seq"] ** 2 * d / (tf * 0.8 * 1e12) * 1e6 + 16
         b.k(
             ev + "ScaledDotProductFlashAttentionBackward0",
@@ -401,8 +426,11 @@ def build_ddp(
 
     # templates
     fwd = ub()
-    for _ in range(L):
-        _layer_fwd(fwd, p, hw, unfused=unfused, compiled=compiled)
+    # per layer: attention unfused, and (the fixed twin) fused where it was unfused
+    eager = list(p.get("eager_layers") or [unfused] * L)
+    fused_like = list(p.get("fused_like_layers") or [False] * L)
+    for li in range(L):
+        _layer_fwd(fwd, p, hw, unfused=eager[li], compiled=compiled, fused_like=fused_like[li])
     t = p["batch"] * p["seq"]
     vocab_us = 2.0 * t * d * 32000 / (hw.bf16_tflops * p["mfu_eff"] * 1e12) * 1e6
     fwd.gemm("aten::linear", "aten::mm", t, 32000, d, hw.bf16_tflops * p["mfu_eff"], 0)
@@ -422,8 +450,9 @@ def build_ddp(
     )
     plan = list(p.get("bucket_plan", [1] * L))
     pending = 0
-    for _li in range(L):
-        _layer_bwd(bwd, p, hw, unfused=unfused, compiled=compiled)
+    for li in range(L):
+        _layer_bwd(bwd, p, hw, unfused=eager[L - 1 - li], compiled=compiled,
+                   fused_like=fused_like[L - 1 - li])  # fmt: skip
         pending += 1
         if p["overlap"] and pending == plan[0]:
             plan.pop(0)
