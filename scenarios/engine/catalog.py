@@ -146,6 +146,11 @@ SIGNATURES: dict[str, Signature] = {
             "autograd::engine::evaluate_function: MulBackward0",
             "autograd::engine::evaluate_function: SoftmaxBackward0",
             "autograd::engine::evaluate_function: NativeDropoutBackward0",
+            # the same backward nodes as the autograd thread names them
+            "BmmBackward0",
+            "MulBackward0",
+            "SoftmaxBackward0",
+            "NativeDropoutBackward0",
             K.MUL,
             K.MASKED_FILL,
             K.SOFTMAX,

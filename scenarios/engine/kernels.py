@@ -138,10 +138,10 @@ class UnitBuilder:
         self._memset = it.n(rt(hw, "MemsetAsync"))
         # hipBLASLt / Tensile GEMMs go through the extended module launch on ROCm
         self._gemm_launch = it.n("hipExtModuleLaunchKernel") if hw.vendor == "amd" else self._launch
-        self._kaid: dict[str, int] = {}
+        self._kaid: dict[tuple, int] = {}
 
     def _kargs(self, kname: str, grid, block) -> int:
-        key = kname
+        key = (kname, tuple(grid), tuple(block))
         if key not in self._kaid:
             self._kaid[key] = self.it.a(
                 {

@@ -275,8 +275,13 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         share = (comp - fam) / comp if comp > 0 else 1.0
         drift = q((exp_c - last) * (1 - share))
         expected = q(step - fam - drift)
+        # a job with interleaved layers runs eager only in its local (windowed) ones
+        eager = list(p.get("eager_layers") or [])
+        n_eager = sum(bool(e) for e in eager)
+        local = 0 < n_eager < len(eager)
+        where = f" in {n_eager} of its {len(eager)} layers" if local else ""
         sig = (
-            f"Unfused elementwise kernels over the attention score matrix take "
+            f"Unfused elementwise kernels over the attention score matrix{where} take "
             f"{_pct(100 * f['score_chain_share'])} % of GPU time ({s(fam)} ms per step) and run "
             f"at {tbps:.2f} TB/s, {_pct(100 * tbps / hw.hbm_tbps)} % of HBM peak."
         )
@@ -301,9 +306,16 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             + f" = {s(expected)} ms ({_x(step, expected)})"
         )
         fix_text = (
-            "Replace the explicit matmul → scale → mask → softmax → dropout → matmul chain with "
-            "F.scaled_dot_product_attention (flash kernel) or torch.compile it: the "
-            f"{gb:.1f} GB per step of score-matrix traffic stays on chip, step {s(step)} → "
+            (
+                "Give the sliding-window layers' band mask to a fused kernel that takes a window "
+                "(flash-attn window_size, or FlexAttention) instead of materialising the scores "
+                "through matmul → scale → mask → softmax → dropout → matmul: the "
+                if local
+                else "Replace the explicit matmul → scale → mask → softmax → dropout → matmul "
+                "chain with F.scaled_dot_product_attention (flash kernel) or torch.compile it: "
+                "the "
+            )
+            + f"{gb:.1f} GB per step of score-matrix traffic stays on chip, step {s(step)} → "
             f"{s(expected)} ms."
         )
         ev += [_step_span(M, r0, k_mid, COMPUTE, "score-matrix elementwise chain")]

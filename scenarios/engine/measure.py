@@ -464,8 +464,12 @@ class Measured:
             kkey = (c["rank"][k].astype(np.int64) << 40) | c["corr"][k]
             ko = np.argsort(kkey, kind="stable")
             kkey_s, kdur_s = kkey[ko], self.dur[k][ko]
+            # bytes each pass moves at least: the score tensor read once and written once, in
+            # its own dtype (fp32 scores move twice the bytes of bf16 ones)
             nel_of = {
-                int(a): float(np.prod(self.args[a]["Input Dims"][0])) for a in np.unique(oaid)
+                int(a): float(np.prod(self.args[a]["Input Dims"][0]))
+                * (2.0 if (self.args[a].get("Input type") or [""])[0] == "float" else 1.0)
+                for a in np.unique(oaid)
             }
             nel = np.array([nel_of[int(a)] for a in oaid]) if len(oaid) else np.zeros(0)
             for r in self.ranks:

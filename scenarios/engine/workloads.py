@@ -117,8 +117,14 @@ def _draw_lengths(r: np.random.Generator, steps: int) -> tuple[list[float], list
     return out, firsts
 
 
-def _score_chain_share(p: dict, hw: Hardware, seq: int) -> float:
-    """Estimated share of GPU time of the unfused attention's elementwise chain at `seq`."""
+# sequence lengths a long-context job trains at (multiples of 512 between the powers of two)
+_SEQ_LADDER = (1024, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192, 10240, 12288,
+               14336, 16384)  # fmt: skip
+
+
+def _score_chain_share(p: dict, hw: Hardware, seq: int, frac: float = 1.0) -> float:
+    """Estimated share of GPU time of the unfused attention's elementwise chain at `seq` when a
+    fraction `frac` of the layers run attention unfused."""
     d, t = p["hidden"], p["batch"] * p["seq"]
     b = max(1, t // seq)
     eb = 4 if p.get("score_fp32") else 2
@@ -127,7 +133,7 @@ def _score_chain_share(p: dict, hw: Hardware, seq: int) -> float:
     elems = b * (d // 128) * seq * seq
     chain = 16.25 * eb * elems / hbm
     gemm = 72.0 * b * seq * d * d / tf + 1536.0 * elems / (0.8 * tf)
-    return chain / (chain + 1.15 * gemm)
+    return frac * chain / (frac * chain + 1.15 * gemm)
 
 
 def inject(
@@ -155,15 +161,33 @@ def inject(
                 else:
                     p["comm_bytes_scale"] = 0.5
         elif slug == "memory-bound-kernel":
-            # unfused attention over sequences long enough that the score chain dominates; the
-            # tokens per GPU (and so the input copies) stay the drawn ones
+            # eager attention that upcasts its scores to fp32 before the softmax (as eager
+            # decoder attention does), over sequences just long enough that the score chain
+            # dominates: the shortest length on a fine ladder that gets there, so the job stays
+            # as close to the drawn one (tokens per GPU, step time) as the signature allows
+            # A job drawn with SDPA attention keeps it in its global layers: its local
+            # (sliding-window) layers, all but every k-th, attend through an explicit band mask
+            # over the full score matrix, which the fused kernel does not take, so they run
+            # eager (as interleaved local/global decoders do when the window falls back).
             tok = p["batch"] * p["seq"]
-            seqs = [s for s in (1024, 2048, 4096, 8192, 16384) if s >= p["seq"]]
-            want = float(inj.uniform(0.55, 0.7))
-            seq = next((s for s in seqs if _score_chain_share(p, hw, s) >= want), seqs[-1])
-            p["seq"], p["batch"] = seq, max(1, tok // seq)
+            p["score_fp32"] = True
+            L = p["layers"]
+            if p["unfused"]:
+                eager = [True] * L
+            else:
+                k = int(inj.choice([3, 4, 6]))
+                eager = [(i + 1) % k != 0 for i in range(L)]
+                if all(eager):
+                    eager[-1] = False
+            frac = sum(eager) / L
+            seqs = [s for s in _SEQ_LADDER if s >= p["seq"]]
+            want = float(inj.uniform(0.52, 0.6))
+            seq = next((s for s in seqs if _score_chain_share(p, hw, s, frac) >= want), seqs[-1])
+            p["seq"], p["batch"] = seq, max(1, round(tok / seq))
             p["unfused"] = not fixed
-            p["fused_like_bmm"] = fixed
+            # the fix: the eager layers' attention fused (the same score matmuls, on chip)
+            p["eager_layers"] = [e and not fixed for e in eager]
+            p["fused_like_layers"] = [e and fixed for e in eager]
     elif family == "decode":
         if slug == "launch-bound":
             hbm = hw.hbm_tbps * 1e12 * 0.75
@@ -181,6 +205,14 @@ def inject(
             p["micro"], p["mb_tokens"] = 2 * m, g // (2 * m)
 
 
+def _ew(numel: int, compiled: bool = False) -> dict:
+    """Launch shape of an elementwise kernel over `numel` elements, as PyTorch launches it: one
+    block of 128 threads per 512 elements (a Triton pointwise kernel: 256 threads per 1024), so
+    a kernel's grid follows the size of the tensor it touches."""
+    per, threads = (1024, 256) if compiled else (512, 128)
+    return {"grid": (max(1, -(-int(numel) // per)), 1, 1), "block": (threads, 1, 1)}
+
+
 def _layer_fwd(
     b: UnitBuilder,
     p: dict,
@@ -189,6 +221,7 @@ def _layer_fwd(
     unfused: bool,
     compiled: bool,
     sync_layer: bool = False,
+    fused_like: bool = False,
 ) -> None:
     d, t = p["hidden"], p["batch"] * p["seq"]
     tf = hw.bf16_tflops * p["mfu_eff"]
@@ -200,7 +233,8 @@ def _layer_fwd(
         b.k("aten::to", "aten::_to_copy", K.CAST, 1.3 + d * 6 / hbm * 1e6, 7, dims=[[d]],
             itype="float")  # fmt: skip
     ln = K.TRITON["ln"] if compiled else K.LN_FWD
-    b.k("aten::layer_norm", "aten::native_layer_norm", ln, ew(2 * act), dims=[[t, d], [d], [d]])
+    b.k("aten::layer_norm", "aten::native_layer_norm", ln, ew(2 * act), dims=[[t, d], [d], [d]],
+        **_ew(t * d, compiled))  # fmt: skip
     b.gemm("aten::linear", "aten::addmm", t, 3 * d, d, tf, 0)
     if unfused:
         heads, s = d // 128, p["seq"]
@@ -211,16 +245,18 @@ def _layer_fwd(
         # the score matmuls run the tile config the layer's first GEMM already picked
         b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 0)
         dims = [[p["batch"], heads, s, s]]
-        b.k("aten::mul", None, K.MUL, ew(2 * sb), dims=dims, itype=ity)
+        g = _ew(elems)
+        b.k("aten::mul", None, K.MUL, ew(2 * sb), dims=dims, itype=ity, **g)
         b.k("aten::masked_fill", "aten::masked_fill_", K.MASKED_FILL, ew(2.25 * sb), dims=dims,
-            itype=ity)  # fmt: skip
-        b.k("aten::softmax", "aten::_softmax", K.SOFTMAX, ew(2 * sb), dims=dims, itype=ity)
+            itype=ity, **g)  # fmt: skip
+        b.k("aten::softmax", "aten::_softmax", K.SOFTMAX, ew(2 * sb), dims=dims, itype=ity,
+            grid=(p["batch"] * heads * s, 1, 1), block=(128, 1, 1))  # fmt: skip
         b.k("aten::dropout", "aten::native_dropout", K.DROPOUT, ew(2.5 * sb), dims=dims,
-            itype=ity)  # fmt: skip
+            itype=ity, **g)  # fmt: skip
         b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 0)
     else:
         fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.8 * 1e12) * 1e6 + 5
-        if p.get("fused_like_bmm"):  # the fixed twin: the same score matmuls, fused on chip
+        if fused_like:  # the fixed twin: the same score matmuls, fused on chip
             fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d / (tf * 0.8 * 1e12) * 1e6 + 8
         b.k(
             "aten::scaled_dot_product_attention",
@@ -231,7 +267,8 @@ def _layer_fwd(
             block=(128, 1, 1),
         )
     b.gemm("aten::linear", "aten::addmm", t, d, d, tf, 1)
-    b.k("aten::add", None, K.TRITON["add"] if compiled else K.ADD, ew(3 * act))
+    b.k("aten::add", None, K.TRITON["add"] if compiled else K.ADD, ew(3 * act),
+        **_ew(t * d, compiled))  # fmt: skip
     if sync_layer:
         return  # the router read-back splits the layer here; the caller continues
     _layer_fwd_mlp(b, p, hw, compiled=compiled)
@@ -248,21 +285,33 @@ def _layer_fwd_mlp(b: UnitBuilder, p: dict, hw: Hardware, *, compiled: bool) -> 
         "aten::native_layer_norm",
         K.TRITON["ln"] if compiled else K.LN_FWD,
         ew(2 * act),
+        **_ew(t * d, compiled),
     )
     b.gemm("aten::linear", "aten::addmm", t, 4 * d, d, tf, 0)
-    b.k("aten::gelu", None, K.TRITON["gelu"] if compiled else K.GELU, ew(8 * act))
+    b.k("aten::gelu", None, K.TRITON["gelu"] if compiled else K.GELU, ew(8 * act),
+        **_ew(4 * t * d, compiled))  # fmt: skip
     b.gemm("aten::linear", "aten::addmm", t, d, 4 * d, tf, 1)
-    b.k("aten::add", None, K.TRITON["add"] if compiled else K.ADD, ew(3 * act))
+    b.k("aten::add", None, K.TRITON["add"] if compiled else K.ADD, ew(3 * act),
+        **_ew(t * d, compiled))  # fmt: skip
 
 
-def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled: bool) -> None:
+def _layer_bwd(
+    b: UnitBuilder,
+    p: dict,
+    hw: Hardware,
+    *,
+    unfused: bool,
+    compiled: bool,
+    fused_like: bool = False,
+) -> None:
     d, t = p["hidden"], p["batch"] * p["seq"]
     tf = hw.bf16_tflops * p["mfu_eff"]
     hbm = hw.hbm_tbps * 1e12 * 0.82
     ew = lambda nbytes: nbytes / hbm * 1e6 + 3.0  # noqa: E731
     act = t * d * 2
     ev = "autograd::engine::evaluate_function: "
-    b.k(ev + "AddBackward0", None, K.TRITON["add_bwd"] if compiled else K.ADD, ew(3 * act), 10)
+    b.k(ev + "AddBackward0", None, K.TRITON["add_bwd"] if compiled else K.ADD, ew(3 * act), 10,
+        **_ew(t * d, compiled))  # fmt: skip
     for n_out, n_in, v in ((d, 4 * d, 1), (4 * d, d, 0)):
         b.gemm(ev + "AddmmBackward0", "aten::mm", t, n_in, n_out, tf, v, 20)
         b.gemm(ev + "AddmmBackward0", "aten::mm", n_in, n_out, t, tf, 2, 18)
@@ -272,6 +321,7 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
                 "aten::gelu_backward",
                 K.TRITON["gelu_bwd"] if compiled else K.GELU_BWD,
                 ew(12 * act),
+                **_ew(4 * t * d, compiled),
             )
     b.k(
         ev + "NativeLayerNormBackward0",
@@ -284,9 +334,11 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
     b.gemm(ev + "AddmmBackward0", "aten::mm", d, d, t, tf, 2, 18)
     if unfused:
         heads, s = d // 128, p["seq"]
-        sb = p["batch"] * heads * s * s * (4 if p.get("score_fp32") else 2)
+        elems = p["batch"] * heads * s * s
+        sb = elems * (4 if p.get("score_fp32") else 2)
         ity = "float" if p.get("score_fp32") else "c10::BFloat16"
         dims = [[p["batch"], heads, s, s]]
+        g = _ew(elems)
         tf_bmm = tf * 0.8
         for _ in range(2):
             b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 0, 18)
@@ -298,6 +350,7 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
             16,
             dims=dims,
             itype=ity,
+            **g,
         )
         b.k(
             ev + "SoftmaxBackward0",
@@ -307,13 +360,15 @@ def _layer_bwd(b: UnitBuilder, p: dict, hw: Hardware, *, unfused: bool, compiled
             16,
             dims=dims,
             itype=ity,
+            grid=(p["batch"] * heads * s, 1, 1),
+            block=(128, 1, 1),
         )
-        b.k(ev + "MulBackward0", "aten::mul", K.MUL, ew(2 * sb), 12, dims=dims, itype=ity)
+        b.k(ev + "MulBackward0", "aten::mul", K.MUL, ew(2 * sb), 12, dims=dims, itype=ity, **g)
         for _ in range(2):
             b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1, 18)
     else:
         fl_us = 2.5 * 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.7 * 1e12) * 1e6 + 8
-        if p.get("fused_like_bmm"):
+        if fused_like:
             fl_us = 8.0 * p["batch"] * p["seq"] ** 2 * d / (tf * 0.8 * 1e12) * 1e6 + 16
         b.k(
             ev + "ScaledDotProductFlashAttentionBackward0",
@@ -372,8 +427,11 @@ def build_ddp(
 
     # templates
     fwd = ub()
-    for _ in range(L):
-        _layer_fwd(fwd, p, hw, unfused=unfused, compiled=compiled)
+    # per layer: attention unfused, and (the fixed twin) fused where it was unfused
+    eager = list(p.get("eager_layers") or [unfused] * L)
+    fused_like = list(p.get("fused_like_layers") or [False] * L)
+    for li in range(L):
+        _layer_fwd(fwd, p, hw, unfused=eager[li], compiled=compiled, fused_like=fused_like[li])
     t = p["batch"] * p["seq"]
     vocab_us = 2.0 * t * d * 32000 / (hw.bf16_tflops * p["mfu_eff"] * 1e12) * 1e6
     fwd.gemm("aten::linear", "aten::mm", t, 32000, d, hw.bf16_tflops * p["mfu_eff"], 0)
@@ -393,8 +451,9 @@ def build_ddp(
     )
     plan = list(p.get("bucket_plan", [1] * L))
     pending = 0
-    for _li in range(L):
-        _layer_bwd(bwd, p, hw, unfused=unfused, compiled=compiled)
+    for li in range(L):
+        _layer_bwd(bwd, p, hw, unfused=eager[L - 1 - li], compiled=compiled,
+                   fused_like=fused_like[L - 1 - li])  # fmt: skip
         pending += 1
         if p["overlap"] and pending == plan[0]:
             plan.pop(0)

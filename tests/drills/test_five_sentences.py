@@ -87,7 +87,9 @@ def test_the_reveal_shows_five_sentences_with_values_tolerances_and_evidence(
     assert dict(rows)["1"] == "no" and all(c == "yes" for n, c in rows if n != "1")
     g = attempt.trace.key["grading"]
     step = g["step_ms"]
-    shown = f"{step:.0f}" if step >= 100 else f"{step:.1f}" if step >= 10 else f"{step:.2f}"
+    # as the page writes it: digits by size, thousands grouped with a space ("2 014")
+    digits = 0 if step >= 100 else 1 if step >= 10 else 2
+    shown = f"{step:,.{digits}f}".replace(",", " ")
     assert shown in html and "±10 %" in html
     assert html.count('class="show-me"') >= 5
 
