@@ -41,7 +41,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "10"
+GENERATOR_VERSION = "11"
 
 __all__ = [
     "FIXES",
