@@ -12,12 +12,15 @@ class Signature:
     """What in a trace is this scenario's story, and nothing else.
 
     `names`: event-name prefixes whose presence or count is the signature; `categories`: event
-    categories whose counts are signature (may be empty); `note`: the pattern a reader looks for.
-    Every other name, argument, dtype, thread, count, rank count or size is drawn from the same
-    distributions in every scenario of a workload family."""
+    categories whose counts are signature (may be empty); `per`: an event name whose number per
+    step is the signature (the scenario's cause is how many of them a step holds: every per-step
+    count and the step time are then read per one of them); `note`: the pattern a reader looks
+    for. Every other name, argument, dtype, thread, count, rank count or size is drawn from the
+    same distributions in every scenario of a workload family."""
 
     names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    per: str = ""
     note: str = ""
 
 
@@ -163,6 +166,13 @@ SIGNATURES: dict[str, Signature] = {
         "idles after each",
     ),
     "pipeline-bubbles": Signature(
+        # the cause is the microbatch count: m ≤ p microbatches per step where a healthy
+        # schedule has m ≫ p. A reader confirms the bubble by counting them (forward blocks per
+        # step on a stage) against the stages, so that count is signature; and since every
+        # kernel, launch, op and send/recv of a step is repeated per microbatch, per-step counts
+        # (and the step time) follow it: the audit reads them per microbatch instead. Microbatch
+        # sizes, stages, widths and everything else come from the healthy job's distributions.
+        per="## forward ##",
         note="warm-up and drain idle on every stage, near (p-1)/(m+p-1) of the step, with the "
         "stage waiting in receive kernels"
     ),

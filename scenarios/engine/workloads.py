@@ -173,12 +173,13 @@ def inject(
             # the fix replays the step as a graph: no Python between the kernels
             p["cpu_us"] = 0.5 if fixed else slow
     elif family == "pp" and slug == "pipeline-bubbles":
-        # the same global batch in a few large microbatches: m <= p
-        P, g = p["stages"], p["micro"] * p["mb_tokens"]
+        # microbatches of the drawn size, too few of them for the stages: m <= p (the count per
+        # step is the signature; sizes, stages and width stay the drawn ones)
+        P, mbt = p["stages"], p["mb_tokens"]
         m = int(inj.integers(max(2, P // 2), P + 1))
-        p["micro"], p["mb_tokens"] = m, g // m
-        if fixed:  # each microbatch split in two
-            p["micro"], p["mb_tokens"] = 2 * m, g // (2 * m)
+        p["micro"] = m
+        if fixed:  # each microbatch split in two: the same global batch, twice the microbatches
+            p["micro"], p["mb_tokens"] = 2 * m, mbt // 2
 
 
 def _layer_fwd(
@@ -961,9 +962,10 @@ def build_pp(
     starve = slug == "input-starvation" and not fixed
     alloc = slug == "allocator-stalls" and not fixed
     h2d = UnitBuilder(it, hw)
-    for _ in range(2):
-        h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)",
-                   M * t * 8, hw.pcie_gbps * 0.9, dims=[[M, t]])  # fmt: skip
+    for _ in range(M):  # each microbatch's token ids and labels, moved at the step's start
+        for _ in range(2):
+            h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)",
+                       t * 8, hw.pcie_gbps * 0.9, dims=[[1, t]])  # fmt: skip
     U_in = Units.build(h2d.rows)
     alloc_frac = float(inj.uniform(0.03, 0.06))
     n_alloc = int(inj.integers(3, 6))
