@@ -16,6 +16,11 @@ dropped before anything is counted, and the signature categories' counts are not
   argument keys, dtypes and other string arguments, sizes (message elements, input dims, grids),
   the trace header (device properties, NCCL version, schema);
 * ``all``     - the three together.
+
+A scenario whose signature is a count per step (`Signature.per`: a pipeline's microbatches per
+step, whose number against the stages is the bubble) has that count declared: on a trace that
+has those events, per-step counts (which all follow it) are not read and the step time is read
+per one of them.
 """
 
 from __future__ import annotations

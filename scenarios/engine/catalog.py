@@ -174,7 +174,7 @@ SIGNATURES: dict[str, Signature] = {
         # sizes, stages, widths and everything else come from the healthy job's distributions.
         per="## forward ##",
         note="warm-up and drain idle on every stage, near (p-1)/(m+p-1) of the step, with the "
-        "stage waiting in receive kernels"
+        "stage waiting in receive kernels",
     ),
     "allocator-stalls": Signature(
         names=("cudaMalloc", "cudaFree", "hipMalloc", "hipFree"),

@@ -89,6 +89,7 @@ def _steady(M: Measured, mask: np.ndarray, trim: int) -> np.ndarray:
         idx = idx[np.argsort(M.ts[idx], kind="stable")]
         s, e = M.steps[r]
         k = np.searchsorted(s, M.ts[idx], "right") - 1
+        k[(k >= 0) & (M.ts[idx] >= e[np.maximum(k, 0)])] = -1  # between two steps
         for kk in np.unique(k[k >= 0]).tolist():
             ii = idx[k == kk]
             out[ii[trim : len(ii) - trim]] = True

@@ -778,10 +778,11 @@ PP_SIGMA, PP_UNIT_SIGMA = 0.06, 0.2
 
 
 def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dict:
-    """1F1B pipeline training, one stage per rank. Stage count, width, global batch, microbatch
-    split, depth and step count come from one distribution; a healthy schedule has m ≫ p
-    (bubble (p−1)/(m+p−1) near 10 %); a bubbly one (see `inject`) splits the same global batch
-    into m ≤ p microbatches."""
+    """1F1B pipeline training, one stage per rank. Stage count, width, microbatch size and
+    count, depth and step count come from one distribution; a healthy schedule has m ≫ p
+    (bubble (p−1)/(m+p−1) near 10 %); a bubbly one (see `inject`) runs m ≤ p microbatches of
+    the same size. Any scenario the family hosts (loader starvation, a slow stage, in-step
+    read-backs, allocator churn) is injected into this same draw."""
     stages = 6 if rng.random() < 0.3 else 4
     return {
         "world": stages,
