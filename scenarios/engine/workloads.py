@@ -176,7 +176,7 @@ def inject(
         # microbatches of the drawn size, too few of them for the stages: m <= p (the count per
         # step is the signature; sizes, stages and width stay the drawn ones)
         P, mbt = p["stages"], p["mb_tokens"]
-        m = int(inj.integers(max(2, P // 2), P + 1))
+        m = int(inj.integers(max(3, P // 2), P + 1))
         p["micro"] = m
         if fixed:  # each microbatch split in two: the same global batch, twice the microbatches
             p["micro"], p["mb_tokens"] = 2 * m, mbt // 2
@@ -789,7 +789,7 @@ def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dic
         "stages": stages,
         "micro": int(rng.integers(28, 33) if stages == 4 else rng.integers(41, 44)),
         "hidden": int(rng.choice([4096, 5120, 6144])),
-        "mb_tokens": int(rng.choice([2048, 4096])),
+        "mb_tokens": int(rng.choice([2048, 4096, 8192])),
         "layers_per_stage": 1,
         "steps": 6,
         "mfu_eff": float(rng.uniform(0.55, 0.7)),
