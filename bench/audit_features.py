@@ -16,6 +16,11 @@ dropped before anything is counted, and the signature categories' counts are not
   argument keys, dtypes and other string arguments, sizes (message elements, input dims, grids),
   the trace header (device properties, NCCL version, schema);
 * ``all``     - the three together.
+
+A scenario whose signature is a count per step (`Signature.per`: a pipeline's microbatches per
+step, whose number against the stages is the bubble) has that count declared: on a trace that
+has those events, per-step counts (which all follow it) are not read and the step time is read
+per one of them.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ class Sig:
     names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     note: str = ""
+    per: str = ""  # an event name whose count per step is signature (see catalog.Signature)
 
 
 # used only while the engine catalogue has no `signature_of`: the obvious names per scenario
@@ -90,7 +96,12 @@ def signatures(slugs: Iterable[str]) -> tuple[dict[str, Sig], str]:
     out = {}
     for s in slugs:
         sg = signature_of(s)
-        out[s] = Sig(tuple(sg.names), tuple(sg.categories), str(getattr(sg, "note", "")))
+        out[s] = Sig(
+            tuple(sg.names),
+            tuple(sg.categories),
+            str(getattr(sg, "note", "")),
+            str(getattr(sg, "per", "")),
+        )
     return out, "catalogue"
 
 
@@ -100,15 +111,21 @@ class Exclusion:
 
     names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    # event names whose count per step is signature: a trace that has them has its per-step
+    # counts and step time read per one of them (per microbatch), so the count itself is left out
+    per: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, sigs: dict[str, Sig], slugs: Iterable[str]) -> Exclusion:
         n: set[str] = set()
         c: set[str] = set()
+        u: set[str] = set()
         for s in slugs:
             n.update(sigs[s].names)
             c.update(sigs[s].categories)
-        return cls(tuple(sorted(n)), tuple(sorted(c)))
+            if sigs[s].per:
+                u.add(sigs[s].per)
+        return cls(tuple(sorted(n)), tuple(sorted(c)), tuple(sorted(u)))
 
     def drops(self, name: str) -> bool:
         return bool(self.names) and name.startswith(self.names)
@@ -322,6 +339,12 @@ def shape_features(s: Summary, ex: Exclusion) -> dict[str, float]:
     gs = [g for g in s.groups if not ex.drops(g.name)]
     n_steps = max(1, len({nm for nm, _ in s.steps}))
     per = 1.0 / (max(s.world, 1) * n_steps)
+    # a declared per-step unit (a pipeline's microbatches): every per-step count is that
+    # signature count times the events of one unit plus the step's own few (per unit they still
+    # carry 1/count), so a trace that has the unit gives no per-step counts; its step time is
+    # read per unit
+    units = sum(g.count for g in s.groups if g.name in ex.per) * per if ex.per else 0.0
+    counts = units <= 0
     keep_cat = [g for g in gs if g.cat not in ex.categories]
     by_cat: dict[str, list[Group]] = {}
     for g in keep_cat:
@@ -329,19 +352,21 @@ def shape_features(s: Summary, ex: Exclusion) -> dict[str, float]:
     # counts only: durations are where the timing signatures live (kernel lengths, gaps, NCCL
     # time), so they are not a shortcut feature; `bench/realism.py` looks at them instead
     for cat, lst in by_cat.items():
-        f[f"count/step:{cat}"] = sum(g.count for g in lst) * per
+        if counts:
+            f[f"count/step:{cat}"] = sum(g.count for g in lst) * per
         f[f"distinct:{cat}"] = len({g.name for g in lst})
     f["distinct_names"] = len({g.name for g in keep_cat})
-    f["events/step"] = sum(g.count for g in keep_cat) * per
-    for t in {g.tid for g in gs}:
-        f[f"thread{t}:events/step"] = sum(g.count for g in keep_cat if g.tid == t) * per
+    if counts:
+        f["events/step"] = sum(g.count for g in keep_cat) * per
+        for t in {g.tid for g in gs}:
+            f[f"thread{t}:events/step"] = sum(g.count for g in keep_cat if g.tid == t) * per
     f["threads_per_rank"] = s.threads_per_rank
     f["world"] = s.world
     f["max_depth"] = s.max_depth
     if s.steps:
         d = np.array([x for _, x in s.steps]) / 1e6
         # the typical step time only: its spread over steps is the recompilation signature
-        f["step_ms_p50"] = float(np.median(d))
+        f["step_ms_p50"] = float(np.median(d)) / (1.0 if counts else units)
         f["steps"] = n_steps
         nums = [int(m.group(1)) for nm, _ in s.steps if (m := re.search(r"#(\d+)", nm))]
         f["first_step"] = float(min(nums)) if nums else 0.0
@@ -351,7 +376,8 @@ def shape_features(s: Summary, ex: Exclusion) -> dict[str, float]:
         if not g.args:
             continue
         for k, v in g.args.items():
-            f[f"argkey:{k}/step"] = f.get(f"argkey:{k}/step", 0.0) + g.count * per
+            if counts:
+                f[f"argkey:{k}/step"] = f.get(f"argkey:{k}/step", 0.0) + g.count * per
             if (isinstance(v, str) and k not in _STR_ARG_SKIP) or isinstance(v, bool):
                 f[f"arg:{k}={v}"] = 1.0
             elif isinstance(v, int | float):

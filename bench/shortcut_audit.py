@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             bits.append("names " + ", ".join(sg.names))
         if sg.categories:
             bits.append("categories " + ", ".join(sg.categories))
+        if sg.per:
+            bits.append(f"count per step of {sg.per} (counts read per one)")
         print(f"  {s:28} {'; '.join(bits) or '(timing only)'}")
     print()
     print(

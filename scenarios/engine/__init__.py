@@ -42,7 +42,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "12"
+GENERATOR_VERSION = "13"
 
 __all__ = [
     "FAMILIES",
@@ -197,8 +197,8 @@ def _describe(family: str, p: dict, hw: Hardware) -> str:
             f"{p['batch']} on one GPU (GQA, 1024-token context), one token per profiler step"
         )
     return (
-        f"pipeline-parallel training: {p['stages']} stages (one per rank), "
-        f"{p['global_tokens'] // 1024}k tokens per step, 1F1B schedule, hidden {p['hidden']}"
+        f"pipeline-parallel training: {p['stages']} stages (one per rank), microbatches of "
+        f"{p['mb_tokens']} tokens, 1F1B schedule, hidden {p['hidden']}"
     )
 
 
@@ -255,7 +255,6 @@ def _draw_workload(family: str, seed: int, hw_key: str, framing: int) -> tuple[d
         p = W.infer_params(rng, hw, family)
     else:
         p = W.pp_params(rng, hw, family)
-        p["global_tokens"] = p["micro"] * p["mb_tokens"]
     p["family"] = family
     return p, rng
 

@@ -12,12 +12,15 @@ class Signature:
     """What in a trace is this scenario's story, and nothing else.
 
     `names`: event-name prefixes whose presence or count is the signature; `categories`: event
-    categories whose counts are signature (may be empty); `note`: the pattern a reader looks for.
-    Every other name, argument, dtype, thread, count, rank count or size is drawn from the same
-    distributions in every scenario of a workload family."""
+    categories whose counts are signature (may be empty); `per`: an event name whose number per
+    step is the signature (the scenario's cause is how many of them a step holds: every per-step
+    count and the step time are then read per one of them); `note`: the pattern a reader looks
+    for. Every other name, argument, dtype, thread, count, rank count or size is drawn from the
+    same distributions in every scenario of a workload family."""
 
     names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
+    per: str = ""
     note: str = ""
 
 
@@ -168,8 +171,15 @@ SIGNATURES: dict[str, Signature] = {
         "idles after each",
     ),
     "pipeline-bubbles": Signature(
+        # the cause is the microbatch count: m ≤ p microbatches per step where a healthy
+        # schedule has m ≫ p. A reader confirms the bubble by counting them (forward blocks per
+        # step on a stage) against the stages, so that count is signature; and since every
+        # kernel, launch, op and send/recv of a step is repeated per microbatch, per-step counts
+        # (and the step time) follow it: the audit reads them per microbatch instead. Microbatch
+        # sizes, stages, widths and everything else come from the healthy job's distributions.
+        per="## forward ##",
         note="warm-up and drain idle on every stage, near (p-1)/(m+p-1) of the step, with the "
-        "stage waiting in receive kernels"
+        "stage waiting in receive kernels",
     ),
     "allocator-stalls": Signature(
         names=("cudaMalloc", "cudaFree", "hipMalloc", "hipFree"),
@@ -340,9 +350,9 @@ HOSTS: dict[str, tuple[tuple[str, float], ...]] = {
     "exposed-allreduce": (("ddp", 0.5), ("ddp_compile", 0.5)),
     "input-starvation": (("ddp", 0.35), ("ddp_compile", 0.35), ("pp", 0.3)),
     "launch-bound": (("decode", 1.0),),
-    "straggler": (("ddp", 0.5), ("ddp_compile", 0.5)),
+    "straggler": (("ddp", 0.35), ("ddp_compile", 0.35), ("pp", 0.3)),
     "memory-bound-kernel": (("ddp", 0.5), ("ddp_compile", 0.5)),
-    "sync-stalls": (("ddp", 0.3), ("ddp_compile", 0.3), ("decode", 0.4)),
+    "sync-stalls": (("ddp", 0.25), ("ddp_compile", 0.25), ("pp", 0.2), ("decode", 0.3)),
     "pipeline-bubbles": (("pp", 1.0),),
     "allocator-stalls": (("ddp", 0.25), ("ddp_compile", 0.25), ("pp", 0.25), ("decode", 0.25)),
     "bandwidth-bound-collective": (("ddp", 0.5), ("ddp_compile", 0.5)),

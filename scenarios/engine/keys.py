@@ -79,6 +79,23 @@ def _per_step_spans(
     return out
 
 
+def _steady(M: Measured, mask: np.ndarray, trim: int) -> np.ndarray:
+    """The events of ``mask`` that are neither among the first nor the last ``trim`` of their
+    rank's step: a pipeline's steady state, where every stage waits only for its neighbours (the
+    fill and the drain wait for the whole pipeline on every stage)."""
+    out = np.zeros(len(mask), bool)
+    for r in M.ranks:
+        idx = np.flatnonzero(mask & (M.c["rank"] == r))
+        idx = idx[np.argsort(M.ts[idx], kind="stable")]
+        s, e = M.steps[r]
+        k = np.searchsorted(s, M.ts[idx], "right") - 1
+        k[(k >= 0) & (M.ts[idx] >= e[np.maximum(k, 0)])] = -1  # between two steps
+        for kk in np.unique(k[k >= 0]).tolist():
+            ii = idx[k == kk]
+            out[ii[trim : len(ii) - trim]] = True
+    return out
+
+
 class _Fmt:
     """One rounding per key: every number is printed, and then used, at the precision the
     reader sees (0.01 ms for sub-10 ms steps, else 0.1 ms), so each line's arithmetic adds up."""
@@ -264,7 +281,10 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         )
         ev += [_step_span(M, slow, k_mid, COMPUTE, "slow rank's compute")]
         waiting = [r for r in M.ranks if r != slow]
-        ev += _per_step_spans(M, waiting, NCCL, M.mask(tid=NCCL), "waits")
+        nccl = M.mask(tid=NCCL)
+        if "stages" in p:  # a pipeline: the receives of the steady state, not the fill's
+            nccl = nccl & _steady(M, nccl, 2 * p["stages"])
+        ev += _per_step_spans(M, waiting, NCCL, nccl, "waits")
     elif slug == "memory-bound-kernel":
         tbps = round(f["score_chain_tbps"], 2)
         gb = round(f["score_chain_ms_per_step"] * f["score_chain_tbps"], 1)  # ms × TB/s = GB
@@ -323,7 +343,10 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         n_in = round(f["inner_syncs_per_step"])
         per = round(f["sync_refill_ms_per_step"] / max(n_in, 1), 2)
         refill = q(n_in * per)
-        refill_c = q(max(refill, f.get("sync_refill_ms_crit", refill)))
+        # a pipeline stage idles between its read-backs in the schedule's own waits too: there
+        # only the refill gaps count
+        crit = f.get("sync_refill_gap_ms_crit" if "stages" in p else "sync_refill_ms_crit", refill)
+        refill_c = q(max(refill, crit))
         expected = q(step - refill_c)
         sig = (
             f"{f['syncs_per_step']:.0f} {sync_api} calls per step "

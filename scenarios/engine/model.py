@@ -659,10 +659,21 @@ class Batch:
         return self.cumD[..., -1]
 
 
-def draw_batch(sim: Sim, u: Units, lead: tuple, scale: np.ndarray | float = 1.0) -> Batch:
+def draw_batch(
+    sim: Sim,
+    u: Units,
+    lead: tuple,
+    scale: np.ndarray | float = 1.0,
+    *,
+    sigma: float = 0.27,
+    unit_f: np.ndarray | None = None,
+) -> Batch:
     """Random draws and relative layout for `lead` instances of `u` (compute units only).
 
-    `scale` (broadcastable to `lead`) multiplies GPU durations, like `Sim.gpu_scale`."""
+    `scale` (broadcastable to `lead`) multiplies GPU durations, like `Sim.gpu_scale`. Each
+    kernel's duration varies by `sigma` (lognormal) per instance; `unit_f` (one factor per unit)
+    sets each unit's own speed, the same in every instance (a kernel's time follows its shape
+    and tile choice: spread across a name's shapes, steady across repeats)."""
     if (u.stream != COMPUTE).any():
         raise ValueError("draw_batch takes compute-only templates")
     rng = sim.rng
@@ -677,7 +688,9 @@ def draw_batch(sim: Sim, u: Units, lead: tuple, scale: np.ndarray | float = 1.0)
     start = np.cumsum(stp, axis=-1) - stp
     ready = start + pre + (L * 6) // 10
     sc = np.asarray(scale, float)[..., None]
-    g = u.gpu_us * sc * rng.lognormal(-0.036, 0.27, shape)
+    g = u.gpu_us * sc * rng.lognormal(-0.036 * (sigma / 0.27) ** 2, sigma, shape)
+    if unit_f is not None:
+        g = g * unit_f
     g = np.maximum((g * 1000).astype(np.int64), 1800)
     kg = rng.integers(900, 2600, shape)
     sg = g + kg

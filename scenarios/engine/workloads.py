@@ -27,6 +27,7 @@ from .model import (
     Units,
     draw_batch,
     emit_batch,
+    emit_sync_items,
     sync_chain,
 )
 
@@ -197,12 +198,13 @@ def inject(
             # the fix replays the step as a graph: no Python between the kernels
             p["cpu_us"] = 0.5 if fixed else slow
     elif family == "pp" and slug == "pipeline-bubbles":
-        # the same global batch in a few large microbatches: m <= p
-        P, g = p["stages"], p["micro"] * p["mb_tokens"]
-        m = int(inj.integers(max(2, P // 2), P + 1))
-        p["micro"], p["mb_tokens"] = m, g // m
-        if fixed:  # each microbatch split in two
-            p["micro"], p["mb_tokens"] = 2 * m, g // (2 * m)
+        # microbatches of the drawn size, too few of them for the stages: m <= p (the count per
+        # step is the signature; sizes, stages and width stay the drawn ones)
+        P, mbt = p["stages"], p["mb_tokens"]
+        m = int(inj.integers(max(3, P // 2), P + 1))
+        p["micro"] = m
+        if fixed:  # each microbatch split in two: the same global batch, twice the microbatches
+            p["micro"], p["mb_tokens"] = 2 * m, mbt // 2
 
 
 def _ew(numel: int, compiled: bool = False) -> dict:
@@ -845,18 +847,22 @@ def _gemv(hw: Hardware) -> str:
 # ------------------------------------------------------------------------------------------------
 # pipeline-parallel training (1F1B), ranks = stages
 # ------------------------------------------------------------------------------------------------
+PP_SIGMA, PP_UNIT_SIGMA = 0.06, 0.2
+
+
 def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dict:
-    """1F1B pipeline training, one stage per rank. Stage count, width, global batch, microbatch
-    split, depth and step count come from one distribution; a healthy schedule has m ≫ p
-    (bubble (p−1)/(m+p−1) near 10 %); a bubbly one (see `inject`) splits the same global batch
-    into m ≤ p microbatches."""
+    """1F1B pipeline training, one stage per rank. Stage count, width, microbatch size and
+    count, depth and step count come from one distribution; a healthy schedule has m ≫ p
+    (bubble (p−1)/(m+p−1) near 10 %); a bubbly one (see `inject`) runs m ≤ p microbatches of
+    the same size. Any scenario the family hosts (loader starvation, a slow stage, in-step
+    read-backs, allocator churn) is injected into this same draw."""
     stages = 6 if rng.random() < 0.3 else 4
     return {
         "world": stages,
         "stages": stages,
         "micro": int(rng.integers(28, 33) if stages == 4 else rng.integers(41, 44)),
         "hidden": int(rng.choice([4096, 5120, 6144])),
-        "mb_tokens": int(rng.choice([2048, 4096])),
+        "mb_tokens": int(rng.choice([2048, 4096, 8192])),
         "layers_per_stage": 1,
         "steps": 6,
         "mfu_eff": float(rng.uniform(0.55, 0.7)),
@@ -903,6 +909,13 @@ def build_pp(
             24,
         )
     UF, UB = Units.build(fb.rows), Units.build(bb.rows)
+    # sync stalls: a router read-back (`.nonzero()` on the expert mask) between the attention
+    # and the MLP of every forward, on every stage; the host routes on the CPU, then launches
+    # the MLP into a drained queue
+    sync = slug == "sync-stalls" and not fixed
+    n_att = 3  # qkv GEMM, attention, output projection
+    UFa = Units.build(fb.rows[:n_att])
+    UFb = Units.build(fb.rows[n_att:])
     act_nel = t * d
     p2p_us = act_nel * 2 / (hw.achievable_busbw_gbps * 1e9 * 0.9) * 1e6 + 12.0
     send_aid = it.a(
@@ -952,27 +965,60 @@ def build_pp(
     j_of[is_f.astype(int), np.broadcast_to(st_, (P, J)), mb] = np.arange(J)[None, :]
     jF, jB = j_of[1], j_of[0]
 
-    # every random draw of the run up front: blocks per (step, stage, microbatch), p2p per op
-    FB = draw_batch(sim, UF, (S, P, M))
-    BB = draw_batch(sim, UB, (S, P, M))
+    # every random draw of the run up front: blocks per (step, stage, microbatch), p2p per op;
+    # each stage's GPU runs at its own speed (a throttled one, the straggler, slower)
+    scale = 1.0 + rng.normal(0, 0.004, P)
+    if slug == "straggler":
+        slow = int(inj.integers(0, P))
+        slow_by = float(inj.uniform(0.15, 0.35))
+        if not fixed:
+            scale[slow] = 1.0 + slow_by
+    sim.gpu_scale = scale
+    sc3 = scale[None, :, None]
+    # a kernel's time follows its shape: spread across the template's units, a few per cent
+    # between repeats of one (microbatches of one size run alike; stages stay balanced)
+    u_sd = PP_UNIT_SIGMA
+    uf_f, uf_b = (rng.lognormal(-u_sd * u_sd / 2, u_sd, len(u)) for u in (UF, UB))
+    if sync:
+        FA = draw_batch(sim, UFa, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_f[:n_att])
+        FB = draw_batch(sim, UFb, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_f[n_att:])
+    else:
+        FB = draw_batch(sim, UF, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_f)
+    BB = draw_batch(sim, UB, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_b)
 
     def per_op(a_f: np.ndarray, a_b: np.ndarray) -> np.ndarray:  # (S, P, M) x2 -> (S, P, J)
         return np.where(is_f, a_f[:, st_, mb], a_b[:, st_, mb])
 
     blk_len = per_op(FB.cpu_len, BB.cpu_len)
     dmax, gtot = per_op(FB.dmax, BB.dmax), per_op(FB.gtot, BB.gtot)
+    if sync:
+        # the read-back's own draws, per forward (step, stage, microbatch)
+        sh3 = (S, P, M)
+        sy_gap, sy_pre = rng.integers(2000, 6000, sh3), rng.integers(3000, 8000, sh3)
+        sy_L, sy_kd = sim.launch_lat(sh3), rng.integers(1500, 2600, sh3)
+        sy_lag, sy_post = rng.integers(500, 1500, sh3), rng.integers(2000, 5000, sh3)
+        sy_host = (float(inj.uniform(0.2, 0.4)) * float(np.median(FA.gtot + FB.gtot))
+                   * rng.uniform(0.7, 1.3, sh3)).astype(np.int64)  # fmt: skip
+        sync_ns = int(hw.sync_us * 1000 * 0.6)
+        # the CPU time of a forward without its read-back: both halves back to back
+        a_len = FA.cpu_len + sy_gap
+        blk_len = per_op(a_len + FB.cpu_len, BB.cpu_len)
+        sy_s0, sy_ls, sy_kst, sy_ss, sy_se = (np.zeros(sh3, np.int64) for _ in range(5))
+        fb_t0, fb_f0 = np.zeros(sh3, np.int64), np.zeros(sh3, np.int64)
     L_r, L_s = sim.launch_lat((S, P, J)), sim.launch_lat((S, P, J))
     r_len = np.where(has_recv, 16_000 + L_r, 0)  # annotation 8 + L + 6 µs, then 2 µs
     b_len = 2000 + blk_len + rng.integers(2000, 6000, (S, P, J))
     s_len = np.where(has_send, 16_000 + L_s, 0)
     op_len = r_len + b_len + s_len
     op_off = np.cumsum(op_len, axis=-1) - op_len  # CPU never waits inside the schedule
-    n_corr = has_recv + np.where(is_f, len(UF), len(UB)) + has_send
+    n_fwd_u = len(UF) + (1 if sync else 0)  # the read-back's copy takes a correlation
+    n_corr = has_recv + np.where(is_f, n_fwd_u, len(UB)) + has_send
     corr_off = np.cumsum(n_corr, axis=-1) - n_corr
     hr, hs = has_recv.tolist(), has_send.tolist()
     c0_all = np.zeros((S, P, J), np.int64)
     corr_all = np.zeros((S, P, J), np.int64)
     f0_all = np.zeros((S, P, J), np.int64)
+    ex_all = np.zeros((S, P, J), np.int64)  # CPU time a forward's read-back added to its block
     rk_all = np.zeros((S, P, J, 2), np.int64)  # recv kernel start/end
     sk_all = np.zeros((S, P, J, 2), np.int64)  # send kernel start/end
 
@@ -990,9 +1036,10 @@ def build_pp(
     starve = slug == "input-starvation" and not fixed
     alloc = slug == "allocator-stalls" and not fixed
     h2d = UnitBuilder(it, hw)
-    for _ in range(2):
-        h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)",
-                   M * t * 8, hw.pcie_gbps * 0.9, dims=[[M, t]])  # fmt: skip
+    for _ in range(M):  # each microbatch's token ids and labels, moved at the step's start
+        for _ in range(2):
+            h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)",
+                       t * 8, hw.pcie_gbps * 0.9, dims=[[1, t]])  # fmt: skip
     U_in = Units.build(h2d.rows)
     alloc_frac = float(inj.uniform(0.03, 0.06))
     n_alloc = int(inj.integers(3, 6))
@@ -1036,6 +1083,17 @@ def build_pp(
         f_done = [[-1] * M for _ in range(P)]  # activations of microbatch i arrived (after send)
         b_done = [[-1] * M for _ in range(P)]
         pos, remaining = [0] * P, P * J
+        shift = [0] * P  # how far each stage's CPU has fallen behind its static layout
+        SH = [[0] * J for _ in range(P)]
+        EX = [[0] * J for _ in range(P)]
+        if sync:
+            bt0 = blk_t0.tolist()
+            a_dm, a_gt, a_ln = FA.dmax[step].tolist(), FA.gtot[step].tolist(), a_len[step].tolist()
+            y_pre, y_L, y_kd = sy_pre[step].tolist(), sy_L[step].tolist(), sy_kd[step].tolist()
+            y_lag, y_post = sy_lag[step].tolist(), sy_post[step].tolist()
+            y_host = sy_host[step].tolist()
+            b_dm, b_gt = FB.dmax[step].tolist(), FB.gtot[step].tolist()
+            Y = [[[0] * 7 for _ in range(M)] for _ in range(P)]
         while remaining:
             progressed = False
             for s in range(P):
@@ -1049,19 +1107,40 @@ def build_pp(
                         dep = f_done[s][i] if s == P - 1 else b_done[s + 1][i]
                     if dep < 0:
                         break
-                    fc = free_c[s]
+                    fc, sh = free_c[s], shift[s]
+                    SH[s][j] = sh
                     if hr[s][j]:  # the receive kernel spins until the data arrives
-                        ks = max(fc, rr[s][j], free_n[s])
+                        ks = max(fc, rr[s][j] + sh, free_n[s])
                         ke = max(dep, ks + 1500)
                         RK[s][j] = (ks, ke)
                         free_n[s] = ke + 1500
                     f0 = max(fc, dep)
                     F0[s][j] = f0
-                    end = gt[s][j] + max(f0, dm[s][j])
+                    ex = 0
+                    if sync and fwd:
+                        # attention, then the read-back: the host blocks until the stream
+                        # drains, routes on the CPU, and only then launches the MLP
+                        t0a = bt0[s][j] + sh
+                        end_a = a_gt[s][i] + max(f0, t0a + a_dm[s][i])
+                        s0 = t0a + a_ln[s][i]
+                        ls = s0 + y_pre[s][i]
+                        kst = max(ls + y_L[s][i] * 6 // 10, end_a)
+                        kd = y_kd[s][i]
+                        ss = ls + y_L[s][i] + y_lag[s][i]
+                        se = max(max(ss, kst + kd) + sync_ns, ss + 2000)
+                        t0b = se + y_post[s][i] + y_host[s][i]
+                        fb0 = kst + kd + 1000
+                        Y[s][i] = [s0, ls, kst, ss, se, t0b, fb0]
+                        end = b_gt[s][i] + max(fb0, t0b + b_dm[s][i])
+                        ex = t0b - s0
+                        shift[s] = sh + ex
+                    else:
+                        end = gt[s][j] + max(f0, dm[s][j] + sh)
+                    EX[s][j] = ex
                     free_c[s] = end
                     done = end
                     if hs[s][j]:
-                        ks = max(end, sr[s][j], free_n[s])
+                        ks = max(end, sr[s][j] + sh + ex, free_n[s])
                         ke = max(end + p2p_ns, ks + 1500)
                         SK[s][j] = (ks, ke)
                         free_n[s] = done = ke + 1500
@@ -1074,7 +1153,15 @@ def build_pp(
         f0_all[step] = F0
         rk_all[step] = RK
         sk_all[step] = SK
-        sim.cpu = c0[:, -1] + op_len[step][:, -1]
+        SHa, EXa = np.array(SH, np.int64), np.array(EX, np.int64)
+        c0_all[step] = c0 + SHa
+        ex_all[step] = EXa
+        if sync:
+            Ya = np.array(Y, np.int64)  # (P, M, 7)
+            for arr, col in ((sy_s0, 0), (sy_ls, 1), (sy_kst, 2), (sy_ss, 3), (sy_se, 4),
+                             (fb_t0, 5), (fb_f0, 6)):  # fmt: skip
+                arr[step] = Ya[:, :, col]
+        sim.cpu = c0[:, -1] + SHa[:, -1] + EXa[:, -1] + op_len[step][:, -1]
         sim.free_c = np.array(free_c, np.int64)
         sim.free_n = np.array(free_n, np.int64)
         # optimizer + the step's read-back, then a barrier-like alignment of step starts
@@ -1108,24 +1195,31 @@ def build_pp(
     seq0 = np.broadcast_to(
         (np.arange(S)[:, None, None] * M + np.arange(M)[None, None, :]) * n_fw, (S, P, M)
     )
-    for batch, jm in ((FB, jF), (BB, jB)):
-        gather = (slice(None), st_, jm)  # (S, P, M) view of per-op arrays
-        emit_batch(rec, batch, st_[None], blk_t0[gather], f0_all[gather], blk_corr[gather], 2,
-                   seq0=seq0, fwd_n=n_fw)  # fmt: skip
+    gF, gB = (slice(None), st_, jF), (slice(None), st_, jB)  # (S, P, M) views of per-op arrays
+    if sync:
+        na = len(UFa)
+        emit_batch(rec, FA, st_[None], blk_t0[gF], f0_all[gF], blk_corr[gF], 2, seq0=seq0)
+        emit_batch(rec, FB, st_[None], fb_t0, fb_f0, blk_corr[gF] + na + 1, 2,
+                   seq0=seq0 + int((UFa.ocat == C_OP).sum()))  # fmt: skip
+        emit_sync_items(sim, st_[None], sy_s0, sy_ls, sy_L, sy_kst, sy_kd, sy_ss, sy_se,
+                        sy_se + sy_post, blk_corr[gF] + na + 1, 2, "aten::nonzero",
+                        "aten::count_nonzero", dims=[[t, 8]])  # fmt: skip
+    else:
+        emit_batch(rec, FB, st_[None], blk_t0[gF], f0_all[gF], blk_corr[gF], 2, seq0=seq0)
+    emit_batch(rec, BB, st_[None], blk_t0[gB], f0_all[gB], blk_corr[gB], 2, seq0=seq0, fwd_n=n_fw)
     ann_f = np.full(M, it.n("## forward ##"))
     ann_b = np.full(M, it.n("## backward ##"))
-    rec.add(
-        rk3, MAIN, blk_t0 - 1000, blk_len + 2000, np.where(is_f, ann_f[mb], ann_b[mb]), C_ANN, 1
-    )
+    rec.add(rk3, MAIN, blk_t0 - 1000, blk_len + ex_all + 2000,
+            np.where(is_f, ann_f[mb], ann_b[mb]), C_ANN, 1)  # fmt: skip
     launch = it.n(K.rt(hw, "LaunchKernel"))
     sr_name = it.n(K.nccl_name("send", "BFloat16"))
     rcp = it.n("record_param_comms")
     hr3 = np.broadcast_to(has_recv, (S, P, J))
     hs3 = np.broadcast_to(has_send, (S, P, J))
-    send_c0 = blk_t0 - 1000 + b_len
+    send_c0 = blk_t0 - 1000 + b_len + ex_all
     for m3, cc, L, kk, corr, ann, aid in (
         (hr3, c0_all, L_r, rk_all, corr_all + 1, "nccl:recv", recv_aid),
-        (hs3, send_c0, L_s, sk_all, blk_corr + np.where(is_f, len(UF), len(UB)) + 1,
+        (hs3, send_c0, L_s, sk_all, blk_corr + np.where(is_f, n_fwd_u, len(UB)) + 1,
          "nccl:send", send_aid),
     ):  # fmt: skip
         r, c, lat, k, co = rk3[m3], cc[m3], L[m3], kk[m3], corr[m3]
