@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from html import escape
 from typing import Any
+from urllib.parse import urlencode
 
 from django.urls import reverse
 from django.utils import timezone
@@ -100,3 +101,59 @@ def add_row_html(grid: dict[str, Any], cohort, csrf_token: str) -> None:
             f"        {scenario_cells(row)}\n"
             f"      </tr>"
         )
+
+
+# --------------------------------------------------------------------------- roster controls
+
+
+def roster_query(sort: str, descending: bool, metric: str, page: int = 1) -> str:
+    """The query string of one view of the roster (defaults left out)."""
+    params: dict[str, str | int] = {}
+    if sort != "name":
+        params["sort"] = sort
+    if descending:
+        params["dir"] = "desc"
+    if metric == "r" and not sort.startswith("r:"):
+        params["metric"] = "r"
+    if page > 1:
+        params["page"] = page
+    return "?" + urlencode(params) if params else "?"
+
+
+def _head(grid: dict[str, Any], key: str, metric: str) -> dict[str, str]:
+    """A sortable header: the link (ascending first, the other way when already sorted on
+    it) and its ``aria-sort``."""
+    current = grid["sort"] == key
+    desc = current and not grid["descending"]
+    aria = ("descending" if grid["descending"] else "ascending") if current else "none"
+    return {"href": roster_query(key, desc, metric), "aria": aria}
+
+
+def roster_controls(grid: dict[str, Any], metric: str) -> dict[str, Any]:
+    """Header links, the accuracy / retrievability switch and the page links of the roster,
+    each keeping the rest of the view (sort, direction, metric)."""
+    sort, desc = grid["sort"], grid["descending"]
+    on_scenario = sort.startswith(("acc:", "r:"))
+    slug = sort.partition(":")[2]
+
+    def switch(to: str) -> str:
+        if on_scenario:
+            return roster_query(f"{to}:{slug}", desc, to)
+        return roster_query(sort, desc, to, grid["page"])
+
+    page, pages = grid["page"], grid["pages"]
+    return {
+        "metric": metric,
+        "heads": {k: _head(grid, k, metric) for k in ("name", "read", "missing", "drills")},
+        "scenario_heads": [
+            {"s": s, **_head(grid, f"{metric}:{s.slug}", metric)} for s in grid["scenarios"]
+        ],
+        "by_acc": switch("acc"),
+        "by_r": switch("r"),
+        "pages": [
+            {"n": n, "href": roster_query(sort, desc, metric, n), "current": n == page}
+            for n in range(1, pages + 1)
+        ],
+        "prev": roster_query(sort, desc, metric, page - 1) if page > 1 else None,
+        "next": roster_query(sort, desc, metric, page + 1) if page < pages else None,
+    }
