@@ -6,12 +6,14 @@ the cohort's size. Python only shapes the (small, already aggregated) rows and c
 retrievability from each card's stored state.
 
 The drill numbers only a grade changes (per-scenario totals, pair-goal counts, confusion and its
-leaders; the instructor page's per-sentence table and confusion drawing) are kept in a snapshot
+leaders; the instructor page's per-sentence table and confusion drawing) and the members' cards
+as arrays (``RecallTable``: stability, last review, due; cards change only in the transaction of
+a grade or of ``rebuild_cards``, both of which move ``StatsVersion`` on) are kept in a snapshot
 per state of the cohort (``snapshot_key``: the members' ``StatsVersion`` rows, the pair-goal due
-dates and extensions, the UTC day). Cards, walkthrough reads and names are read on every view;
-recall is computed for every member at once (``RecallTable``: the cards' stability and last
-review read as columns, not decoded JSON, and ``scheduling.retrievability_many``), so the roster
-sorts on any column across the cohort while only one page of it is drawn.
+dates and extensions, the UTC day). Walkthrough reads and names are read on every view, and
+recall is computed for every member at once for the moment of the view
+(``scheduling.retrievability_many``), so the roster sorts on any column across the cohort while
+only one page of it (``PAGE_SIZE`` learners) is drawn.
 """
 
 from __future__ import annotations
