@@ -483,11 +483,18 @@ def snapshot_key(
     and their extensions), the UTC day (the sentence table's weeks) and the code's fingerprint.
     Any grade of any member, a member joining or leaving, a new due date or extension: a new key.
     """
-    versions = list(
-        StatsVersion.objects.filter(user_id__in=member_ids)
+    # The members as a subquery, not 200 bound ids (building those cost more than the query);
+    # anyone who joined since ``member_ids`` was read is left out, as they are from the numbers.
+    members = set(member_ids)
+    versions = [
+        row
+        for row in StatsVersion.objects.filter(
+            user_id__in=Membership.objects.filter(cohort=cohort).values("user_id")
+        )
         .order_by("user_id")
         .values_list("user_id", "token", "n")
-    )
+        if row[0] in members
+    ]
     windows = sorted(
         (a.pk, a.due_at.isoformat()) for a in assignments if a.goal == Assignment.Goal.PAIRS
     )
@@ -694,7 +701,8 @@ def cohort_grid(
         reads = {
             (uid, slug): at
             for uid, slug, at in ReadMark.objects.filter(
-                user_id__in=member_ids, slug__in=slugs
+                user_id__in=Membership.objects.filter(cohort=cohort).values("user_id"),
+                slug__in=slugs,
             ).values_list("user_id", "slug", "read_at")
         }
     renarr: dict[tuple[int, str], datetime] = {}
