@@ -3,8 +3,9 @@
 At 200 learners the grids have ~3,400 cells; through the template engine each cell cost a dozen
 variable lookups, filters and tags (≈1.5 s for the page). Here each row's cells are one string
 join over values ``progress.cohort_grid`` already computed, so rendering is O(learners ×
-columns) string formatting. The markup is the one the template used (the tests, cohorts.js and
-cohorts.css read it); every interpolated value is escaped.
+columns) string formatting, for the one page of learners shown. The markup is the one the
+template used (the tests and cohorts.css read it), less the sort values the browser needed
+before the server sorted and paged the roster; every interpolated value is escaped.
 """
 
 from __future__ import annotations
@@ -31,17 +32,14 @@ def walkthrough_cells(row: dict[str, Any]) -> SafeString:
             if c["extended"]
             else ""
         )
-        parts.append(
-            f'<td class="status status-{s}" data-status="{s}" data-sort-value="{s}">{s}{ext}</td>'
-        )
+        parts.append(f'<td class="status status-{s}" data-status="{s}">{s}{ext}</td>')
     for g in row["goals"]:
         if g is None:
             continue
         met = "met" if g["met"] else "not met"
         cls = "status-done" if g["met"] else "status-open"
         parts.append(
-            f'<td class="{cls}" data-sort-value="{met}">{met} '
-            f'<span class="muted">{escape(g["detail"])}</span></td>'
+            f'<td class="{cls}">{met} <span class="muted">{escape(g["detail"])}</span></td>'
         )
     return mark_safe("".join(parts))
 
@@ -81,13 +79,13 @@ def add_row_html(grid: dict[str, Any], cohort, csrf_token: str) -> None:
         name = escape(row["user"].username)
         head = (
             f'<tr data-learner="{name}">\n'
-            f'        <th scope="row" data-sort-value="{name}">'
+            f'        <th scope="row">'
             f'<a href="{learner[0]}{uid}{learner[2]}">{name}</a></th>\n'
         )
         row["walkthrough_tr"] = mark_safe(
             f"{head}"
-            f'        <td class="num" data-sort-value="{row["done"]}">{row["done"]}</td>\n'
-            f'        <td class="num" data-sort-value="{row["missing"]}">{row["missing"]}</td>\n'
+            f'        <td class="num">{row["done"]}</td>\n'
+            f'        <td class="num">{row["missing"]}</td>\n'
             f"        {walkthrough_cells(row)}\n"
             f'        <td><form method="post" action="{remove[0]}{uid}{remove[2]}" class="inline" '
             f'data-confirm="Remove {name} from {cohort_name}?">'
@@ -97,7 +95,7 @@ def add_row_html(grid: dict[str, Any], cohort, csrf_token: str) -> None:
         )
         row["scenario_tr"] = mark_safe(
             f"{head}"
-            f'        <td class="num" data-sort-value="{row["attempts"]}">{row["attempts"]}</td>\n'
+            f'        <td class="num">{row["attempts"]}</td>\n'
             f"        {scenario_cells(row)}\n"
             f"      </tr>"
         )
