@@ -6,9 +6,14 @@ the cohort's size. Python only shapes the (small, already aggregated) rows and c
 retrievability from each card's stored state.
 
 The drill numbers only a grade changes (per-scenario totals, pair-goal counts, confusion and its
-leaders; the instructor page's per-sentence table and confusion drawing) are kept in a snapshot
+leaders; the instructor page's per-sentence table and confusion drawing) and the members' cards
+as arrays (``RecallTable``: stability, last review, due; cards change only in the transaction of
+a grade or of ``rebuild_cards``, both of which move ``StatsVersion`` on) are kept in a snapshot
 per state of the cohort (``snapshot_key``: the members' ``StatsVersion`` rows, the pair-goal due
-dates and extensions, the UTC day). Cards, walkthrough reads and names are read on every view.
+dates and extensions, the UTC day). Walkthrough reads and names are read on every view, and
+recall is computed for every member at once for the moment of the view
+(``scheduling.retrievability_many``), so the roster sorts on any column across the cohort while
+only one page of it (``PAGE_SIZE`` learners) is drawn.
 """
 
 from __future__ import annotations
@@ -17,13 +22,15 @@ import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Min, Q
+from django.db.models.fields.json import KT
 
 from content.models import ReadMark
 from drills import scheduling
@@ -35,6 +42,7 @@ from scenarios import engine
 from .models import Assignment, Extension, Membership
 
 DONE, LATE, MISSING, OPEN = "done", "late", "missing", "open"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -410,17 +418,16 @@ def goal_status(
     now: datetime,
     cards: dict[int, dict[str, dict]],
     pair_counts: dict[tuple[int, int], list[int]],
-    r_now: dict[int, dict[str, float]] | None = None,
+    r_due: dict[str, float] | None = None,
 ) -> dict[str, Any] | None:
     """Whether one learner meets the assignment's drill goal (None when it has none).
-    Retention is read at min(now, due) from the current cards; ``r_now`` ({user id: {slug:
-    retrievability at now}}) saves recomputing it while the due date is ahead."""
+    Retention is read at min(now, due) from the current cards; ``r_due`` ({slug: this learner's
+    retrievability at min(now, due)}, e.g. from ``RecallTable``) saves reading the cards."""
     if assignment.goal == Assignment.Goal.RETENTION:
         target = assignment.goal_retention or 0.0
         slugs = [s.slug for s in scenarios()]
-        if r_now is not None and due >= now:
-            user_r = r_now.get(user_id, {})
-            ok = sum(1 for s in slugs if user_r.get(s, 0.0) >= target)
+        if r_due is not None:
+            ok = sum(1 for s in slugs if r_due.get(s, 0.0) >= target)
         else:
             when = min(now, due)
             user_cards = cards.get(user_id, {})
@@ -476,11 +483,18 @@ def snapshot_key(
     and their extensions), the UTC day (the sentence table's weeks) and the code's fingerprint.
     Any grade of any member, a member joining or leaving, a new due date or extension: a new key.
     """
-    versions = list(
-        StatsVersion.objects.filter(user_id__in=member_ids)
+    # The members as a subquery, not 200 bound ids (building those cost more than the query);
+    # anyone who joined since ``member_ids`` was read is left out, as they are from the numbers.
+    members = set(member_ids)
+    versions = [
+        row
+        for row in StatsVersion.objects.filter(
+            user_id__in=Membership.objects.filter(cohort=cohort).values("user_id")
+        )
         .order_by("user_id")
         .values_list("user_id", "token", "n")
-    )
+        if row[0] in members
+    ]
     windows = sorted(
         (a.pk, a.due_at.isoformat()) for a in assignments if a.goal == Assignment.Goal.PAIRS
     )
@@ -528,15 +542,154 @@ def drill_numbers(
 
 # --------------------------------------------------------------------------- the grid
 
+PAGE_SIZE = 50  # learners per page of the instructor page (the CSV export has every one)
 
-def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
-    """Everything the instructor page and the CSV export show, in a fixed number of queries."""
-    memberships = list(
-        Membership.objects.filter(cohort=cohort).select_related("user").order_by("user__username")
+
+@dataclass(frozen=True)
+class Learner:
+    """A member as the grid shows them: no model instance per learner (at 200 learners the
+    ``Membership`` + ``User`` objects were a tenth of the page's time)."""
+
+    pk: int
+    username: str
+    joined_at: datetime
+
+    @property
+    def user_id(self) -> int:
+        return self.pk
+
+
+@dataclass
+class RecallTable:
+    """Learners' scenario cards as arrays, one row per learner (``uids``), one column per
+    scenario (``slugs``): stability (NaN where there is no reviewed card), last review and due
+    (``scheduling.epoch_us``), and whether there is a card at all. Read in one query without
+    decoding each card's JSON state; small enough to keep in the cohort's snapshot (cards change
+    only in the transaction of a grade or a rebuild, both of which move ``StatsVersion`` on)."""
+
+    uids: list[int]
+    slugs: list[str]
+    stability: np.ndarray
+    last_us: np.ndarray
+    due_us: np.ndarray
+    has_card: np.ndarray
+
+    @classmethod
+    def read(cls, uids: list[int], slugs: list[str]) -> RecallTable:
+        row_of = {uid: i for i, uid in enumerate(uids)}
+        col_of = {slug: j for j, slug in enumerate(slugs)}
+        shape = (len(uids), len(slugs))
+        stability = np.full(shape, np.nan)
+        last_us = np.zeros(shape, dtype=np.int64)
+        due_us = np.zeros(shape, dtype=np.int64)
+        has_card = np.zeros(shape, dtype=bool)
+        rows = Card.objects.filter(user_id__in=uids, kind=Card.Kind.SCENARIO).values_list(
+            "user_id", "item", KT("state__stability"), KT("state__last_review"), "due"
+        )
+        for uid, item, stab, last, card_due in rows:
+            i, j = row_of.get(uid), col_of.get(item)
+            if i is None or j is None:
+                continue
+            has_card[i, j] = True
+            due_us[i, j] = scheduling.epoch_us(card_due)
+            if stab is not None and last is not None:
+                stability[i, j] = float(stab)
+                last_us[i, j] = scheduling.epoch_us(last)
+        return cls(uids, slugs, stability, last_us, due_us, has_card)
+
+    def take(self, uids: list[int]) -> RecallTable:
+        """The same table with its rows in the order of ``uids`` (each one of ``self.uids``)."""
+        row_of = {uid: i for i, uid in enumerate(self.uids)}
+        idx = [row_of[uid] for uid in uids]
+        return RecallTable(
+            uids, self.slugs, self.stability[idx], self.last_us[idx], self.due_us[idx],
+            self.has_card[idx],
+        )  # fmt: skip
+
+    def recall(self, when: datetime, rows: slice | list[int] = slice(None)) -> np.ndarray:
+        """Retrievability at ``when`` (equal to ``scheduling.retrievability`` card by card)."""
+        return scheduling.retrievability_many(self.stability[rows], self.last_us[rows], when)
+
+    def due(self, i: int, j: int) -> datetime:
+        """When the card at (i, j) is due (there must be one: see ``has_card``)."""
+        return _EPOCH + timedelta(microseconds=int(self.due_us[i, j]))
+
+
+def parse_sort(value: str | None) -> str:
+    """A sort key of the roster: ``name``, ``read``, ``missing``, ``drills``, or ``acc:<slug>``
+    / ``r:<slug>`` (a scenario's accuracy or retrievability); anything else is ``name``."""
+    if value in ("name", "read", "missing", "drills"):
+        return value
+    metric, _, slug = (value or "").partition(":")
+    if metric in ("acc", "r") and slug in {s.slug for s in scenarios()}:
+        return f"{metric}:{slug}"
+    return "name"
+
+
+def _order(
+    learners: list[Learner],
+    sort: str,
+    descending: bool,
+    done: list[int],
+    missing: list[int],
+    n: np.ndarray,
+    ok: np.ndarray,
+    r: np.ndarray,
+    slugs: list[str],
+) -> list[int]:
+    """Learner indexes in the order the instructor asked for: blanks (no drills, no card) last
+    in either direction, ties by username."""
+    names = [x.username for x in learners]
+    if sort == "name":
+        return sorted(range(len(learners)), key=lambda i: names[i], reverse=descending)
+    values: list[float | None]
+    if sort == "read":
+        values = [float(v) for v in done]
+    elif sort == "missing":
+        values = [float(v) for v in missing]
+    elif sort == "drills":
+        values = [float(v) for v in n.sum(axis=1)]
+    else:
+        metric, _, slug = sort.partition(":")
+        j = slugs.index(slug)
+        if metric == "acc":
+            values = [
+                round(100 * int(ok[i, j]) / int(n[i, j])) if n[i, j] else None
+                for i in range(len(learners))
+            ]
+        else:
+            has = ~np.isnan(r[:, j])
+            values = [round(float(r[i, j]), 2) if has[i] else None for i in range(len(learners))]
+    sign = -1.0 if descending else 1.0
+    return sorted(
+        range(len(learners)),
+        key=lambda i: (values[i] is None, sign * (values[i] or 0.0), names[i]),
     )
+
+
+def cohort_grid(
+    cohort,
+    now: datetime,
+    *,
+    sort: str = "name",
+    descending: bool = False,
+    page: int | None = None,
+    per_page: int | None = None,
+) -> dict[str, Any]:
+    """Everything the instructor page and the CSV export show, in a fixed number of queries.
+
+    Every member's walkthrough statuses, drill totals and card recall (vectorised) are computed,
+    so the roster sorts on any column across the whole cohort; the per-cell detail (scenario
+    cells, goals) is built for the ``page`` shown only (every learner when ``page`` is None)."""
+    learners = [
+        Learner(uid, name, joined)
+        for uid, name, joined in Membership.objects.filter(cohort=cohort)
+        .order_by("user__username")
+        .values_list("user_id", "user__username", "joined_at")
+    ]
     # The ids themselves, not a subquery: the attempts read for the pair-goal windows are then
     # found through the (user, submitted_at) index instead of a scan of everyone's attempts.
-    member_ids = sorted(m.user_id for m in memberships)
+    member_ids = sorted(x.pk for x in learners)
     assignments = list(cohort.assignments.select_related("walkthrough_set"))
     extensions = {
         (e.assignment_id, e.learner_id): e
@@ -548,7 +701,8 @@ def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
         reads = {
             (uid, slug): at
             for uid, slug, at in ReadMark.objects.filter(
-                user_id__in=member_ids, slug__in=slugs
+                user_id__in=Membership.objects.filter(cohort=cohort).values("user_id"),
+                slug__in=slugs,
             ).values_list("user_id", "slug", "read_at")
         }
     renarr: dict[tuple[int, str], datetime] = {}
@@ -559,19 +713,32 @@ def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
     if drill is None:
         drill = drill_numbers(member_ids, assignments, extensions)
         snapshot_store(key, "drill", drill)
-    stats = scenario_stats(member_ids, now, totals=drill["totals"])
-    cards = {
-        uid: {slug: c.state for slug, c in cells.items() if c.state is not None}
-        for uid, cells in stats.items()
-    }
-    r_now = {uid: {slug: c.r_now for slug, c in cells.items()} for uid, cells in stats.items()}
     pair_counts = drill["pair_counts"]
-    names = {m.user_id: m.user.username for m in memberships}
+    names = {x.pk: x.username for x in learners}
     conf = drill["confusion"]
     for item in conf.leaders:  # the names as they are now (the snapshot keeps the ids)
         for who in item["top"]:
             who["name"] = names.get(who["user_id"], "?")
     scen = scenarios()
+    scen_slugs = [s.slug for s in scen]
+
+    # Drill totals and recall of every member, as learner × scenario arrays.
+    uids = [x.pk for x in learners]
+    no_drills = (0, 0)
+    per_learner = [drill["totals"].get(uid, {}) for uid in uids]
+    n = np.array(
+        [[t.get(slug, no_drills)[0] for slug in scen_slugs] for t in per_learner], dtype=np.int64
+    ).reshape(len(uids), len(scen_slugs))
+    ok = np.array(
+        [[t.get(slug, no_drills)[1] for slug in scen_slugs] for t in per_learner], dtype=np.int64
+    ).reshape(len(uids), len(scen_slugs))
+    recall = snapshot_part(key, "recall")
+    if recall is None:
+        recall = RecallTable.read(member_ids, scen_slugs)
+        snapshot_store(key, "recall", recall)
+    table = recall.take(uids)
+    r = table.recall(now)
+    r[~table.has_card] = np.nan  # no card: a blank (a card never reviewed reads 0)
 
     columns = [
         {
@@ -584,40 +751,77 @@ def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
         for a in assignments
         for slug in a.walkthrough_set.walkthroughs
     ]
-    rows = []
-    for m in memberships:
-        uid = m.user_id
+    all_cells: list[list[dict[str, Any]]] = []
+    for x in learners:
         cells = []
         for col in columns:
             a = col["assignment"]
-            ext = extensions.get((a.pk, uid))
+            ext = extensions.get((a.pk, x.pk))
             due, cutoff = effective_dates(a, ext)
-            done_at = completed_at(a, reads.get((uid, col["slug"])), renarr.get((uid, col["slug"])))
+            done_at = completed_at(
+                a, reads.get((x.pk, col["slug"])), renarr.get((x.pk, col["slug"]))
+            )
             status = walkthrough_status(done_at, due, cutoff, now)
             cells.append({"status": status, "extended": ext is not None, "due": due})
+        all_cells.append(cells)
+    done = [sum(1 for c in cells if c["status"] in (DONE, LATE)) for cells in all_cells]
+    missing = [sum(1 for c in cells if c["status"] == MISSING) for cells in all_cells]
+
+    order = _order(learners, sort, descending, done, missing, n, ok, r, scen_slugs)
+    per_page = per_page or PAGE_SIZE
+    pages = max(1, -(-len(learners) // per_page))
+    if page is None:
+        shown, page_no = order, 1
+    else:
+        page_no = min(max(1, page), pages)
+        shown = order[(page_no - 1) * per_page : page_no * per_page]
+
+    recall_at: dict[datetime, list[list[float]]] = {}  # retention goals: recall at each due date
+    n_l, ok_l, r_l, has_l = n.tolist(), ok.tolist(), r.tolist(), table.has_card.tolist()
+    rows = []
+    for i in shown:
+        x = learners[i]
+        uid = x.pk
         goals = []
         for a in assignments:
             due, _cutoff = effective_dates(a, extensions.get((a.pk, uid)))
-            goals.append(goal_status(a, uid, due, now, cards, pair_counts, r_now))
-        user_stats = stats.get(uid, {})
-        srow = [user_stats.get(s.slug) or ScenarioCell() for s in scen]
-        done = sum(1 for c in cells if c["status"] in (DONE, LATE))
+            r_due = None
+            if a.goal == Assignment.Goal.RETENTION:
+                when = min(now, due)
+                if when not in recall_at:
+                    recall_at[when] = table.recall(when).tolist()
+                r_due = dict(zip(scen_slugs, recall_at[when][i], strict=True))
+            goals.append(goal_status(a, uid, due, now, {}, pair_counts, r_due))
+        srow = []
+        for j in range(len(scen_slugs)):
+            cell = ScenarioCell(attempts=n_l[i][j], correct=ok_l[i][j])
+            if has_l[i][j]:
+                card_due = table.due(i, j)
+                r_ij = r_l[i][j]
+                cell.r_now = r_ij
+                cell.retrievability = round(r_ij, 2)
+                cell.card_due = card_due
+                if (now - card_due).days >= 1:
+                    cell.overdue_days = (now - card_due).days
+                elif card_due <= now:
+                    cell.due_now = True
+            srow.append(cell)
         rows.append(
             {
-                "membership": m,
-                "user": m.user,
-                "cells": cells,
+                "membership": x,
+                "user": x,
+                "cells": all_cells[i],
                 "goals": goals,
                 "scenarios": srow,
-                "done": done,
-                "missing": sum(1 for c in cells if c["status"] == MISSING),
+                "done": done[i],
+                "missing": missing[i],
                 "attempts": sum(c.attempts for c in srow),
                 "correct": sum(c.correct for c in srow),
             }
         )
     return {
         "snapshot_key": key,
-        "memberships": memberships,
+        "learners": learners,
         "assignments": assignments,
         "extensions": extensions,
         "columns": columns,
@@ -625,6 +829,14 @@ def cohort_grid(cohort, now: datetime) -> dict[str, Any]:
         "scenarios": scen,
         "confusion": conf,
         "has_goals": any(a.goal for a in assignments),
+        "sort": sort,
+        "descending": descending,
+        "page": page_no,
+        "pages": pages,
+        "per_page": per_page,
+        "first": (page_no - 1) * per_page + 1 if rows else 0,
+        "last": (page_no - 1) * per_page + len(rows) if page is not None else len(rows),
+        "total": len(learners),
     }
 
 

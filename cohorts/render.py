@@ -3,14 +3,16 @@
 At 200 learners the grids have ~3,400 cells; through the template engine each cell cost a dozen
 variable lookups, filters and tags (≈1.5 s for the page). Here each row's cells are one string
 join over values ``progress.cohort_grid`` already computed, so rendering is O(learners ×
-columns) string formatting. The markup is the one the template used (the tests, cohorts.js and
-cohorts.css read it); every interpolated value is escaped.
+columns) string formatting, for the one page of learners shown. The markup is the one the
+template used (the tests and cohorts.css read it), less the sort values the browser needed
+before the server sorted and paged the roster; every interpolated value is escaped.
 """
 
 from __future__ import annotations
 
 from html import escape
 from typing import Any
+from urllib.parse import urlencode
 
 from django.urls import reverse
 from django.utils import timezone
@@ -30,17 +32,14 @@ def walkthrough_cells(row: dict[str, Any]) -> SafeString:
             if c["extended"]
             else ""
         )
-        parts.append(
-            f'<td class="status status-{s}" data-status="{s}" data-sort-value="{s}">{s}{ext}</td>'
-        )
+        parts.append(f'<td class="status status-{s}" data-status="{s}">{s}{ext}</td>')
     for g in row["goals"]:
         if g is None:
             continue
         met = "met" if g["met"] else "not met"
         cls = "status-done" if g["met"] else "status-open"
         parts.append(
-            f'<td class="{cls}" data-sort-value="{met}">{met} '
-            f'<span class="muted">{escape(g["detail"])}</span></td>'
+            f'<td class="{cls}">{met} <span class="muted">{escape(g["detail"])}</span></td>'
         )
     return mark_safe("".join(parts))
 
@@ -80,13 +79,13 @@ def add_row_html(grid: dict[str, Any], cohort, csrf_token: str) -> None:
         name = escape(row["user"].username)
         head = (
             f'<tr data-learner="{name}">\n'
-            f'        <th scope="row" data-sort-value="{name}">'
+            f'        <th scope="row">'
             f'<a href="{learner[0]}{uid}{learner[2]}">{name}</a></th>\n'
         )
         row["walkthrough_tr"] = mark_safe(
             f"{head}"
-            f'        <td class="num" data-sort-value="{row["done"]}">{row["done"]}</td>\n'
-            f'        <td class="num" data-sort-value="{row["missing"]}">{row["missing"]}</td>\n'
+            f'        <td class="num">{row["done"]}</td>\n'
+            f'        <td class="num">{row["missing"]}</td>\n'
             f"        {walkthrough_cells(row)}\n"
             f'        <td><form method="post" action="{remove[0]}{uid}{remove[2]}" class="inline" '
             f'data-confirm="Remove {name} from {cohort_name}?">'
@@ -96,7 +95,63 @@ def add_row_html(grid: dict[str, Any], cohort, csrf_token: str) -> None:
         )
         row["scenario_tr"] = mark_safe(
             f"{head}"
-            f'        <td class="num" data-sort-value="{row["attempts"]}">{row["attempts"]}</td>\n'
+            f'        <td class="num">{row["attempts"]}</td>\n'
             f"        {scenario_cells(row)}\n"
             f"      </tr>"
         )
+
+
+# --------------------------------------------------------------------------- roster controls
+
+
+def roster_query(sort: str, descending: bool, metric: str, page: int = 1) -> str:
+    """The query string of one view of the roster (defaults left out)."""
+    params: dict[str, str | int] = {}
+    if sort != "name":
+        params["sort"] = sort
+    if descending:
+        params["dir"] = "desc"
+    if metric == "r" and not sort.startswith("r:"):
+        params["metric"] = "r"
+    if page > 1:
+        params["page"] = page
+    return "?" + urlencode(params) if params else "?"
+
+
+def _head(grid: dict[str, Any], key: str, metric: str) -> dict[str, str]:
+    """A sortable header: the link (ascending first, the other way when already sorted on
+    it) and its ``aria-sort``."""
+    current = grid["sort"] == key
+    desc = current and not grid["descending"]
+    aria = ("descending" if grid["descending"] else "ascending") if current else "none"
+    return {"href": roster_query(key, desc, metric), "aria": aria}
+
+
+def roster_controls(grid: dict[str, Any], metric: str) -> dict[str, Any]:
+    """Header links, the accuracy / retrievability switch and the page links of the roster,
+    each keeping the rest of the view (sort, direction, metric)."""
+    sort, desc = grid["sort"], grid["descending"]
+    on_scenario = sort.startswith(("acc:", "r:"))
+    slug = sort.partition(":")[2]
+
+    def switch(to: str) -> str:
+        if on_scenario:
+            return roster_query(f"{to}:{slug}", desc, to)
+        return roster_query(sort, desc, to, grid["page"])
+
+    page, pages = grid["page"], grid["pages"]
+    return {
+        "metric": metric,
+        "heads": {k: _head(grid, k, metric) for k in ("name", "read", "missing", "drills")},
+        "scenario_heads": [
+            {"s": s, **_head(grid, f"{metric}:{s.slug}", metric)} for s in grid["scenarios"]
+        ],
+        "by_acc": switch("acc"),
+        "by_r": switch("r"),
+        "pages": [
+            {"n": n, "href": roster_query(sort, desc, metric, n), "current": n == page}
+            for n in range(1, pages + 1)
+        ],
+        "prev": roster_query(sort, desc, metric, page - 1) if page > 1 else None,
+        "next": roster_query(sort, desc, metric, page + 1) if page < pages else None,
+    }

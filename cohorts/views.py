@@ -156,11 +156,20 @@ def _drawn_numbers(cohort: Cohort, grid: dict) -> dict[str, SafeString]:
 @require_http_methods(["GET"])
 def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
-    grid = progress.cohort_grid(cohort, timezone.now())
+    sort = progress.parse_sort(request.GET.get("sort"))
+    try:
+        page = int(request.GET.get("page") or 1)
+    except ValueError:
+        page = 1
+    grid = progress.cohort_grid(
+        cohort, timezone.now(), sort=sort, descending=request.GET.get("dir") == "desc", page=page
+    )
     render.add_row_html(grid, cohort, get_token(request))
+    metric = "r" if sort.startswith("r:") or request.GET.get("metric") == "r" else "acc"
     context = {
         "cohort": cohort,
         "grid": grid,
+        "roster": render.roster_controls(grid, metric),
         "instructors": list(cohort.instructors.order_by("username")),
         "invite_url": request.build_absolute_uri(
             reverse("cohorts:join_link", kwargs={"code": cohort.join_code})

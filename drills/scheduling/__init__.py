@@ -54,6 +54,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import fsrs
+import numpy as np
 
 from scenarios.engine import diagnosis
 from scenarios.engine.catalog import HOSTS, SCENARIOS, lookalike_of, lookalike_pairs
@@ -81,6 +82,7 @@ __all__ = [
     "rating_for",
     "rebuild",
     "retrievability",
+    "retrievability_many",
     "review",
     "trial_rating",
     "twin_of",
@@ -338,6 +340,34 @@ def retrievability(state: Mapping[str, Any] | None, now: datetime) -> float:
         return 0.0
     sched = _scheduler(DEFAULT_DESIRED_RETENTION)  # R does not depend on desired retention
     return float(sched.get_card_retrievability(_card(state), _utc(now)))
+
+
+_DAY_US = 86_400_000_000
+
+
+def epoch_us(value: datetime | str) -> int:
+    """Microseconds since the Unix epoch (UTC) of a card time (datetime or ISO string)."""
+    if not isinstance(value, datetime):
+        value = datetime.fromisoformat(value)
+    delta = _utc(value) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def retrievability_many(stability: np.ndarray, last_review_us: np.ndarray, now: datetime):
+    """``retrievability`` of many cards at once: ``stability`` (float, NaN where the card has
+    none or is unseen) and ``last_review_us`` (``epoch_us`` of its last review, any value where
+    stability is NaN), same shape. Whole elapsed days, floored like ``timedelta.days``, and
+    the same forgetting curve as fsrs, so each value equals ``retrievability`` of that card."""
+    sched = _scheduler(DEFAULT_DESIRED_RETENTION)
+    stability = np.asarray(stability, dtype=np.float64)
+    seen = ~np.isnan(stability)
+    last = np.where(seen, np.asarray(last_review_us, dtype=np.int64), 0)
+    elapsed = np.maximum(0, (epoch_us(now) - last) // _DAY_US).astype(np.float64)
+    base = 1 + sched._FACTOR * elapsed / np.where(seen, stability, 1.0)
+    # The power in Python (C pow), not numpy's vectorised one, which can differ in the last bit.
+    decay = sched._DECAY
+    r = np.array([b**decay for b in base.ravel().tolist()], dtype=np.float64).reshape(base.shape)
+    return np.where(seen, r, 0.0)
 
 
 def _fine_retrievability(state: Mapping[str, Any], when: datetime) -> float:

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
-from drills import scheduling
+from drills import scheduling, summaries
 from drills.models import Attempt, Card
 
 
@@ -232,4 +232,6 @@ def rebuild_user(user, *, dry_run: bool = False) -> tuple[int, int]:
             else:
                 card.state, card.due, card.reviews, card.last_review = _fields(rebuilt)
                 card.save()
+        if changed and not dry_run:  # caches of what the cards show (cohort pages) move on
+            summaries.bump_version(user.pk)
     return len(cards), changed

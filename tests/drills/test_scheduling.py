@@ -378,3 +378,27 @@ def test_grade_dataclass_replace_helper_is_usable():
     # guards the Grade fixture shape used above against drift from GradeLike
     g = replace(Grade(), elapsed_s=100.0)
     assert sch.rating_for(g) == H
+
+
+def test_retrievability_many_equals_each_cards_retrievability():
+    """The vectorised recall the cohort pages use is the same number, bit for bit, as
+    ``retrievability`` of each card (cards never reviewed read 0), at any moment."""
+    import random as _random
+
+    import numpy as np
+
+    rng = _random.Random(3)
+    now = datetime(2026, 12, 1, 6, 30, tzinfo=UTC)
+    states = []
+    for _ in range(400):
+        state = sch.new_card_state()
+        for k in range(rng.randint(0, 4)):
+            when = now - timedelta(days=rng.uniform(0, 60) - k * 0.1)
+            state = sch.review(state, rng.choice([1, 2, 3]), when)
+        states.append(state)
+    stability = np.array([s["stability"] if s.get("stability") else np.nan for s in states])
+    last = np.array([sch.epoch_us(s["last_review"]) if s.get("last_review") else 0 for s in states])
+    assert np.isnan(stability).any() and (~np.isnan(stability)).sum() > 300
+    for when in (now, now + timedelta(days=3, hours=17), now - timedelta(days=5)):
+        got = sch.retrievability_many(stability, last, when).tolist()
+        assert got == [sch.retrievability(s, when) for s in states]
