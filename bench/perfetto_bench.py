@@ -169,6 +169,9 @@ def main() -> int:
             )
             page = context.new_page()
             page.goto(f"{server.url}/drill/attempts/{attempt.pk}/")
+            # the drill page's own timeline (fetched after load) is the page's, not the click's:
+            # let it arrive before the clock and the byte count start
+            page.wait_for_load_state("networkidle")
             rows = []
             for label in ("cold cache", "warm cache"):
                 elapsed, wire, n, encodings = open_and_time(context, page, 2 * world)
