@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import gzip
 import hashlib
+import io
 import logging
 import mimetypes
 import os
@@ -187,15 +188,22 @@ def precompress_file(source: Path, rel: str, encoding: str) -> Path | None:
     variant = variant_path(rel, encoding)
     if _fresh(variant, source):
         return variant
+    return _store(variant, _compress(source.read_bytes(), encoding), "serving uncompressed")
+
+
+def _store(target: Path, data: bytes, otherwise: str) -> Path | None:
+    """``data`` written to ``target`` in the cache under a temporary name, then renamed (readers
+    never see half a file; the loser of a race replaces an identical file). None, with a warning
+    saying what is served ``otherwise``, when the cache is not writable."""
     try:
-        variant.parent.mkdir(parents=True, exist_ok=True)
-        tmp = variant.with_name(f".{variant.name}.{os.getpid()}.tmp")
-        tmp.write_bytes(_compress(source.read_bytes(), encoding))
-        os.replace(tmp, variant)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
     except OSError:
-        log.warning("cannot write the Perfetto UI cache at %s: serving uncompressed", variant)
+        log.warning("cannot write the Perfetto UI cache at %s: %s", target, otherwise)
         return None
-    return variant
+    return target
 
 
 def precompress_all(progress: Callable[[str, int, int], None] | None = None) -> tuple[int, int]:
@@ -280,15 +288,9 @@ def slim_font(source: Path, rel: str, pins: dict[str, float]) -> Path | None:
         return None
     slim = instancer.instantiateVariableFont(font, limits)
     slim.flavor = "woff2"
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        slim.save(str(tmp))
-        os.replace(tmp, target)
-    except OSError:
-        log.warning("cannot write the Perfetto UI cache at %s: serving the full font", target)
-        return None
-    return target
+    out = io.BytesIO()
+    slim.save(out)
+    return _store(target, out.getvalue(), "serving the full font")
 
 
 def slim_fonts(progress: Callable[[str, int, int], None] | None = None) -> tuple[int, int]:

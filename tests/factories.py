@@ -16,7 +16,8 @@ import factory
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from drills.models import Attempt
+from drills import summaries
+from drills.models import Attempt, MathAttempt
 from scenarios import pool
 from scenarios.models import Trace
 
@@ -69,3 +70,20 @@ class AttemptFactory(factory.django.DjangoModelFactory):
     trace = factory.SubFactory(TraceFactory, scenario=factory.SelfAttribute("..scenario"))
     mode = Attempt.Mode.TIMED
     served_at = factory.LazyFunction(timezone.now)
+
+
+def graded_math_answer(user, *, correct: bool = True, family: str = "busbw", when=None):
+    """A mental-math answer graded now (or at ``when``) and counted in the learner's summaries,
+    as the math view records one."""
+    when = when or timezone.now()
+    answer = MathAttempt.objects.create(
+        user=user,
+        family=family,
+        seed=1,
+        problem={},
+        served_at=when,
+        submitted_at=when,
+        correct=correct,
+    )
+    summaries.record_math_attempt(answer)
+    return answer

@@ -16,7 +16,7 @@ from drills.models import Attempt, Card, LearnerProfile, MathAttempt
 from drills.stats import dashboard
 from scenarios import engine
 from scenarios.models import Trace
-from tests.factories import TraceFactory
+from tests.factories import TraceFactory, graded_math_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -219,16 +219,7 @@ def test_query_count_is_flat_from_10_to_300_attempts(learner, learner_client):
     for slug in (S, B):
         state = scheduling.review(scheduling.new_card_state(), 3, timezone.now())
         Card.objects.create(user=learner, item=slug, state=state, due=scheduling.due(state))
-    graded = MathAttempt.objects.create(
-        user=learner,
-        family="busbw",
-        seed=1,
-        problem={},
-        served_at=timezone.now(),
-        submitted_at=timezone.now(),
-        correct=True,
-    )
-    summaries.record_math_attempt(graded)
+    graded_math_answer(learner)
     _many(learner, 10)
     small = {u: _count(learner_client, u) for u in ("/dashboard/", "/dashboard/stats.json")}
     _many(learner, 290, start=10)
@@ -243,16 +234,7 @@ def test_query_count_is_flat_from_10_to_300_attempts(learner, learner_client):
 def test_math_section_aggregates_by_family(learner, learner_client):
     now = timezone.now()
     for correct in (True, True, False):
-        graded = MathAttempt.objects.create(
-            user=learner,
-            family="busbw",
-            seed=1,
-            problem={},
-            served_at=now,
-            submitted_at=now,
-            correct=correct,
-        )
-        summaries.record_math_attempt(graded)
+        graded_math_answer(learner, correct=correct, when=now)
     MathAttempt.objects.create(user=learner, family="busbw", seed=2, problem={}, served_at=now)
     state = scheduling.review(scheduling.new_card_state(), 3, now)
     Card.objects.create(

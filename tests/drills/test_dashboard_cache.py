@@ -14,11 +14,12 @@ from django.template.defaultfilters import date as date_filter
 from django.utils import timezone
 
 from drills import scheduling, summaries
-from drills.models import Attempt, Card, MathAttempt, StatsVersion
+from drills.models import Attempt, Card, StatsVersion
 from drills.stats import cached, dashboard
 from scenarios.models import Trace
 from tests.conftest import right_answer
 from tests.drills.test_dashboard import S, build, save_all, trace_for
+from tests.factories import graded_math_answer
 
 pytestmark = pytest.mark.django_db
 
@@ -139,16 +140,7 @@ def test_a_math_answer_shows_on_the_next_view(learner_client, learner):
     save_all([build(learner, S, S, timezone.now() - timedelta(hours=1))])
     body(learner_client)  # cached
     now = timezone.now()
-    graded = MathAttempt.objects.create(
-        user=learner,
-        family="busbw",
-        seed=1,
-        problem={},
-        served_at=now,
-        submitted_at=now,
-        correct=True,
-    )
-    summaries.record_math_attempt(graded)
+    graded_math_answer(learner, when=now)
     page = body(learner_client)
     row = re.search(r'data-family-row="busbw">(.*?)</tr>', page, re.S).group(1)
     assert '<td class="num">1</td>' in row and "100%" in row
@@ -251,16 +243,7 @@ def test_a_math_answer_draws_ahead_too(
         from django.db import transaction
 
         with transaction.atomic():
-            answer = MathAttempt.objects.create(
-                user=learner,
-                family="busbw",
-                seed=1,
-                problem={},
-                served_at=timezone.now(),
-                submitted_at=timezone.now(),
-                correct=True,
-            )
-            summaries.record_math_attempt(answer)
+            graded_math_answer(learner)
     key = cached.key_of(learner, timezone.now())
     drawn = cached.part(key, "stats")
     assert drawn is not None and drawn["math_tallies"]["busbw"] == (1, 1)
