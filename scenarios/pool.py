@@ -198,22 +198,34 @@ def claim(user, scenario: str) -> Trace | None:
     return trace
 
 
-def claim_or_generate(user, scenario: str) -> Trace:
-    """Claim from the pool; on an empty pool generate synchronously so the learner never fails."""
+def claim_from_stock(user, scenario: str) -> Trace | None:
+    """Claim from the pool and ask for a refill when the stock runs low; None (a refill asked
+    for) when ``scenario`` has none left."""
     trace = claim(user, scenario)
     if trace is None:
-        log.warning("trace pool empty for %s: generating on the request path", scenario)
-        trace = build_trace(scenario, secrets.randbits(SEED_BITS), source=Trace.Source.ON_DEMAND)
-        trace.claimed_at = timezone.now()
-        trace.claimed_by = user
-        trace.save(force_insert=True)
         record_level(scenario, 0)
         schedule_refill(scenario)
-        return trace
+        return None
     remaining = Trace.objects.unclaimed().filter(scenario=scenario).count()
     if remaining < low_water():
         record_level(scenario, remaining)
         schedule_refill(scenario)
+    return trace
+
+
+def claim_or_generate(user, scenario: str) -> Trace:
+    """Claim from the pool; on an empty pool generate synchronously so the learner never fails."""
+    return claim_from_stock(user, scenario) or generate_claimed(user, scenario)
+
+
+def generate_claimed(user, scenario: str) -> Trace:
+    """A trace of ``scenario`` generated on the request path and claimed by ``user`` (the pool
+    had none; its refill has been asked for)."""
+    log.warning("trace pool empty for %s: generating on the request path", scenario)
+    trace = build_trace(scenario, secrets.randbits(SEED_BITS), source=Trace.Source.ON_DEMAND)
+    trace.claimed_at = timezone.now()
+    trace.claimed_by = user
+    trace.save(force_insert=True)
     return trace
 
 

@@ -97,13 +97,18 @@ def next_scenario(
     *,
     recent: list[str] | None = None,
     held: dict[str, Card] | None = None,
+    exclude: frozenset[str] = frozenset(),
 ) -> str:
     """The scenario to deal next (``recent``, oldest first, and ``held``, the scenario cards,
-    spare a query each when known)."""
+    spare a query each when known; ``exclude`` leaves scenarios out of the choice)."""
     now = now or timezone.now()
     if held is None:
         held = cards.load_cards(user)
-    states = {slug: (held[slug].state if slug in held else None) for slug in engine.SCENARIOS}
+    states = {
+        slug: (held[slug].state if slug in held else None)
+        for slug in engine.SCENARIOS
+        if slug not in exclude
+    }
     if recent is None:
         newest_first = Attempt.objects.filter(user=user).order_by("-served_at")
         recent = list(newest_first.values_list("scenario", flat=True)[:5])[::-1]
@@ -153,9 +158,9 @@ def start_drill(
     recent = [slug for slug, _served, _sub, _kind in latest][::-1]
     try:
         with transaction.atomic():
-            return _deal(
-                user, mode, scenario or next_scenario(user, recent=recent), interview=interview
-            )
+            if scenario is None:
+                return _deal_scheduled(user, mode, recent, interview=interview)
+            return _deal(user, mode, scenario, interview=interview)
     except IntegrityError:
         current = open_attempt(user)
         if current is None:
@@ -163,8 +168,42 @@ def start_drill(
         raise DrillInProgress(current) from None
 
 
+# How many of the scheduler's choices a drill start tries from stock before it generates a trace
+# on the request for the first choice.
+STOCK_TRIES = 3
+
+
+def _deal_scheduled(
+    user, mode: str, recent: list[str], *, interview: MockInterview | None = None
+) -> Attempt:
+    """Deal the scheduler's choice from the pool. A scenario that has run out of stock waits for
+    its refill (it stays due, so it comes back on the next drill) and the scheduler's next choice
+    is dealt instead; only when ``STOCK_TRIES`` choices in a row are out of stock is the first one
+    generated on the request, which costs the learner a second or more on a busy host."""
+    held = cards.load_cards(user)
+    first = None
+    tried: set[str] = set()
+    for _ in range(min(STOCK_TRIES, len(engine.SCENARIOS))):
+        scenario = next_scenario(user, recent=recent, held=held, exclude=frozenset(tried))
+        first = first or scenario
+        trace = pool.claim_from_stock(user, scenario)
+        if trace is not None:
+            if tried:
+                log.info("out of stock: %s; dealt %s instead", ", ".join(sorted(tried)), scenario)
+            return _create(user, mode, scenario, trace, interview=interview)
+        tried.add(scenario)
+    assert first is not None
+    return _create(user, mode, first, pool.generate_claimed(user, first), interview=interview)
+
+
 def _deal(user, mode: str, scenario: str, *, interview: MockInterview | None = None) -> Attempt:
     trace = pool.claim_or_generate(user, scenario)
+    return _create(user, mode, scenario, trace, interview=interview)
+
+
+def _create(
+    user, mode: str, scenario: str, trace: Trace, *, interview: MockInterview | None = None
+) -> Attempt:
     return Attempt.objects.create(
         user=user,
         trace=trace,
