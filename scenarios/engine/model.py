@@ -906,7 +906,7 @@ def draw_segments(
 def emit_segments(
     rec: Recorder,
     sg: Segments,
-    rank: np.ndarray | int,
+    rank: np.ndarray,
     t0: np.ndarray,
     free0: np.ndarray,
     corr: np.ndarray,
@@ -918,7 +918,7 @@ def emit_segments(
     per unit (`lead + (n,)`)."""
     b = sg.b
     T0, F0 = t0[..., sg.seg], free0[..., sg.seg]
-    rk = np.broadcast_to(np.asarray(rank), b.start.shape)
+    rk = np.broadcast_to(rank, b.start.shape)
     emit_units(rec, b.u, rk, T0 + sg.start, b.pre, b.L, b.post, depth, corr, seq, 0)
     kst = sg.G + np.maximum(F0, T0 + sg.cumD)
     rec.add(rk, COMPUTE, kst, b.g, b.u.kname, b.u.kcat, 0, corr, b.u.kaid)

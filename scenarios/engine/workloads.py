@@ -856,91 +856,78 @@ def _decode_steps(
     b_len, b_dmax, b_gtot = (SG.cpu_len + b_gap).tolist(), SG.dmax.tolist(), SG.gtot.tolist()
     y_rdy, y_kd_ = (y_pre + (y_L * 6) // 10).tolist(), y_kd.tolist()
     y_sync, y_post_, y_g = (y_pre + y_L + y_lag).tolist(), y_post.tolist(), y_gap.tolist()
-    t_step, t_in, f_in, t_alloc, t_dec, t_blk, f_blk, t_samp, t_free, t_end = (
-        [] for _ in range(10)
-    )
-    y_s0, y_kst, y_ss, y_se, dec_end = [], [], [], [], []
+    t_step, t_in, f_in, t_dec, dec_end, t_samp, t_end = (np.zeros(S, np.int64) for _ in range(7))
+    t_alloc, t_free = np.zeros((S, na), np.int64), np.zeros((S, nf), np.int64)
+    t_blk, f_blk = np.zeros((S, nb), np.int64), np.zeros((S, nb), np.int64)
+    y_s0, y_kst, y_ss, y_se = (np.zeros((S, ns + 1), np.int64) for _ in range(4))
+
+    def read_back(s: int, j: int, cpu: int, free: int) -> tuple[int, int]:
+        """`Sim.sync_item`: returns the CPU clock after it and the stream's free time."""
+        kst = max(cpu + y_rdy[s][j], free)
+        a = cpu + y_sync[s][j]
+        e = max(max(a, kst + y_kd_[s][j]) + sync_ns, a + 2000)
+        y_s0[s, j], y_kst[s, j], y_ss[s, j], y_se[s, j] = cpu, kst, a, e
+        return e + y_post_[s][j] + (host if j < ns else 0) + y_g[s][j], kst + y_kd_[s][j] + 1000
+
     cpu, free = int(sim.cpu[0]), int(sim.free_c[0])
     for s in range(S):
-        t_step.append(cpu)
+        t_step[s] = cpu
         cpu += es_g[s]
-        t_in.append(cpu)
-        f_in.append(free)
+        t_in[s], f_in[s] = cpu, free
         free = in_gtot[s] + max(free, cpu + in_dmax[s])
         cpu += in_len[s]
-        for d in a_step[s]:
-            t_alloc.append(cpu)
+        for i, d in enumerate(a_step[s]):
+            t_alloc[s, i] = cpu
             cpu += d
-        t_dec.append(cpu)
+        t_dec[s] = cpu
         cpu += 1000
-        for k in range(nb + 1):
-            if k < nb:
-                t_blk.append(cpu)
-                f_blk.append(free)
-                free = b_gtot[s][k] + max(free, cpu + b_dmax[s][k])
-                cpu += b_len[s][k]
-                if k == nb - 1:  # the model's blocks end: then the step's `.item()`
-                    dec_end.append(cpu + 1000)
-                    cpu += 2000
-            j = ns if k == nb else k
-            if k == nb or k < ns:  # a read-back: DtoH copy, then wait for the stream
-                y_s0.append(cpu)
-                kst = max(cpu + y_rdy[s][j], free)
-                free = kst + y_kd_[s][j] + 1000
-                a = cpu + y_sync[s][j]
-                e = max(max(a, kst + y_kd_[s][j]) + sync_ns, a + 2000)
-                y_kst.append(kst)
-                y_ss.append(a)
-                y_se.append(e)
-                cpu = e + y_post_[s][j] + (host if j < ns else 0) + y_g[s][j]
-        t_samp.append(cpu)
+        for k in range(nb):
+            t_blk[s, k], f_blk[s, k] = cpu, free
+            free = b_gtot[s][k] + max(free, cpu + b_dmax[s][k])
+            cpu += b_len[s][k]
+            if k < ns:
+                cpu, free = read_back(s, k, cpu, free)
+        dec_end[s] = cpu + 1000
+        cpu, free = read_back(s, ns, cpu + 2000, free)
+        t_samp[s] = cpu
         cpu += sm[s]
-        for d in f_step[s]:
-            t_free.append(cpu)
+        for i, d in enumerate(f_step[s]):
+            t_free[s, i] = cpu
             cpu += d
-        t_end.append(cpu)
+        t_end[s] = cpu
         cpu += sg_[s]
 
     # the events, in bulk
-    rec = sim.rec
-    t_step, t_in, f_in, t_dec, dec_end, t_samp, t_end = (
-        np.asarray(v, np.int64) for v in (t_step, t_in, f_in, t_dec, dec_end, t_samp, t_end)
-    )
+    rec, rk = sim.rec, sim.ranks
     sim.slice(MAIN, t_step, es_dur, "aten::empty_strided", C_OP, 1)
     # correlation ids in issue order, per step: the input copy, then the model's launches with
     # a read-back after each block but the last, then the step's `.item()`
     n_in, n = len(U_in), len(U)
     per = n_in + n + ns + 1
     base = sim.corr[0] + per * np.arange(S)[:, None]
-    emit_batch(rec, IN, 0, t_in, f_in, base[:, 0], 1)
+    emit_batch(rec, IN, rk, t_in, f_in, base[:, 0], 1)
     u_corr = base + n_in + 1 + np.arange(n) + SG.seg
     fwd = U.ocat == C_OP
     nfw = int(fwd.sum())
     seq = np.where(fwd, sim.seq[0] + nfw * np.arange(S)[:, None] + np.cumsum(fwd), 0)
-    emit_segments(rec, SG, 0, np.reshape(t_blk, (S, nb)), np.reshape(f_blk, (S, nb)), u_corr, 2,
-                  seq)  # fmt: skip
-    y = [np.reshape(v, (S, ns + 1)) for v in (y_s0, y_kst, y_ss, y_se)]
-    ls = y[0] + y_pre
+    emit_segments(rec, SG, rk, t_blk, f_blk, u_corr, 2, seq)
     cut = np.asarray(bounds[1 : ns + 1], np.int64)
     y_corr = np.concatenate([base + n_in + cut + np.arange(1, ns + 1), base + per], axis=1)
-    parts = [(slice(0, ns), 2, "aten::nonzero", "aten::count_nonzero", [[p["batch"], 8]]),
+    kinds = [(slice(0, ns), 2, "aten::nonzero", "aten::count_nonzero", [[p["batch"], 8]]),
              (slice(ns, ns + 1), 1, "aten::item", "aten::_local_scalar_dense", None)]  # fmt: skip
-    for c, depth, op, inner, dims in parts:
+    for c, depth, op, inner, dims in kinds:
         if c.stop > c.start:
-            v = [a[:, c] for a in (*y, ls, y_L, y_kd, y_post, y_corr)]
-            s0, kst, ss, se, ls_, L, kd, post, corr = v
-            emit_sync_items(sim, 0, s0, ls_, L, kst, kd, ss, se, se + post, corr, depth, op,
-                            inner, dims)  # fmt: skip
+            s0, kst, ss, se = y_s0[:, c], y_kst[:, c], y_ss[:, c], y_se[:, c]
+            emit_sync_items(sim, rk, s0, s0 + y_pre[:, c], y_L[:, c], kst, y_kd[:, c], ss, se,
+                            se + y_post[:, c], y_corr[:, c], depth, op, inner, dims)  # fmt: skip
     sim.slice(MAIN, t_dec, dec_end - t_dec, "## decode ##", C_ANN, 1)
     sim.slice(MAIN, t_samp, sm_dur, "sampler.update_state", C_ANN, 1)
     if alloc:
-        ta = np.reshape(t_alloc, (S, na))
-        sim.slice(MAIN, ta, a_dur + 4000, "aten::empty_strided", C_OP, 1)
-        sim.slice(MAIN, ta + 2000, a_dur, K.rt(hw, "Malloc"), C_RT, 2)
-        if nf:
-            sim.slice(MAIN, np.reshape(t_free, (S, nf)), f_dur, K.rt(hw, "Free"), C_RT, 1)
+        sim.slice(MAIN, t_alloc, a_dur + 4000, "aten::empty_strided", C_OP, 1)
+        sim.slice(MAIN, t_alloc + 2000, a_dur, K.rt(hw, "Malloc"), C_RT, 2)
+        sim.slice(MAIN, t_free, f_dur, K.rt(hw, "Free"), C_RT, 1)
     steps = np.asarray([it.n(f"ProfilerStep#{p['first_step'] + s}") for s in range(S)])
-    rec.add(sim.ranks, MAIN, t_step, t_end - t_step, steps, C_ANN, 0)
+    rec.add(rk, MAIN, t_step, t_end - t_step, steps, C_ANN, 0)
     sim.corr = sim.corr + per * S
     sim.seq = sim.seq + nfw * S
     sim.cpu, sim.free_c = np.array([cpu], np.int64), np.array([free], np.int64)
