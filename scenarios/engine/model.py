@@ -861,3 +861,64 @@ def sync_chain(
                     op, inner, dims)  # fmt: skip
     sim.corr = sim.corr + per * n - nb
     sim.cpu, sim.free_c = cpu, free
+
+
+@dataclass
+class Segments:
+    """A compute-only template cut into consecutive blocks (`bounds`: unit index where each
+    block starts, then len(u)), drawn for `lead` instances at once: unit times are relative to
+    their own block, as if each block were a separate `Sim.block` call (see `Batch`). Per unit
+    (`lead + (n,)`): start, G, cumD; per block (`lead + (nb,)`): cpu_len, gtot, dmax."""
+
+    b: Batch
+    seg: np.ndarray  # block of each unit
+    start: np.ndarray
+    G: np.ndarray
+    cumD: np.ndarray
+    cpu_len: np.ndarray
+    gtot: np.ndarray
+    dmax: np.ndarray
+
+
+def draw_segments(
+    sim: Sim, u: Units, lead: tuple, bounds: list[int], scale: np.ndarray | float = 1.0
+) -> Segments:
+    """`draw_batch` for a template run as consecutive blocks (`Sim.block` per block)."""
+    b = draw_batch(sim, u, lead, scale)
+    first = np.asarray(bounds[:-1], np.int64)
+    last = np.asarray(bounds[1:], np.int64) - 1
+    seg = np.repeat(np.arange(len(first)), np.diff(bounds))
+    s0, g0 = b.start[..., first], b.G[..., first]
+    start = b.start - s0[..., seg]
+    G = b.G - g0[..., seg]
+    # the running max restarts at each block: shift block k up by k·span (span > the range)
+    x = b.start + b.pre + (b.L * 6) // 10 - b.G
+    span = int(x.max() - x.min()) + 1 if x.size else 1
+    off = seg * span
+    cumD = np.maximum.accumulate(x + off, axis=-1) - off - (s0 - g0)[..., seg]
+    dur_o = b.pre + b.L + b.post
+    cpu_len = start[..., last] + dur_o[..., last]
+    g_end = np.concatenate([b.G[..., first[1:]], b.gtot[..., None]], axis=-1)
+    gtot = g_end - g0
+    return Segments(b, seg, start, G, cumD, cpu_len, gtot, cumD[..., last])
+
+
+def emit_segments(
+    rec: Recorder,
+    sg: Segments,
+    rank: np.ndarray,
+    t0: np.ndarray,
+    free0: np.ndarray,
+    corr: np.ndarray,
+    depth: int,
+    seq: np.ndarray | int = 0,
+) -> None:
+    """Record the CPU ops, launches and kernels of drawn segments: block k of an instance starts
+    on the CPU at `t0[..., k]` with the stream free from `free0[..., k]`; `corr` and `seq` are
+    per unit (`lead + (n,)`)."""
+    b = sg.b
+    T0, F0 = t0[..., sg.seg], free0[..., sg.seg]
+    rk = np.broadcast_to(rank, b.start.shape)
+    emit_units(rec, b.u, rk, T0 + sg.start, b.pre, b.L, b.post, depth, corr, seq, 0)
+    kst = sg.G + np.maximum(F0, T0 + sg.cumD)
+    rec.add(rk, COMPUTE, kst, b.g, b.u.kname, b.u.kcat, 0, corr, b.u.kaid)

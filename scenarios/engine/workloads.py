@@ -3,7 +3,6 @@ per-scenario injections. Every function returns a finished `Sim` plus a workload
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
@@ -12,7 +11,6 @@ from . import kernels as K
 from .hardware import Hardware
 from .kernels import UnitBuilder
 from .model import (
-    _UF,
     C_ANN,
     C_KERN,
     C_OP,
@@ -26,7 +24,9 @@ from .model import (
     Sim,
     Units,
     draw_batch,
+    draw_segments,
     emit_batch,
+    emit_segments,
     emit_sync_items,
     sync_chain,
 )
@@ -797,45 +797,140 @@ def build_infer(
     sync_host_us = float(inj.uniform(150, 400))
     n_alloc = int(inj.integers(3, 6))
     alloc_ms = max(1.5, float(U.gpu_us.sum()) / 1000 * float(inj.uniform(0.04, 0.08)))
-    parts = [U]
-    if sync:
-        idx = np.arange(len(U))
-        cuts = [1 + per_layer * (li + 1) for li in range(p["layers"])]
-        bounds = [0, *cuts, len(U)]
-        parts = [_take(U, idx[a:b]) for a, b in itertools.pairwise(bounds) if b > a]
-    for s in range(p["steps"]):
-        t0 = sim.cpu.copy()
-        sim.cpu_op("aten::empty_strided", rng.integers(3000, 9000, 1), 1)
-        sim.block(U_in, depth=1)  # this step's token ids to the device
-        if alloc:
-            for _ in range(n_alloc):
-                dur = (alloc_ms * 1e6 * rng.lognormal(0, 0.35, 1)).astype(np.int64)
-                sim.slice(MAIN, sim.cpu, dur + 4000, "aten::empty_strided", C_OP, 1)
-                sim.slice(MAIN, sim.cpu + 2000, dur, K.rt(hw, "Malloc"), C_RT, 2)
-                sim.cpu = sim.cpu + dur + 4000 + rng.integers(3000, 9000, 1)
-        t_d = sim.cpu.copy()
-        sim.cpu = sim.cpu + 1000
-        for k, part in enumerate(parts):
-            sim.block(part, depth=2)
-            if sync and k < len(parts) - 1:
-                sim.sync_item(2, op="aten::nonzero", inner="aten::count_nonzero",
-                              dims=[[p["batch"], 8]], host_after_us=sync_host_us)  # fmt: skip
-        sim.slice(MAIN, t_d, sim.cpu - t_d + 1000, "## decode ##", C_ANN, 1)
-        sim.cpu = sim.cpu + 2000
-        sim.sync_item(1, op="aten::item")
-        sim.cpu_op("sampler.update_state", rng.integers(40_000, 120_000, 1), 1, C_ANN)
-        if alloc:
-            for _ in range(n_alloc - 1):
-                dur = (alloc_ms * 6e5 * rng.lognormal(0, 0.35, 1)).astype(np.int64)
-                sim.slice(MAIN, sim.cpu, dur, K.rt(hw, "Free"), C_RT, 1)
-                sim.cpu = sim.cpu + dur + rng.integers(3000, 9000, 1)
-        sim.slice(MAIN, t0, sim.cpu - t0, f"ProfilerStep#{p['first_step'] + s}", C_ANN, 0)
-        sim.cpu = sim.cpu + rng.integers(5000, 15000, 1)
+    bounds = [0, len(U)]
+    if sync:  # the step's blocks: embedding + layer 0, one per layer, then the head
+        bounds = sorted({0, *(1 + per_layer * (li + 1) for li in range(p["layers"])), len(U)})
+    _decode_steps(sim, p, U, U_in, bounds, sync, sync_host_us, alloc, n_alloc, alloc_ms)
     return sim
 
 
-def _take(u: Units, idx: np.ndarray) -> Units:
-    return Units(**{f: getattr(u, f)[idx] for f in _UF})
+def _decode_steps(
+    sim: Sim,
+    p: dict,
+    U: Units,
+    U_in: Units,
+    bounds: list[int],
+    sync: bool,
+    sync_host_us: float,
+    alloc: bool,
+    n_alloc: int,
+    alloc_ms: float,
+) -> None:
+    """The decode loop, all steps at once. Each step (`ProfilerStep#n`): the token ids' buffer
+    (`aten::empty_strided`) and copy to the device; with `alloc`, KV-cache growth through the
+    allocator; `## decode ##`: the model's blocks (`bounds` cut the template `U` into them), each
+    but the last followed by a read-back when `sync` (expert routing counts: `aten::nonzero` →
+    DtoH copy → stream synchronize, then `sync_host_us` of host work on the result); the sampled
+    token's `.item()`; the sampler's host work; with `alloc`, blocks freed.
+
+    Every random draw is made in bulk; the loop below only advances the CPU clock and the compute
+    stream's free time through the steps, with the timing rules of `Sim.block`, `Sim.sync_item`,
+    `Sim.cpu_op` and `Sim.slice`, and every event is recorded in bulk afterwards."""
+    rng, it, hw, S = sim.rng, sim.it, sim.hw, p["steps"]
+    nb = len(bounds) - 1
+    ns = nb - 1 if sync else 0  # read-backs inside a step; column ns is the step's `.item()`
+    scale = float(sim.gpu_scale[0])
+    es_dur, es_gap = rng.integers(3000, 9000, S), rng.integers(1000, 3000, S)
+    IN = draw_batch(sim, U_in, (S,), scale)
+    in_gap = rng.integers(2000, 6000, S)
+    na = n_alloc if alloc else 0
+    a_dur = (alloc_ms * 1e6 * rng.lognormal(0, 0.35, (S, na))).astype(np.int64)
+    a_gap = rng.integers(3000, 9000, (S, na))
+    SG = draw_segments(sim, U, (S,), bounds, scale)
+    b_gap = rng.integers(2000, 6000, (S, nb))
+    y_pre, y_L = rng.integers(3000, 8000, (S, ns + 1)), sim.launch_lat((S, ns + 1))
+    y_kd, y_lag = rng.integers(1500, 2600, (S, ns + 1)), rng.integers(500, 1500, (S, ns + 1))
+    y_post, y_gap = rng.integers(2000, 5000, (S, ns + 1)), rng.integers(2000, 5000, (S, ns + 1))
+    sm_dur, sm_gap = rng.integers(40_000, 120_000, S), rng.integers(1000, 3000, S)
+    nf = max(na - 1, 0)
+    f_dur = (alloc_ms * 6e5 * rng.lognormal(0, 0.35, (S, nf))).astype(np.int64)
+    f_gap = rng.integers(3000, 9000, (S, nf))
+    st_gap = rng.integers(5000, 15000, S)
+    sync_ns = int(hw.sync_us * 1000 * 0.6)
+    host = int(sync_host_us * 1000)
+
+    # the clocks, step by step (plain ints: one rank)
+    es_g, sm, sg_ = (es_dur + es_gap).tolist(), (sm_dur + sm_gap).tolist(), st_gap.tolist()
+    in_len, in_dmax, in_gtot = (IN.cpu_len + in_gap).tolist(), IN.dmax.tolist(), IN.gtot.tolist()
+    a_step, f_step = (a_dur + 4000 + a_gap).tolist(), (f_dur + f_gap).tolist()
+    b_len, b_dmax, b_gtot = (SG.cpu_len + b_gap).tolist(), SG.dmax.tolist(), SG.gtot.tolist()
+    y_rdy, y_kd_ = (y_pre + (y_L * 6) // 10).tolist(), y_kd.tolist()
+    y_sync, y_post_, y_g = (y_pre + y_L + y_lag).tolist(), y_post.tolist(), y_gap.tolist()
+    t_step, t_in, f_in, t_dec, dec_end, t_samp, t_end = (np.zeros(S, np.int64) for _ in range(7))
+    t_alloc, t_free = np.zeros((S, na), np.int64), np.zeros((S, nf), np.int64)
+    t_blk, f_blk = np.zeros((S, nb), np.int64), np.zeros((S, nb), np.int64)
+    y_s0, y_kst, y_ss, y_se = (np.zeros((S, ns + 1), np.int64) for _ in range(4))
+
+    def read_back(s: int, j: int, cpu: int, free: int) -> tuple[int, int]:
+        """`Sim.sync_item`: returns the CPU clock after it and the stream's free time."""
+        kst = max(cpu + y_rdy[s][j], free)
+        a = cpu + y_sync[s][j]
+        e = max(max(a, kst + y_kd_[s][j]) + sync_ns, a + 2000)
+        y_s0[s, j], y_kst[s, j], y_ss[s, j], y_se[s, j] = cpu, kst, a, e
+        return e + y_post_[s][j] + (host if j < ns else 0) + y_g[s][j], kst + y_kd_[s][j] + 1000
+
+    cpu, free = int(sim.cpu[0]), int(sim.free_c[0])
+    for s in range(S):
+        t_step[s] = cpu
+        cpu += es_g[s]
+        t_in[s], f_in[s] = cpu, free
+        free = in_gtot[s] + max(free, cpu + in_dmax[s])
+        cpu += in_len[s]
+        for i, d in enumerate(a_step[s]):
+            t_alloc[s, i] = cpu
+            cpu += d
+        t_dec[s] = cpu
+        cpu += 1000
+        for k in range(nb):
+            t_blk[s, k], f_blk[s, k] = cpu, free
+            free = b_gtot[s][k] + max(free, cpu + b_dmax[s][k])
+            cpu += b_len[s][k]
+            if k < ns:
+                cpu, free = read_back(s, k, cpu, free)
+        dec_end[s] = cpu + 1000
+        cpu, free = read_back(s, ns, cpu + 2000, free)
+        t_samp[s] = cpu
+        cpu += sm[s]
+        for i, d in enumerate(f_step[s]):
+            t_free[s, i] = cpu
+            cpu += d
+        t_end[s] = cpu
+        cpu += sg_[s]
+
+    # the events, in bulk
+    rec, rk = sim.rec, sim.ranks
+    sim.slice(MAIN, t_step, es_dur, "aten::empty_strided", C_OP, 1)
+    # correlation ids in issue order, per step: the input copy, then the model's launches with
+    # a read-back after each block but the last, then the step's `.item()`
+    n_in, n = len(U_in), len(U)
+    per = n_in + n + ns + 1
+    base = sim.corr[0] + per * np.arange(S)[:, None]
+    emit_batch(rec, IN, rk, t_in, f_in, base[:, 0], 1)
+    u_corr = base + n_in + 1 + np.arange(n) + SG.seg
+    fwd = U.ocat == C_OP
+    nfw = int(fwd.sum())
+    seq = np.where(fwd, sim.seq[0] + nfw * np.arange(S)[:, None] + np.cumsum(fwd), 0)
+    emit_segments(rec, SG, rk, t_blk, f_blk, u_corr, 2, seq)
+    cut = np.asarray(bounds[1 : ns + 1], np.int64)
+    y_corr = np.concatenate([base + n_in + cut + np.arange(1, ns + 1), base + per], axis=1)
+    kinds = [(slice(0, ns), 2, "aten::nonzero", "aten::count_nonzero", [[p["batch"], 8]]),
+             (slice(ns, ns + 1), 1, "aten::item", "aten::_local_scalar_dense", None)]  # fmt: skip
+    for c, depth, op, inner, dims in kinds:
+        if c.stop > c.start:
+            s0, kst, ss, se = y_s0[:, c], y_kst[:, c], y_ss[:, c], y_se[:, c]
+            emit_sync_items(sim, rk, s0, s0 + y_pre[:, c], y_L[:, c], kst, y_kd[:, c], ss, se,
+                            se + y_post[:, c], y_corr[:, c], depth, op, inner, dims)  # fmt: skip
+    sim.slice(MAIN, t_dec, dec_end - t_dec, "## decode ##", C_ANN, 1)
+    sim.slice(MAIN, t_samp, sm_dur, "sampler.update_state", C_ANN, 1)
+    if alloc:
+        sim.slice(MAIN, t_alloc, a_dur + 4000, "aten::empty_strided", C_OP, 1)
+        sim.slice(MAIN, t_alloc + 2000, a_dur, K.rt(hw, "Malloc"), C_RT, 2)
+        sim.slice(MAIN, t_free, f_dur, K.rt(hw, "Free"), C_RT, 1)
+    steps = np.asarray([it.n(f"ProfilerStep#{p['first_step'] + s}") for s in range(S)])
+    rec.add(rk, MAIN, t_step, t_end - t_step, steps, C_ANN, 0)
+    sim.corr = sim.corr + per * S
+    sim.seq = sim.seq + nfw * S
+    sim.cpu, sim.free_c = np.array([cpu], np.int64), np.array([free], np.int64)
 
 
 def _gemv(hw: Hardware) -> str:

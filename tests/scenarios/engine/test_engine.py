@@ -3,6 +3,7 @@ and key facts recomputed from the exported events. Pure: no Django."""
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections import defaultdict
@@ -177,6 +178,44 @@ def test_recompile_vs_starvation_intermittency(seed):
     s2 = np.array(st["step_ms_series"])
     assert s2.max() < 1.6 * s2.min()  # every step pays, evenly
     assert st["compile_steps"] == []
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_decode_sync_stalls_read_back_once_per_layer_and_drain_the_stream(seed):
+    """Read from the Perfetto export: in every decode step each layer ends in a read-back (the
+    routing count's `aten::nonzero`) that copies 4 bytes to the host and synchronizes, so the
+    stream has nothing queued until the host resumes; then the sampled token's `.item()`. The
+    fixed twin reads back only the token."""
+    tr = gen("sync-stalls", seed)
+    assert tr.family == "decode"
+    layers = int(re.search(r"(\d+) layers", tr.prompt["workload"]).group(1))
+    evs = [e for e in E.to_perfetto(tr)["traceEvents"] if e.get("ph") == "X"]
+    gpu = sorted((e for e in evs if e["cat"] in ("kernel", "gpu_memcpy")), key=lambda e: e["ts"])
+    by_corr = {e["args"]["correlation"]: e for e in gpu}
+    starts = [e["ts"] for e in gpu]
+    steps = [e for e in evs if e["name"].startswith("ProfilerStep#")]
+    assert len(steps) >= 8
+
+    def inside(e, w):
+        return w["ts"] <= e["ts"] and e["ts"] + e["dur"] <= w["ts"] + w["dur"]
+
+    for st in steps:
+        reads = [e for e in evs if e["name"] == "aten::nonzero" and inside(e, st)]
+        assert len(reads) == layers
+        assert sum(e["name"] == "aten::item" and inside(e, st) for e in evs) == 1
+        for rb in reads:
+            calls = [e for e in evs if e["cat"] == "cuda_runtime" and inside(e, rb)]
+            (copy,) = [by_corr[e["args"]["correlation"]] for e in calls if "Memcpy" in e["name"]]
+            (sync,) = [e for e in calls if e["name"].endswith("StreamSynchronize")]
+            assert copy["name"].startswith("Memcpy DtoH") and copy["args"]["bytes"] == 4
+            assert inside(copy, st)
+            copy_end, sync_end = copy["ts"] + copy["dur"], sync["ts"] + sync["dur"]
+            assert sync_end >= copy_end
+            nxt = bisect.bisect_right(starts, copy["ts"])
+            assert nxt == len(gpu) or gpu[nxt]["ts"] > sync_end
+    fixed = E.generate("sync-stalls", seed, fixed=True)
+    names = {e["name"] for e in E.to_perfetto(fixed)["traceEvents"]}
+    assert "aten::item" in names and "aten::nonzero" not in names
 
 
 # ---- catalogue / key shape ----------------------------------------------------------------------
