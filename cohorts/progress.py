@@ -36,7 +36,7 @@ from content.models import ReadMark
 from drills import scheduling
 from drills.models import Attempt, Card, StatsVersion
 from drills.stats import dashboard as stats
-from drills.stats.cached import source_fingerprint
+from drills.stats.fingerprint import source_fingerprint
 from scenarios import engine
 
 from .models import Assignment, Extension, Membership
