@@ -141,11 +141,12 @@ def _drawn_numbers(cohort: Cohort, grid: dict) -> dict[str, SafeString]:
     key = grid["snapshot_key"]
     drawn = progress.snapshot_part(key, "drawn")
     if drawn is None:
-        members = Membership.objects.filter(cohort=cohort).values("user_id")
+        weeks = sentence_accuracy_over_time(
+            None, now=timezone.now(), week_rows=grid["sentence_weeks"]
+        )
         drawn = {
             "sentences": render_to_string(
-                "drills/_sentence_accuracy.html",
-                {"st": sentence_table(sentence_accuracy_over_time(members))},
+                "drills/_sentence_accuracy.html", {"st": sentence_table(weeks)}
             ),
             "confusion": render_to_string("cohorts/_confusion.html", {"conf": grid["confusion"]}),
         }
