@@ -456,7 +456,7 @@ _SOURCES = (
     Path(stats.__file__).resolve(),
     Path(settings.BASE_DIR) / "drills" / "stats" / "charts.py",
     Path(__file__).resolve().parent / "views.py",
-    Path(settings.BASE_DIR) / "templates" / "cohorts" / "_confusion.html",
+    Path(__file__).resolve().parent / "render.py",
     Path(settings.BASE_DIR) / "templates" / "drills" / "_sentence_accuracy.html",
 )
 

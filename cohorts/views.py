@@ -148,7 +148,7 @@ def _drawn_numbers(cohort: Cohort, grid: dict) -> dict[str, SafeString]:
             "sentences": render_to_string(
                 "drills/_sentence_accuracy.html", {"st": sentence_table(weeks)}
             ),
-            "confusion": render_to_string("cohorts/_confusion.html", {"conf": grid["confusion"]}),
+            "confusion": str(render.confusion_table(grid["confusion"])),
         }
         progress.snapshot_store(key, "drawn", drawn)
     return {name: mark_safe(html) for name, html in drawn.items()}
@@ -245,7 +245,7 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
         "membership": membership,
         "learner": learner,
         "rows": [(s, stats.get(s.slug) or progress.ScenarioCell()) for s in scen],
-        "confusion": progress.confusion([learner.pk], counts=counts),
+        "confusion_html": render.confusion_table(progress.confusion([learner.pk], counts=counts)),
         "assignments": progress.learner_assignments(learner, now, cohort=cohort),
         "recent": Attempt.objects.filter(user=learner)
         .graded()
