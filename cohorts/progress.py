@@ -457,7 +457,7 @@ _SOURCES = (
     Path(settings.BASE_DIR) / "drills" / "stats" / "charts.py",
     Path(__file__).resolve().parent / "views.py",
     Path(__file__).resolve().parent / "render.py",
-    Path(settings.BASE_DIR) / "templates" / "drills" / "_sentence_accuracy.html",
+    Path(settings.BASE_DIR) / "drills" / "stats" / "tables.py",
 )
 
 

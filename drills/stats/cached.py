@@ -41,7 +41,7 @@ SOURCES = (
     HERE.parent / "contrast" / "progress.py",
     settings.BASE_DIR / "templates" / "drills" / "dashboard.html",
     settings.BASE_DIR / "templates" / "drills" / "_charts.html",
-    settings.BASE_DIR / "templates" / "drills" / "_sentence_accuracy.html",
+    HERE / "tables.py",
 )
 
 

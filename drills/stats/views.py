@@ -43,6 +43,7 @@ from drills.stats.dashboard import (
 )
 from drills.stats.format import mmss, pct
 from drills.stats.svg import activity_svg, confusion_svg
+from drills.stats.tables import sentence_table_html
 
 # --------------------------------------------------------------------------- views
 
@@ -105,7 +106,7 @@ def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
             for p in stats["pair_discrimination"]
         ],
         "accuracy_chart": accuracy_chart(stats["accuracy_over_time"]),
-        "sentence_table": sentence_table(stats["sentence_accuracy"]),
+        "sentence_html": sentence_table_html(sentence_table(stats["sentence_accuracy"])),
         "activity_svg": activity_svg(activity_chart(stats["daily_activity"])),
     }
     chunks = render_to_string("drills/dashboard.html#body", context).split(LIVE)
