@@ -698,6 +698,20 @@ class MemberNumbers:
             )
         return result
 
+    def drill_numbers(self) -> dict[str, Any]:
+        """What the cohort's pages show of these rows (kept per state of the cohort, so a
+        repeat view reads only this): per member attempts and right (``n``, ``ok``, rows in
+        ``uids`` order) and cards (``recall``), the pair-goal counts, the confusion and its
+        leaders, the sentence weeks."""
+        return {
+            "n": self.n,
+            "ok": self.ok,
+            "recall": self.recall,
+            "pair_counts": self.pair_counts(),
+            "confusion": self.confusion(),
+            "sentence_weeks": self.week_rows(),
+        }
+
     def week_rows(self) -> list[dict[str, Any]]:
         """The cohort's sentence counters per week, as ``dashboard.week_counts`` rows."""
         total = self.weeks.sum(axis=0).tolist()
@@ -902,10 +916,15 @@ def cohort_grid(
         renarr = renarrated(member_ids, slugs)
     versions = member_versions(cohort, member_ids)
     key = snapshot_key(cohort, member_ids, assignments, extensions, now, versions)
-    numbers = member_numbers(cohort, member_ids, assignments, extensions, now, versions)
-    pair_counts = numbers.pair_counts()
+    drill = snapshot_part(key, "drill")
+    if drill is None:
+        drill = member_numbers(
+            cohort, member_ids, assignments, extensions, now, versions
+        ).drill_numbers()
+        snapshot_store(key, "drill", drill)
+    pair_counts = drill["pair_counts"]
     names = {x.pk: x.username for x in learners}
-    conf = numbers.confusion()
+    conf = drill["confusion"]
     for item in conf.leaders:  # the names as they are now (the numbers keep the ids)
         for who in item["top"]:
             who["name"] = names.get(who["user_id"], "?")
@@ -914,10 +933,10 @@ def cohort_grid(
 
     # Drill totals and recall of every member, as learner × scenario arrays.
     uids = [x.pk for x in learners]
-    row_of = {uid: i for i, uid in enumerate(numbers.uids)}
+    row_of = {uid: i for i, uid in enumerate(member_ids)}
     order_rows = [row_of[uid] for uid in uids]
-    n, ok = numbers.n[order_rows], numbers.ok[order_rows]
-    recall = numbers.recall
+    n, ok = drill["n"][order_rows], drill["ok"][order_rows]
+    recall = drill["recall"]
     table = recall.take(uids)
     r = table.recall(now)
     r[~table.has_card] = np.nan  # no card: a blank (a card never reviewed reads 0)
@@ -1003,7 +1022,7 @@ def cohort_grid(
         )
     return {
         "snapshot_key": key,
-        "sentence_weeks": numbers.week_rows(),
+        "sentence_weeks": drill["sentence_weeks"],
         "learners": learners,
         "assignments": assignments,
         "extensions": extensions,
