@@ -79,11 +79,22 @@ def _today(now: datetime) -> date:
 # --------------------------------------------------------------------------- JSON form
 
 
+def _table(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Rows of one shape as column names and value lists (a fifth of the JSON)."""
+    cols = list(rows[0]) if rows else []
+    return {"cols": cols, "rows": [[r[c] for c in cols] for r in rows]}
+
+
+def _rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(zip(table["cols"], values, strict=True)) for values in table["rows"]]
+
+
 def encode(inputs: dict[str, Any]) -> dict[str, Any]:
-    """``learner_inputs`` as JSON values (dates as ISO strings)."""
+    """``learner_inputs`` as JSON values (dates as ISO strings, row lists as tables)."""
     return {
         **inputs,
-        "week_rows": [{**r, "week": r["week"].isoformat()} for r in inputs["week_rows"]],
+        "tally_rows": _table(inputs["tally_rows"]),
+        "week_rows": _table([{**r, "week": r["week"].isoformat()} for r in inputs["week_rows"]]),
         "days": {d.isoformat(): n for d, n in inputs["days"].items()},
         "math_tallies": {f: list(nc) for f, nc in inputs["math_tallies"].items()},
         "pair_discrimination": [
@@ -101,7 +112,10 @@ def decode(data: dict[str, Any]) -> dict[str, Any]:
     """The inverse of ``encode``."""
     return {
         **data,
-        "week_rows": [{**r, "week": date.fromisoformat(r["week"])} for r in data["week_rows"]],
+        "tally_rows": _rows(data["tally_rows"]),
+        "week_rows": [
+            {**r, "week": date.fromisoformat(r["week"])} for r in _rows(data["week_rows"])
+        ],
         "days": {date.fromisoformat(d): n for d, n in data["days"].items()},
         "math_tallies": {f: (nc[0], nc[1]) for f, nc in data["math_tallies"].items()},
         "pair_discrimination": [
