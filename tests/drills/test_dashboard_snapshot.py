@@ -5,6 +5,7 @@ nothing."""
 
 from __future__ import annotations
 
+import re
 import threading
 from datetime import timedelta
 
@@ -115,6 +116,21 @@ def test_the_first_view_after_a_grade_reads_no_counter(learner, learner_client):
     assert 'data-kpi="graded">2<' in response.content.decode()
     sql = [q["sql"].lower() for q in queries.captured_queries]
     assert not [q for q in sql if "tally" in q or "drills_attempt" in q]
+
+
+@pytest.mark.django_db
+def test_a_lookalike_confusion_shows_in_its_pairs_weekly_line(learner, learner_client):
+    learner_client.get("/dashboard/")
+    now = timezone.now()
+    grade(build(learner, PAIR_A, PAIR_A, now - timedelta(minutes=2)))
+    learner_client.get("/dashboard/")  # stored, then patched by the next grade
+    grade(build(learner, PAIR_A, PAIR_B, now - timedelta(minutes=1)))
+    page = learner_client.get("/dashboard/").content.decode()
+    pair = re.search(rf'data-pair="{PAIR_A}→{PAIR_B}">(.*?)</li>', page, re.S).group(1)
+    monday = dashboard.trend_start(now, weeks=1)
+    assert f"<title>week of {monday:%d %b}: 1/2</title>" in pair
+    assert 'aria-label="Weekly confusion rate, 50% to 50%"' in pair
+    assert '<span class="rate">50%</span>' in pair
 
 
 @pytest.mark.django_db
