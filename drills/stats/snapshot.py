@@ -134,7 +134,7 @@ def decode(data: dict[str, Any]) -> dict[str, Any]:
 
 def store(user_id: int, n: int, now: datetime, inputs: dict[str, Any]) -> None:
     """Keep ``inputs`` (read for ``StatsVersion.n`` = ``n``, or later) as the learner's row,
-    unless the row already holds a later state (or the same one for a later day)."""
+    unless the row already holds a later state or this very one (same day, same code)."""
     table = connection.ops.quote_name(DashboardSnapshot._meta.db_table)
     data = DashboardSnapshot._meta.get_field("data").get_db_prep_value(encode(inputs), connection)
     day = DashboardSnapshot._meta.get_field("day").get_db_prep_value(_today(now), connection)
@@ -144,7 +144,7 @@ def store(user_id: int, n: int, now: datetime, inputs: dict[str, Any]) -> None:
             "ON CONFLICT (user_id) DO UPDATE SET n = excluded.n, day = excluded.day, "
             "fmt = excluded.fmt, data = excluded.data "
             f"WHERE excluded.n > {table}.n OR (excluded.n = {table}.n "
-            f"AND (excluded.day > {table}.day OR excluded.fmt <> {table}.fmt))",
+            f"AND (excluded.day <> {table}.day OR excluded.fmt <> {table}.fmt))",
             [user_id, n, day, fmt(), data],
         )
 
