@@ -9,8 +9,10 @@ scenario, some lookalike confusions, some practice), scenario and math cards, an
 learner gets a few attempts (they must not slow the first one down). Then the Django test Client
 (full middleware stack, signed in) fetches ``/dashboard/``, ``/dashboard/stats.json`` and a
 trivial signed-in view that returns "ok", interleaved, and the medians and ratios are printed;
-also the first dashboard view after each grade: once the worker has drawn the new state (what a
-grade queues when it commits, ``drills.stats.warm``), and before it has (the view draws it).
+also the first dashboard view after each grade (a real one: a new graded attempt stored and
+counted as the live path does, in one transaction, whose time is printed too): once the worker
+has drawn the new state (what a grade queues when it commits, ``drills.stats.warm``), and
+before it has (the view draws it).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ The numbers are read from the summary counters (``drills.models``: ``ScenarioTal
 ``ElapsedTally``, ``WeekTally``, ``DayTally``, ``MathTally``) that ``drills.summaries`` keeps up
 to date in the transaction that stores each grade, never by scanning a learner's history: a view
 costs the same at 20 attempts as at 20,000. ``manage.py rebuild_stats`` recomputes them from the
-raw attempts.
+raw attempts. The dashboard itself reads one learner's numbers from one stored row
+(``learner_inputs``, kept by ``drills.stats.snapshot`` and patched by every grade) and shapes
+them here (``counters_from``).
 
 Every function takes ``who``: one learner (a user or a user id) or several (an iterable or a
 ``values("user_id")`` queryset of ids, for a cohort), and returns plain data: numbers, dates,

@@ -1,10 +1,11 @@
 """The learner's accuracy dashboard, its JSON twin, and the streak opt-in.
 
-The numbers come from ``drills.stats.dashboard.learner_stats`` (the summary counters), through
-the per-state cache of ``drills.stats.cached``: the parts drawn from the counters alone are
-rendered once per state and cached with them; the cards' columns are read and rendered on every
-view. This module only lays them out: formatted table cells (``format``) and the charts'
-geometry (``charts``).
+The numbers come from ``drills.stats.dashboard.learner_stats``, through the per-state cache of
+``drills.stats.cached`` and, when that misses (the first view after a grade), from the learner's
+stored numbers that every grade patches (``drills.stats.snapshot``: one row, no counter read).
+The parts drawn from the numbers alone are rendered once per state and cached with them; the
+cards' columns are read and rendered on every view. This module only lays them out: formatted
+table cells (``format``) and the charts' geometry (``charts``).
 """
 
 from __future__ import annotations
