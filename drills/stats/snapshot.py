@@ -7,8 +7,9 @@ only formats and draws (``counters``):
 
 * a live grade (``summaries.graded``, sent in its transaction after the counters moved on)
   patches the row in place (``apply``): the same ``summaries.contributions`` the counters got are
-  added to the stored scenario, week and day rows; the graded scenario's time figures and
-  last-10 are read again for that scenario alone (two small indexed reads); a mental-math
+  added to the stored scenario, week and day rows; the graded scenario's last-10 and (when the
+  attempt was on the clock) its time figures are read again for that scenario alone (small
+  indexed reads); a mental-math
   answer adds to its family, a re-narration or a contrast trial reads its own small count
   again. The row is taken ``FOR UPDATE`` behind the learner's ``StatsVersion`` lock, so two
   grades at once are applied one after the other and neither increment is lost.
@@ -37,6 +38,7 @@ from drills.models import (
     Attempt,
     DashboardSnapshot,
     DayTally,
+    ElapsedTally,
     MathAttempt,
     ScenarioTally,
     StatsVersion,
@@ -207,6 +209,7 @@ def patch(inputs: dict[str, Any], attempt: Attempt | MathAttempt, now: datetime)
         return
     first_week = dashboard.trend_start(now)
     row = {name: getattr(attempt, name) for name in summaries.ATTEMPT_FIELDS}
+    timed = False
     for model, key, counts in summaries.contributions(row):
         if model is ScenarioTally:
             _, scenario, answer = key
@@ -221,10 +224,11 @@ def patch(inputs: dict[str, Any], attempt: Attempt | MathAttempt, now: datetime)
         elif model is DayTally:
             day = key[1]
             inputs["days"][day] = inputs["days"].get(day, 0) + counts["n"]
+        elif model is ElapsedTally:
+            timed = True
     slug = attempt.scenario
-    times = dashboard.timing(user_id, slugs=[slug])
-    if slug in times:
-        inputs["timing"][slug] = times[slug]
+    if timed:  # a time to diagnosis was counted: the scenario's time figures moved
+        inputs["timing"][slug] = dashboard.timing(user_id, slugs=[slug])[slug]
     inputs["last_n"].update(dashboard.last_n_accuracy(user_id, slugs=[slug]))
 
 
