@@ -6,14 +6,17 @@ the cohort's size. Python only shapes the (small, already aggregated) rows and c
 retrievability from each card's stored state.
 
 The drill numbers only a grade changes (per-scenario totals, pair-goal counts, confusion and its
-leaders; the instructor page's per-sentence table and confusion drawing) and the members' cards
-as arrays (``RecallTable``: stability, last review, due; cards change only in the transaction of
-a grade or of ``rebuild_cards``, both of which move ``StatsVersion`` on) are kept in a snapshot
-per state of the cohort (``snapshot_key``: the members' ``StatsVersion`` rows, the pair-goal due
-dates and extensions, the UTC day). Walkthrough reads and names are read on every view, and
-recall is computed for every member at once for the moment of the view
-(``scheduling.retrievability_many``), so the roster sorts on any column across the cohort while
-only one page of it (``PAGE_SIZE`` learners) is drawn.
+leaders, the per-sentence weeks) and the members' cards as arrays (``RecallTable``: stability,
+last review, due; cards change only in the transaction of a grade or of ``rebuild_cards``, both
+of which move ``StatsVersion`` on) are kept one row per member (``MemberNumbers``), stored per
+shape of the cohort (the members, the pair-goal due dates and extensions, the UTC day) with the
+``StatsVersion`` each row was read for. A view sums the rows; after a member's grade only that
+member's rows are read again, never the whole cohort's. What is drawn from the sums (the
+instructor page's per-sentence table and confusion drawing) is kept per state of the cohort
+(``snapshot_key``: the shape and every member's ``StatsVersion``). Walkthrough reads and names
+are read on every view, and recall is computed for every member at once for the moment of the
+view (``scheduling.retrievability_many``), so the roster sorts on any column across the cohort
+while only one page of it (``PAGE_SIZE`` learners) is drawn.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import functools
 import hashlib
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +37,9 @@ from django.db.models.fields.json import KT
 
 from content.models import ReadMark
 from drills import scheduling
-from drills.models import Attempt, Card, StatsVersion
+from drills.models import Attempt, Card, StatsVersion, WeekTally
 from drills.stats import dashboard as stats
-from drills.stats.cached import source_fingerprint
+from drills.stats.fingerprint import source_fingerprint
 from scenarios import engine
 
 from .models import Assignment, Extension, Membership
@@ -453,8 +456,8 @@ _SOURCES = (
     Path(stats.__file__).resolve(),
     Path(settings.BASE_DIR) / "drills" / "stats" / "charts.py",
     Path(__file__).resolve().parent / "views.py",
-    Path(settings.BASE_DIR) / "templates" / "cohorts" / "_confusion.html",
-    Path(settings.BASE_DIR) / "templates" / "drills" / "_sentence_accuracy.html",
+    Path(__file__).resolve().parent / "render.py",
+    Path(settings.BASE_DIR) / "drills" / "stats" / "tables.py",
 )
 
 
@@ -470,31 +473,28 @@ def _fingerprint() -> str:
     return source_fingerprint(catalogue, _SOURCES)
 
 
-def snapshot_key(
-    cohort,
+def member_versions(cohort, member_ids: list[int]) -> list[tuple[str, int] | None]:
+    """Each member's ``StatsVersion`` (token, n), in the order of ``member_ids`` (None for a
+    member never graded). One query, read before the numbers it stands for."""
+    # The members as a subquery, not 200 bound ids (building those cost more than the query);
+    # anyone who joined since ``member_ids`` was read is left out, as they are from the numbers.
+    found = {
+        uid: (token.hex, n)
+        for uid, token, n in StatsVersion.objects.filter(
+            user_id__in=Membership.objects.filter(cohort=cohort).values("user_id")
+        ).values_list("user_id", "token", "n")
+    }
+    return [found.get(uid) for uid in member_ids]
+
+
+def _shape(
     member_ids: list[int],
     assignments: list[Assignment],
     extensions: dict[tuple[int, int], Extension],
     now: datetime,
-) -> str:
-    """The cache key of the cohort's drill numbers as they are now: the members and each one's
-    ``StatsVersion`` (moved on in the transaction of every grade, re-narration and rebuild; one
-    query, read before the numbers it stands for), the pair-goal windows (the goals' due dates
-    and their extensions), the UTC day (the sentence table's weeks) and the code's fingerprint.
-    Any grade of any member, a member joining or leaving, a new due date or extension: a new key.
-    """
-    # The members as a subquery, not 200 bound ids (building those cost more than the query);
-    # anyone who joined since ``member_ids`` was read is left out, as they are from the numbers.
-    members = set(member_ids)
-    versions = [
-        row
-        for row in StatsVersion.objects.filter(
-            user_id__in=Membership.objects.filter(cohort=cohort).values("user_id")
-        )
-        .order_by("user_id")
-        .values_list("user_id", "token", "n")
-        if row[0] in members
-    ]
+) -> tuple[Any, ...]:
+    """What the cohort's drill numbers depend on besides the members' grades: the members,
+    the pair-goal windows (the goals' due dates and their extensions) and the UTC day."""
     windows = sorted(
         (a.pk, a.due_at.isoformat()) for a in assignments if a.goal == Assignment.Goal.PAIRS
     )
@@ -502,17 +502,35 @@ def snapshot_key(
     ext = sorted(
         (aid, uid, e.due_at.isoformat()) for (aid, uid), e in extensions.items() if aid in goal_ids
     )
-    state = repr(
-        (
-            member_ids,
-            [(uid, token.hex, n) for uid, token, n in versions],
-            windows,
-            ext,
-            now.astimezone(UTC).date().isoformat(),
-        )
-    )
-    digest = hashlib.sha256(state.encode()).hexdigest()[:32]
-    return f"cohort:{_fingerprint()}:{cohort.pk}:{digest}"
+    return (member_ids, windows, ext, now.astimezone(UTC).date().isoformat())
+
+
+def _digest(state: Any) -> str:
+    return hashlib.sha256(repr(state).encode()).hexdigest()[:32]
+
+
+def members_key(cohort, shape: tuple[Any, ...]) -> str:
+    """The cache key of the cohort's per-member numbers (``MemberNumbers``) for one shape of
+    the cohort: whatever the members' grades, so a grade patches it (``MemberNumbers.update``)."""
+    return f"cohort-members:{_fingerprint()}:{cohort.pk}:{_digest(shape)}"
+
+
+def snapshot_key(
+    cohort,
+    member_ids: list[int],
+    assignments: list[Assignment],
+    extensions: dict[tuple[int, int], Extension],
+    now: datetime,
+    versions: list[tuple[str, int] | None] | None = None,
+) -> str:
+    """The cache key of the cohort's drill numbers as they are now: the shape (``_shape``),
+    each member's ``StatsVersion`` (``member_versions``, read here when not given) and the
+    code's fingerprint. Any grade of any member, a member joining or leaving, a new due date or
+    extension: a new key."""
+    if versions is None:
+        versions = member_versions(cohort, member_ids)
+    state = (_shape(member_ids, assignments, extensions, now), versions)
+    return f"cohort:{_fingerprint()}:{cohort.pk}:{_digest(state)}"
 
 
 def snapshot_part(key: str, name: str) -> Any:
@@ -524,20 +542,208 @@ def snapshot_store(key: str, name: str, value: Any) -> None:
     cache.set(f"{key}:{name}", value, SNAPSHOT_TTL_S)
 
 
-def drill_numbers(
+SENTENCE_COUNTERS = (
+    "n",
+    *(f"{k}_{p}" for k, _f, _t in stats.SENTENCES for p in ("graded", "right")),
+)
+
+
+@dataclass
+class MemberNumbers:
+    """The cohort's drill numbers that only grades change, one row per member (``uids``, in
+    ``member_ids`` order) over the catalogue's scenarios (``slugs``): graded attempts and
+    right (``n``, ``ok``), the confusion cells (``conf``: true x answered), each pair-drill
+    goal's in-time drills per lookalike pair (``pairs``: assignment id -> learners x pairs), the
+    sentence counters of the trend's weeks (``weeks``: learners x weeks x
+    ``SENTENCE_COUNTERS``) and the scenario cards (``recall``). ``versions``: the members'
+    ``StatsVersion`` each row was read for. A cohort view sums the rows; after a grade only the
+    graded learner's rows are read again (``update``), never the whole cohort."""
+
+    uids: list[int]
+    slugs: list[str]
+    first_week: date
+    versions: list[tuple[str, int] | None]
+    n: np.ndarray
+    ok: np.ndarray
+    conf: np.ndarray
+    pairs: dict[int, np.ndarray]
+    weeks: np.ndarray
+    recall: RecallTable
+
+    @classmethod
+    def read(
+        cls,
+        uids: list[int],
+        versions: list[tuple[str, int] | None],
+        assignments: list[Assignment],
+        extensions: dict[tuple[int, int], Extension],
+        now: datetime,
+    ) -> MemberNumbers:
+        """Every member's rows: three queries over the summary counters, one over the cards."""
+        slugs = [s.slug for s in scenarios()]
+        goals = [a.pk for a in assignments if a.goal == Assignment.Goal.PAIRS]
+        shape = (len(uids), len(slugs))
+        out = cls(
+            uids=list(uids),
+            slugs=slugs,
+            first_week=stats.trend_start(now),
+            versions=list(versions),
+            n=np.zeros(shape, dtype=np.int64),
+            ok=np.zeros(shape, dtype=np.int64),
+            conf=np.zeros((*shape, len(slugs)), dtype=np.int32),
+            pairs={aid: np.zeros((len(uids), len(lookalike_pairs())), np.int32) for aid in goals},
+            weeks=np.zeros((len(uids), stats.TREND_WEEKS, len(SENTENCE_COUNTERS)), dtype=np.int32),
+            recall=RecallTable.read(list(uids), slugs),
+        )
+        out._fill(list(range(len(uids))), assignments, extensions)
+        return out
+
+    def _fill(
+        self,
+        rows: list[int],
+        assignments: list[Assignment],
+        extensions: dict[tuple[int, int], Extension],
+    ) -> None:
+        """(Re)read the rows ``rows`` (indexes into ``uids``) from the counters (their arrays
+        are zero)."""
+        uids = [self.uids[i] for i in rows]
+        row_of = dict(zip(uids, rows, strict=True))
+        col_of = {slug: j for j, slug in enumerate(self.slugs)}
+        pair_of = {slug: p for p, pair in enumerate(lookalike_pairs()) for slug in pair}
+        for r in attempt_counts(uids, pair_goal_windows(assignments, extensions)):
+            i, j = row_of[r["user_id"]], col_of.get(r["scenario"])
+            if j is None:
+                continue
+            self.n[i, j] += r["n"]
+            self.ok[i, j] += r["ok"]
+            answered = col_of.get(r["answer_scenario"])
+            if answered is not None:
+                self.conf[i, j, answered] += r["n"]
+            p = pair_of.get(r["scenario"])
+            if p is not None:
+                for aid, counts in self.pairs.items():
+                    counts[i, p] += r[f"t{aid}"]
+        for r in (
+            WeekTally.objects.filter(user_id__in=uids, week__gte=self.first_week)
+            .order_by()
+            .values_list("user_id", "week", *SENTENCE_COUNTERS)
+        ):
+            w = (r[1] - self.first_week).days // 7
+            if 0 <= w < stats.TREND_WEEKS:
+                self.weeks[row_of[r[0]], w] += r[2:]
+
+    def update(
+        self,
+        versions: list[tuple[str, int] | None],
+        assignments: list[Assignment],
+        extensions: dict[tuple[int, int], Extension],
+    ) -> bool:
+        """Read again the rows of the members whose ``StatsVersion`` moved on since (a few
+        small queries over their counters and cards alone). True when any did."""
+        rows = [i for i, v in enumerate(versions) if v != self.versions[i]]
+        if not rows:
+            return False
+        for arr in (self.n, self.ok, self.conf, self.weeks, *self.pairs.values()):
+            arr[rows] = 0
+        self._fill(rows, assignments, extensions)
+        fresh = RecallTable.read([self.uids[i] for i in rows], self.slugs)
+        for name in ("stability", "last_us", "due_us", "has_card"):
+            getattr(self.recall, name)[rows] = getattr(fresh, name)
+        self.versions = list(versions)
+        return True
+
+    def pair_counts(self) -> dict[tuple[int, int], list[int]]:
+        """``pair_goal_counts``'s shape: {(assignment id, user id): drills per pair}."""
+        return {
+            (aid, uid): counts[i].tolist()
+            for aid, counts in self.pairs.items()
+            for i, uid in enumerate(self.uids)
+        }
+
+    def confusion(self) -> Confusion:
+        """The cohort's true x answered matrix and who confuses each lookalike pair most (by
+        user id; ``name`` is filled in per view): ``progress.confusion`` over the rows' sums."""
+        total = self.conf.sum(axis=0)
+        counts = {
+            (a, b): int(total[i, j])
+            for i, a in enumerate(self.slugs)
+            for j, b in enumerate(self.slugs)
+            if total[i, j]
+        }
+        pairs = lookalike_pairs()
+        result = Confusion(scenarios(), counts, pairs)
+        col_of = {slug: j for j, slug in enumerate(self.slugs)}
+        for a, b in pairs:
+            ja, jb = col_of[a], col_of[b]
+            mixups = (self.conf[:, ja, jb] + self.conf[:, jb, ja]).tolist()
+            on_pair = (self.n[:, ja] + self.n[:, jb]).tolist()
+            ranked = sorted(
+                (i for i, m in enumerate(mixups) if m),
+                key=lambda i: (-mixups[i], -mixups[i] / on_pair[i], self.uids[i]),
+            )
+            result.leaders.append(
+                {
+                    "pair": (a, b),
+                    "top": [
+                        {
+                            "user_id": self.uids[i],
+                            "name": "?",
+                            "mixups": mixups[i],
+                            "on_pair": on_pair[i],
+                            "rate": round(100 * mixups[i] / on_pair[i]),
+                        }
+                        for i in ranked[:3]
+                    ],
+                }
+            )
+        return result
+
+    def drill_numbers(self) -> dict[str, Any]:
+        """What the cohort's pages show of these rows (kept per state of the cohort, so a
+        repeat view reads only this): per member attempts and right (``n``, ``ok``, rows in
+        ``uids`` order) and cards (``recall``), the pair-goal counts, the confusion and its
+        leaders, the sentence weeks."""
+        return {
+            "n": self.n,
+            "ok": self.ok,
+            "recall": self.recall,
+            "pair_counts": self.pair_counts(),
+            "confusion": self.confusion(),
+            "sentence_weeks": self.week_rows(),
+        }
+
+    def week_rows(self) -> list[dict[str, Any]]:
+        """The cohort's sentence counters per week, as ``dashboard.week_counts`` rows."""
+        total = self.weeks.sum(axis=0).tolist()
+        return [
+            {
+                "week": self.first_week + timedelta(weeks=w),
+                **dict(zip(SENTENCE_COUNTERS, total[w], strict=True)),
+            }
+            for w in range(stats.TREND_WEEKS)
+            if total[w][0]
+        ]
+
+
+def member_numbers(
+    cohort,
     member_ids: list[int],
     assignments: list[Assignment],
     extensions: dict[tuple[int, int], Extension],
-) -> dict[str, Any]:
-    """The cohort's drill numbers that only grades change (no card, no clock): each member's
-    per-scenario totals, the pair-goal counts, the confusion matrix and who leads each lookalike
-    pair (by user id; ``name`` is filled in per view). Two queries."""
-    counts = attempt_counts(member_ids, pair_goal_windows(assignments, extensions))
-    return {
-        "totals": scenario_totals(counts),
-        "pair_counts": pair_goal_counts(assignments, member_ids, counts=counts),
-        "confusion": confusion(member_ids, leaders_from={}, counts=counts),
-    }
+    now: datetime,
+    versions: list[tuple[str, int] | None],
+) -> MemberNumbers:
+    """The cohort's ``MemberNumbers`` for these members' ``versions``: the stored ones for this
+    shape of the cohort, with the rows of any member graded since read again, or (none stored)
+    every member's."""
+    key = members_key(cohort, _shape(member_ids, assignments, extensions, now))
+    numbers = snapshot_part(key, "members")
+    if numbers is None:
+        numbers = MemberNumbers.read(member_ids, versions, assignments, extensions, now)
+    elif not numbers.update(versions, assignments, extensions):
+        return numbers
+    snapshot_store(key, "members", numbers)
+    return numbers
 
 
 # --------------------------------------------------------------------------- the grid
@@ -708,15 +914,18 @@ def cohort_grid(
     renarr: dict[tuple[int, str], datetime] = {}
     if any(a.renarration for a in assignments):
         renarr = renarrated(member_ids, slugs)
-    key = snapshot_key(cohort, member_ids, assignments, extensions, now)
+    versions = member_versions(cohort, member_ids)
+    key = snapshot_key(cohort, member_ids, assignments, extensions, now, versions)
     drill = snapshot_part(key, "drill")
     if drill is None:
-        drill = drill_numbers(member_ids, assignments, extensions)
+        drill = member_numbers(
+            cohort, member_ids, assignments, extensions, now, versions
+        ).drill_numbers()
         snapshot_store(key, "drill", drill)
     pair_counts = drill["pair_counts"]
     names = {x.pk: x.username for x in learners}
     conf = drill["confusion"]
-    for item in conf.leaders:  # the names as they are now (the snapshot keeps the ids)
+    for item in conf.leaders:  # the names as they are now (the numbers keep the ids)
         for who in item["top"]:
             who["name"] = names.get(who["user_id"], "?")
     scen = scenarios()
@@ -724,18 +933,10 @@ def cohort_grid(
 
     # Drill totals and recall of every member, as learner × scenario arrays.
     uids = [x.pk for x in learners]
-    no_drills = (0, 0)
-    per_learner = [drill["totals"].get(uid, {}) for uid in uids]
-    n = np.array(
-        [[t.get(slug, no_drills)[0] for slug in scen_slugs] for t in per_learner], dtype=np.int64
-    ).reshape(len(uids), len(scen_slugs))
-    ok = np.array(
-        [[t.get(slug, no_drills)[1] for slug in scen_slugs] for t in per_learner], dtype=np.int64
-    ).reshape(len(uids), len(scen_slugs))
-    recall = snapshot_part(key, "recall")
-    if recall is None:
-        recall = RecallTable.read(member_ids, scen_slugs)
-        snapshot_store(key, "recall", recall)
+    row_of = {uid: i for i, uid in enumerate(member_ids)}
+    order_rows = [row_of[uid] for uid in uids]
+    n, ok = drill["n"][order_rows], drill["ok"][order_rows]
+    recall = drill["recall"]
     table = recall.take(uids)
     r = table.recall(now)
     r[~table.has_card] = np.nan  # no card: a blank (a card never reviewed reads 0)
@@ -821,6 +1022,7 @@ def cohort_grid(
         )
     return {
         "snapshot_key": key,
+        "sentence_weeks": drill["sentence_weeks"],
         "learners": learners,
         "assignments": assignments,
         "extensions": extensions,

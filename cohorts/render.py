@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.text import Truncator
 
 
 def _when(value) -> str:
@@ -155,3 +156,43 @@ def roster_controls(grid: dict[str, Any], metric: str) -> dict[str, Any]:
         "prev": roster_query(sort, desc, metric, page - 1) if page > 1 else None,
         "next": roster_query(sort, desc, metric, page + 1) if page < pages else None,
     }
+
+
+# --------------------------------------------------------------------------- confusion
+
+
+def confusion_table(conf) -> SafeString:
+    """The true × answered table of a ``progress.Confusion`` (the instructor page and a
+    learner's page), with its legend: 121 cells, each with its share of the row as a shade
+    class and a title that spells it out. One string join: through the template engine this
+    table was most of the time of a cohort view after a grade."""
+    heads = "".join(
+        f'<th scope="col" title="{escape(s.title)}">{escape(s.short)}</th>' for s in conf.scenarios
+    )
+    body = []
+    for row in conf.rows():
+        t = row["true"]
+        title = escape(t.title)
+        cells = "".join(
+            f'<td class="{c["cls"]}" data-true="{escape(t.slug)}" '
+            f'data-answered="{escape(c["answered"].slug)}" '
+            f'title="{title} answered as {escape(c["answered"].title)}: {c["n"]} '
+            f'({c["share"]}%)">{c["n"] or ""}</td>'
+            for c in row["cells"]
+        )
+        body.append(
+            f'    <tr><th scope="row" title="{title}">{escape(t.short)} '
+            f'<span class="muted">{escape(Truncator(t.title).chars(26))}</span></th>\n'
+            f'    {cells}\n    <td class="num">{row["total"]}</td></tr>\n'
+        )
+    pairs = "; ".join(f"{escape(a)} ↔ {escape(b)}" for a, b in conf.pairs)
+    return mark_safe(
+        '<div class="scroll">\n'
+        '<table class="confusion" aria-label="Confusion matrix: rows are the true scenario, '
+        'columns the answer">\n'
+        f'  <thead><tr><th scope="col">true \\ answered</th>{heads}'
+        '<th scope="col" class="num">n</th></tr></thead>\n'
+        f"  <tbody>\n{''.join(body)}  </tbody>\n</table>\n</div>\n"
+        '<p class="legend"><span class="cm cm-diag cm-h3">n</span> correct · '
+        f'<span class="cm cm-pair cm-h3">n</span> lookalike pair ({pairs})</p>\n'
+    )

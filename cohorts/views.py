@@ -14,7 +14,6 @@ from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect
-from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -28,6 +27,7 @@ from drills.interview import services as interviews
 from drills.models import Attempt, MockInterview
 from drills.stats.charts import sentence_table
 from drills.stats.dashboard import sentence_accuracy_over_time
+from drills.stats.tables import sentence_table_html
 from drills.trainer import reveal
 from scenarios.engine import title_of
 from scenarios.views import gzipped_json
@@ -141,13 +141,12 @@ def _drawn_numbers(cohort: Cohort, grid: dict) -> dict[str, SafeString]:
     key = grid["snapshot_key"]
     drawn = progress.snapshot_part(key, "drawn")
     if drawn is None:
-        members = Membership.objects.filter(cohort=cohort).values("user_id")
+        weeks = sentence_accuracy_over_time(
+            None, now=timezone.now(), week_rows=grid["sentence_weeks"]
+        )
         drawn = {
-            "sentences": render_to_string(
-                "drills/_sentence_accuracy.html",
-                {"st": sentence_table(sentence_accuracy_over_time(members))},
-            ),
-            "confusion": render_to_string("cohorts/_confusion.html", {"conf": grid["confusion"]}),
+            "sentences": str(sentence_table_html(sentence_table(weeks))),
+            "confusion": str(render.confusion_table(grid["confusion"])),
         }
         progress.snapshot_store(key, "drawn", drawn)
     return {name: mark_safe(html) for name, html in drawn.items()}
@@ -244,7 +243,7 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
         "membership": membership,
         "learner": learner,
         "rows": [(s, stats.get(s.slug) or progress.ScenarioCell()) for s in scen],
-        "confusion": progress.confusion([learner.pk], counts=counts),
+        "confusion_html": render.confusion_table(progress.confusion([learner.pk], counts=counts)),
         "assignments": progress.learner_assignments(learner, now, cohort=cohort),
         "recent": Attempt.objects.filter(user=learner)
         .graded()
@@ -260,7 +259,9 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
         )[:20],
         "titles": {s.slug: s.title for s in scen},
         "interviews": shared_interviews(cohort).filter(user=learner).order_by("-finished_at"),
-        "sentence_table": sentence_table(sentence_accuracy_over_time(learner, now=now)),
+        "sentence_html": sentence_table_html(
+            sentence_table(sentence_accuracy_over_time(learner, now=now))
+        ),
     }
     return TemplateResponse(request, "cohorts/learner.html", context)
 

@@ -520,3 +520,24 @@ class StatsVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id}: {self.n}"
+
+
+class DashboardSnapshot(models.Model):
+    """One learner's dashboard numbers as stored inputs (``drills.stats.dashboard.
+    learner_inputs``, JSON-encoded by ``drills.stats.snapshot``), for one UTC ``day`` and one
+    ``fmt`` (what the inputs' shape depends on: catalogue, windows, time limit, code). ``n`` is
+    the learner's ``StatsVersion.n`` the numbers stand for: a grade patches the row in its own
+    transaction when it holds the state just before it (``n`` one less than the grade's);
+    anything else (a rebuild, a new day, a deploy) leaves it stale, and the next view or grade
+    reads it again from the summary counters."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    n = models.PositiveBigIntegerField()
+    day = models.DateField()
+    fmt = models.CharField(max_length=32)
+    data = models.JSONField()
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.n} on {self.day}"

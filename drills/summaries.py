@@ -30,6 +30,7 @@ from drills.models import (
     NOT_EVIDENCE,
     SENTENCE_FIELDS,
     Attempt,
+    DashboardSnapshot,
     DayTally,
     ElapsedTally,
     MathAttempt,
@@ -61,8 +62,10 @@ KEYS: dict[type[models.Model], tuple[str, ...]] = {
 }
 Contribution = tuple[type[models.Model], tuple[Any, ...], dict[str, int]]
 
-# Sent (``user_id``) in the transaction of every live grade, after the learner's numbers moved
-# on: what is drawn from them can be drawn again for the new state once it commits
+# Sent (``user_id``; ``n``, the learner's new ``StatsVersion.n``; ``attempt``, the graded
+# Attempt or MathAttempt) in the transaction of every live grade, after the learner's counters
+# moved on: the stored dashboard numbers are patched by it there (``drills.stats.snapshot``),
+# and what is drawn from them is drawn again for the new state once it commits
 # (``drills.stats.warm``). A rebuild sends nothing (it may touch every learner).
 graded = Signal()
 
@@ -168,17 +171,19 @@ def _add(model: type[models.Model], key: tuple[Any, ...], counts: dict[str, int]
         cursor.execute(sql, params)
 
 
-def bump_version(user_id: int) -> None:
+def bump_version(user_id: int) -> int:
     """One learner's numbers changed (in this transaction): move their ``StatsVersion`` on, so
-    every cache keyed on it misses from the commit on."""
+    every cache keyed on it misses from the commit on. Returns the new ``n``. The row stays
+    locked until the transaction ends, so one learner's grades are applied one after another."""
     table = connection.ops.quote_name(StatsVersion._meta.db_table)
     token = StatsVersion._meta.get_field("token").get_db_prep_value(uuid.uuid4(), connection)
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {table} (user_id, token, n) VALUES (%s, %s, 1) "
-            f"ON CONFLICT (user_id) DO UPDATE SET n = {table}.n + 1",
+            f"ON CONFLICT (user_id) DO UPDATE SET n = {table}.n + 1 RETURNING n",
             [user_id, token],
         )
+        return int(cursor.fetchone()[0])
 
 
 def _row_of(obj: models.Model, names: Iterable[str]) -> dict[str, Any]:
@@ -190,23 +195,23 @@ def record_attempt(attempt: Attempt) -> None:
     stores the grade (after the submit-once check), from every path that grades an attempt."""
     if attempt.submitted_at is None:
         raise ValueError("only a graded attempt is counted")
-    bump_version(attempt.user_id)
+    n = bump_version(attempt.user_id)
     if attempt.kind not in NOT_EVIDENCE:  # else no evidence: counted apart, from the attempts
         for model, key, counts in contributions(_row_of(attempt, ATTEMPT_FIELDS)):
             _add(model, key, counts)
-    graded.send(sender=Attempt, user_id=attempt.user_id)
+    graded.send(sender=Attempt, user_id=attempt.user_id, n=n, attempt=attempt)
 
 
 def record_math_attempt(attempt: MathAttempt) -> None:
     """Add one just-graded mental-math answer to the summaries (same rules as above)."""
     if attempt.submitted_at is None:
         raise ValueError("only a graded answer is counted")
-    bump_version(attempt.user_id)
+    n = bump_version(attempt.user_id)
     for model, key, counts in math_contributions(
         _row_of(attempt, ("user_id", "family", "correct"))
     ):
         _add(model, key, counts)
-    graded.send(sender=MathAttempt, user_id=attempt.user_id)
+    graded.send(sender=MathAttempt, user_id=attempt.user_id, n=n, attempt=attempt)
 
 
 # --------------------------------------------------------------------------- rebuild
@@ -243,6 +248,8 @@ def rebuild_users(user_ids: Iterable[int]) -> dict[str, int]:
     with transaction.atomic():
         for model in KEYS:
             model._default_manager.filter(user_id__in=ids).delete()
+        # Read again from the rebuilt counters by the next view or grade.
+        DashboardSnapshot.objects.filter(user_id__in=ids).delete()
         for chunk in range(0, len(ids), 200):
             part = ids[chunk : chunk + 200]
             rows = (

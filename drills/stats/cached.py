@@ -14,7 +14,6 @@ table gave one to everyone with numbers): nothing is cached for them.
 from __future__ import annotations
 
 import functools
-import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,8 @@ from django.core.cache import cache
 
 from drills.mentalmath import FAMILIES
 from drills.models import StatsVersion
-from drills.stats import dashboard
+from drills.stats import dashboard, snapshot
+from drills.stats.fingerprint import source_fingerprint
 from scenarios import engine
 
 # Long enough to outlive a day's views; the key changes with the day anyway.
@@ -37,22 +37,12 @@ SOURCES = (
     HERE / "format.py",
     HERE / "views.py",
     HERE / "cached.py",
+    HERE / "snapshot.py",
     HERE.parent / "contrast" / "progress.py",
     settings.BASE_DIR / "templates" / "drills" / "dashboard.html",
     settings.BASE_DIR / "templates" / "drills" / "_charts.html",
-    settings.BASE_DIR / "templates" / "drills" / "_sentence_accuracy.html",
+    HERE / "tables.py",
 )
-
-
-def source_fingerprint(catalogue: Any, sources: tuple[Path, ...]) -> str:
-    """A short hash of what a cached drawing depends on besides the data: a catalogue (its
-    repr) and the code and template files that draw it. Shared by the dashboard and the cohort
-    snapshots, each computing it once per process."""
-    h = hashlib.sha256()
-    h.update(repr(catalogue).encode())
-    for path in sources:
-        h.update(path.read_bytes() if path.exists() else path.name.encode())
-    return h.hexdigest()[:16]
 
 
 @functools.cache
@@ -82,12 +72,13 @@ def key_of(user, now: datetime) -> str | None:
 
 def counters(user, now: datetime, key: str | None = "") -> dict[str, Any]:
     """``dashboard.learner_counters(user, now)``, from the cache when this state of the
-    learner's numbers was seen before (``key``: from ``key_of``, read here when not given)."""
+    learner's numbers was seen before (``key``: from ``key_of``, read here when not given),
+    else from the learner's stored numbers (``snapshot``, patched by every grade)."""
     if key == "":
         key = key_of(user, now)
     stats = part(key, "stats")
     if stats is None:
-        stats = dashboard.learner_counters(user, now)
+        stats = snapshot.counters(user, now)
         store(key, "stats", stats)
     return stats
 

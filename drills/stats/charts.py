@@ -203,7 +203,7 @@ def activity_chart(activity: dict[str, Any]) -> dict[str, Any]:
 
 def sentence_table(sentence_accuracy: dict[str, Any]) -> dict[str, Any]:
     """Per-sentence accuracy as a table: the weeks with attempts (newest first) and a total row.
-    Shared by the dashboard and the cohort pages (``drills/_sentence_accuracy.html``)."""
+    Shared by the dashboard and the cohort pages (drawn by ``tables.sentence_table_html``)."""
     keys = [s["key"] for s in sentence_accuracy["sentences"]]
 
     def cells(per: dict[str, Any]) -> list[dict[str, Any]]:

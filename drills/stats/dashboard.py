@@ -4,7 +4,9 @@ The numbers are read from the summary counters (``drills.models``: ``ScenarioTal
 ``ElapsedTally``, ``WeekTally``, ``DayTally``, ``MathTally``) that ``drills.summaries`` keeps up
 to date in the transaction that stores each grade, never by scanning a learner's history: a view
 costs the same at 20 attempts as at 20,000. ``manage.py rebuild_stats`` recomputes them from the
-raw attempts.
+raw attempts. The dashboard itself reads one learner's numbers from one stored row
+(``learner_inputs``, kept by ``drills.stats.snapshot`` and patched by every grade) and shapes
+them here (``counters_from``).
 
 Every function takes ``who``: one learner (a user or a user id) or several (an iterable or a
 ``values("user_id")`` queryset of ids, for a cohort), and returns plain data: numbers, dates,
@@ -175,18 +177,17 @@ def _middle_times(who: Any, wanted: dict[str, tuple[float, int, int]]) -> dict[s
     return {slug: sum(v) / len(v) for slug, v in values.items() if v}
 
 
-def timing(who: Any) -> dict[str, dict[str, Any]]:
+def timing(who: Any, *, slugs: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
     """Per scenario: graded timed attempts, those under the limit, and the median time to
     diagnosis (s). Two queries: over the whole-second counts, a window sum finds each
     scenario's total, its count under the limit and the second holding its middle time (one
-    row per scenario comes back); then the middle one or two times themselves."""
+    row per scenario comes back); then the middle one or two times themselves. ``slugs``:
+    only these scenarios (e.g. the one a grade just changed)."""
     limit = _limit_s()
-    cells = (
-        _of(ElapsedTally.objects, who)
-        .order_by()
-        .values_list("scenario", "second")
-        .annotate(total=Sum("n"))
-    )
+    tallies = _of(ElapsedTally.objects, who)
+    if slugs is not None:
+        tallies = tallies.filter(scenario__in=sorted(slugs))
+    cells = tallies.order_by().values_list("scenario", "second").annotate(total=Sum("n"))
     sql, params = cells.query.sql_with_params()
     middle = (
         "SELECT scenario, second, n, cum, total, under FROM ("
@@ -254,6 +255,8 @@ def per_scenario_stats(
     cards: QuerySet[Card] | dict[str, dict[str, Any]] | None = None,
     *,
     tally_rows: list[dict[str, Any]] | None = None,
+    last: dict[str, dict[str, Any]] | None = None,
+    times: dict[str, dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per scenario (every scenario in the engine, in its order, plus any unknown slug
     found in the attempts): attempts, accuracy all time and over the last 10, median time to
@@ -262,7 +265,8 @@ def per_scenario_stats(
 
     ``cards`` is a queryset of scenario cards (one learner's), or a mapping slug -> state; None
     leaves retrievability and due out (a cohort has no single card). ``tally_rows`` (from
-    ``scenario_tally_rows``) saves reading the scenario counters again.
+    ``scenario_tally_rows``) saves reading the scenario counters again; ``last`` (from
+    ``last_n_accuracy``) and ``times`` (from ``timing``) the last-10 and the time queries.
     """
     fields = {"attempts": "n", "correct": "ok"}
     fields.update({c: c for c in ("practice", "measurement", "fix", "win")})
@@ -282,8 +286,10 @@ def per_scenario_stats(
             for name, counter in fields.items():
                 sums[name] += t[counter]
     slugs = _scenario_slugs() + sorted(s for s in rows if s not in engine.SCENARIOS)
-    last = last_n_accuracy(who, slugs=slugs)
-    times = timing(who)
+    if last is None:
+        last = last_n_accuracy(who, slugs=slugs)
+    if times is None:
+        times = timing(who)
 
     states: dict[str, dict[str, Any]] | None = None
     if isinstance(cards, QuerySet):
@@ -641,22 +647,44 @@ def sentence_accuracy_over_time(
     }
 
 
-def daily_activity(
-    who: Any, *, weeks: int = ACTIVITY_WEEKS, now: datetime | None = None
-) -> dict[str, Any]:
-    """Graded attempts per UTC day over the last ``weeks`` weeks (whole weeks, Monday first, the
-    current week last). One query over the day counters. ``weeks`` is a list of columns of 7
-    days."""
-    today = _utc_day(now or datetime.now(UTC))
-    start = _week_start(today) - timedelta(weeks=weeks - 1)
+def trend_start(now: datetime, weeks: int = TREND_WEEKS) -> date:
+    """The first week (its Monday) of the weekly trends ending in ``now``'s week."""
+    return _week_start(now) - timedelta(weeks=weeks - 1)
+
+
+def activity_start(now: datetime, weeks: int = ACTIVITY_WEEKS) -> date:
+    """The first day (a Monday) of the daily-activity window ending in ``now``'s week."""
+    return _week_start(_utc_day(now)) - timedelta(weeks=weeks - 1)
+
+
+def day_counts(who: Any, since: date) -> dict[date, int]:
+    """Graded attempts per UTC day from ``since`` on: one query over the day counters."""
     rows = (
         _of(DayTally.objects, who)
-        .filter(day__gte=start)
+        .filter(day__gte=since)
         .order_by()
         .values_list("day")
         .annotate(total=_sum("n"))
     )
-    counts = dict(rows)
+    return dict(rows)
+
+
+def daily_activity(
+    who: Any,
+    *,
+    weeks: int = ACTIVITY_WEEKS,
+    now: datetime | None = None,
+    counts: dict[date, int] | None = None,
+) -> dict[str, Any]:
+    """Graded attempts per UTC day over the last ``weeks`` weeks (whole weeks, Monday first, the
+    current week last). One query over the day counters (none with ``counts``, from
+    ``day_counts`` since at most the window's first day). ``weeks`` is a list of columns of 7
+    days."""
+    today = _utc_day(now or datetime.now(UTC))
+    start = _week_start(today) - timedelta(weeks=weeks - 1)
+    if counts is None:
+        counts = day_counts(who, start)
+    counts = {d: n for d, n in counts.items() if start <= d}
     columns = []
     for k in range(weeks):
         monday = start + timedelta(weeks=k)
@@ -766,22 +794,47 @@ def math_tallies(who: Any) -> dict[str, tuple[int, int]]:
 # --------------------------------------------------------------------------- bundles
 
 
-def learner_counters(user, now: datetime) -> dict[str, Any]:
-    """What ``learner_stats`` shows that the learner's counters and re-narration grades decide:
-    no card is read, and ``now`` matters only through its UTC day (the week and day windows).
-    Together with the ``StatsVersion`` read before it, a cacheable snapshot (``drills.stats.
-    cached``); ``with_cards`` completes it."""
-    # Re-narrations are answers on a trace the learner has read narrated: no evidence on the
-    # scenario, so the summaries leave them out (they are counted on their own here).
-    renarrations = (
+def renarration_counts(user) -> dict[str, int]:
+    """Graded walkthrough re-narrations and those with the signature right (one query).
+    Re-narrations are answers on a trace the learner has read narrated: no evidence on the
+    scenario, so the summaries leave them out and they are counted on their own."""
+    return (
         Attempt.objects.filter(user=user, kind=Attempt.Kind.RENARRATION)
         .graded()
         .aggregate(graded=Count("pk"), right=Count("pk", filter=Q(scenario_correct=True)))
     )
-    rows = scenario_tally_rows(user)  # the scenario table's and the confusion's one query
-    scenarios = per_scenario_stats(user, now, tally_rows=rows)
-    weeks = week_counts(user, weeks=TREND_WEEKS, now=now)  # the three weekly parts' one query
-    confusion = confusion_matrix(user, rows=rows)
+
+
+def learner_inputs(user, now: datetime) -> dict[str, Any]:
+    """Everything ``counters_from`` needs, read from the learner's summary counters (and their
+    re-narrations and contrast trials) for ``now``'s UTC day: the scenario counters' rows, the
+    week rows of the trend window, the day counts of the activity window, the per-scenario
+    times and last-10, the math counters, and the two kinds graded apart. This is what
+    ``drills.stats.snapshot`` stores per learner and patches in the transaction of a grade."""
+    rows = scenario_tally_rows(user)
+    slugs = _scenario_slugs() + sorted({r["scenario"] for r in rows} - set(engine.SCENARIOS))
+    return {
+        "renarrations": renarration_counts(user),
+        "tally_rows": rows,
+        "week_rows": week_counts(user, weeks=TREND_WEEKS, now=now),
+        "days": day_counts(user, activity_start(now)),
+        "timing": timing(user),
+        "last_n": last_n_accuracy(user, slugs=slugs),
+        "math_tallies": math_tallies(user),
+        # Contrast trials: no evidence on a scenario, so counted per confused pair instead.
+        "pair_discrimination": pair_discrimination(user, now, weeks=TREND_WEEKS),
+    }
+
+
+def counters_from(inputs: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """``learner_counters`` from ``learner_inputs`` (of ``now``'s UTC day): no query."""
+    rows = inputs["tally_rows"]
+    weeks = inputs["week_rows"]
+    who = None  # every part below is handed its rows: none reads the database
+    scenarios = per_scenario_stats(
+        who, now, tally_rows=rows, last=inputs["last_n"], times=inputs["timing"]
+    )
+    confusion = confusion_matrix(who, rows=rows)
     total = confusion["total"]
     practice = sum(r["practice"] for r in scenarios)
     return {
@@ -792,17 +845,25 @@ def learner_counters(user, now: datetime) -> dict[str, Any]:
             "accuracy": _ratio(confusion["correct"], total),
             "practice": practice,
         },
-        "renarrations": renarrations,
+        "renarrations": dict(inputs["renarrations"]),
         "scenarios": scenarios,
         "confusion": confusion,
-        "lookalikes": lookalike_rates(user, now=now, rows=rows, week_rows=weeks),
-        "accuracy_over_time": accuracy_over_time(user, now=now, week_rows=weeks),
-        "sentence_accuracy": sentence_accuracy_over_time(user, now=now, week_rows=weeks),
-        "daily_activity": daily_activity(user, now=now),
-        "math_tallies": math_tallies(user),
-        # Contrast trials: no evidence on a scenario, so counted per confused pair instead.
-        "pair_discrimination": pair_discrimination(user, now, weeks=TREND_WEEKS),
+        "lookalikes": lookalike_rates(who, now=now, rows=rows, week_rows=weeks),
+        "accuracy_over_time": accuracy_over_time(who, now=now, week_rows=weeks),
+        "sentence_accuracy": sentence_accuracy_over_time(who, now=now, week_rows=weeks),
+        "daily_activity": daily_activity(who, now=now, counts=inputs["days"]),
+        "math_tallies": dict(inputs["math_tallies"]),
+        "pair_discrimination": inputs["pair_discrimination"],
     }
+
+
+def learner_counters(user, now: datetime) -> dict[str, Any]:
+    """What ``learner_stats`` shows that the learner's counters and re-narration grades decide:
+    no card is read, and ``now`` matters only through its UTC day (the week and day windows).
+    Together with the ``StatsVersion`` read before it, a cacheable snapshot (``drills.stats.
+    cached``); ``with_cards`` completes it. Read from the summary counters here; the dashboard
+    reads the same from the learner's stored snapshot (``drills.stats.snapshot``)."""
+    return counters_from(learner_inputs(user, now), now)
 
 
 Cards = tuple[dict[str, dict[str, Any]], dict[str, tuple[dict[str, Any], datetime | None]]]

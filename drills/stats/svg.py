@@ -1,4 +1,5 @@
-"""The dashboard's two big SVG charts, drawn in Python from ``charts``' geometry.
+"""The dashboard's two big SVG charts and the pairs' sparklines, drawn in Python from
+``charts``' geometry.
 
 The confusion heatmap (a cell per true x answered pair) and the activity grid (a cell per day
 of 26 weeks) are a few hundred cells each; through the template engine every cell cost a dozen
@@ -100,3 +101,21 @@ def activity_svg(h: dict[str, Any]) -> SafeString:
         )
     out.append("\n</svg>\n")
     return mark_safe("".join(out))
+
+
+def spark_svg(s: dict[str, Any]) -> SafeString:
+    """A lookalike pair's (or a contrast pair's) weekly line, from ``charts.sparkline``."""
+    w, h, mid = s["w"], s["h"], s["mid"]
+    line = f'<polyline class="spark-line" points="{s["path"]}"/>' if len(s["points"]) > 1 else ""
+    dots = "".join(
+        f'<circle class="spark-dot" cx="{p["x"]}" cy="{p["y"]}" r="2.5">'
+        f"<title>{escape(p['label'])}</title></circle>"
+        for p in s["points"]
+    )
+    return mark_safe(
+        f'\n<svg class="chart spark" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
+        f'aria-label="Weekly confusion rate, {escape(s["first"])} to {escape(s["last"])}">\n'
+        f'  <line class="spark-base" x1="0" x2="{w}" y1="{h - 6}" y2="{h - 6}"/>\n'
+        f'  <line class="spark-mid" x1="0" x2="{w}" y1="{mid}" y2="{mid}"/>\n'
+        f"  {line}\n  {dots}\n</svg>\n"
+    )

@@ -1,10 +1,11 @@
 """The learner's accuracy dashboard, its JSON twin, and the streak opt-in.
 
-The numbers come from ``drills.stats.dashboard.learner_stats`` (the summary counters), through
-the per-state cache of ``drills.stats.cached``: the parts drawn from the counters alone are
-rendered once per state and cached with them; the cards' columns are read and rendered on every
-view. This module only lays them out: formatted table cells (``format``) and the charts'
-geometry (``charts``).
+The numbers come from ``drills.stats.dashboard.learner_stats``, through the per-state cache of
+``drills.stats.cached`` and, when that misses (the first view after a grade), from the learner's
+stored numbers that every grade patches (``drills.stats.snapshot``: one row, no counter read).
+The parts drawn from the numbers alone are rendered once per state and cached with them; the
+cards' columns are read and rendered on every view. This module only lays them out: formatted
+table cells (``format``) and the charts' geometry (``charts``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ from drills.stats.dashboard import (
     with_cards,
 )
 from drills.stats.format import mmss, pct
-from drills.stats.svg import activity_svg, confusion_svg
+from drills.stats.svg import activity_svg, confusion_svg, spark_svg
+from drills.stats.tables import sentence_table_html
 
 # --------------------------------------------------------------------------- views
 
@@ -87,6 +89,12 @@ def _row_keys(scenarios: list[dict[str, Any]], math: list[dict[str, Any]]) -> li
     return [f"s:{r['slug']}" for r in scenarios] + [f"m:{m['family']}" for m in math]
 
 
+def _with_spark(pair: dict[str, Any]) -> dict[str, Any]:
+    """A pair's row: its rate printed, its weekly line's geometry and drawing."""
+    spark = sparkline(pair["trend"])
+    return {**pair, "rate_txt": pct(pair["rate"]), "spark": spark, "spark_svg": spark_svg(spark)}
+
+
 def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
     """The page body drawn from the numbers alone, cut at each row's card columns: ``chunks``
     (one more than the rows) and ``keys``, the rows in order."""
@@ -96,16 +104,10 @@ def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
         "math": [{**m, "accuracy_txt": pct(m["accuracy"])} for m in math],
         "totals_accuracy": pct(stats["totals"]["accuracy"]),
         "confusion_svg": confusion_svg(confusion_chart(stats["confusion"], stats["lookalikes"])),
-        "pairs": [
-            {**p, "rate_txt": pct(p["rate"]), "spark": sparkline(p["trend"])}
-            for p in stats["lookalikes"]
-        ],
-        "pair_trials": [
-            {**p, "rate_txt": pct(p["rate"]), "spark": sparkline(p["trend"])}
-            for p in stats["pair_discrimination"]
-        ],
+        "pairs": [_with_spark(p) for p in stats["lookalikes"]],
+        "pair_trials": [_with_spark(p) for p in stats["pair_discrimination"]],
         "accuracy_chart": accuracy_chart(stats["accuracy_over_time"]),
-        "sentence_table": sentence_table(stats["sentence_accuracy"]),
+        "sentence_html": sentence_table_html(sentence_table(stats["sentence_accuracy"])),
         "activity_svg": activity_svg(activity_chart(stats["daily_activity"])),
     }
     chunks = render_to_string("drills/dashboard.html#body", context).split(LIVE)

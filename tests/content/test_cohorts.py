@@ -577,6 +577,30 @@ def test_cached_drill_numbers_equal_fresh_ones_after_every_change(
     assert check() != after_leaving
 
 
+def test_after_a_grade_only_the_graded_members_counters_are_read(
+    client, people, cohort, wset, make_user, monkeypatch
+):
+    """The first instructor view after one member's grade reads that member's counters and
+    cards again, no one else's, and shows what drawing the whole cohort afresh shows."""
+    _populate(cohort, wset, make_user, 5, 0)
+    as_user(client, people["teacher"])
+    _drill_parts(client, cohort)  # the members' numbers stored for this cohort
+    q3 = Membership.objects.get(cohort=cohort, user__username="q3").user
+    make_attempt(q3, "bandwidth-bound-collective", "straggler", when=timezone.now())
+    make_card(q3, "recompilation")
+    with CaptureQueriesContext(connection) as ctx:
+        patched = _drill_parts(client, cohort)
+    others = [m for m in cohort.memberships.values_list("user_id", flat=True) if m != q3.pk]
+    for table in ("drills_scenariotally", "drills_weektally", "drills_card"):
+        sql = [q["sql"] for q in ctx.captured_queries if f'FROM "{table}"' in q["sql"]]
+        assert sql, table
+        for q in sql:
+            assert str(q3.pk) in q and not any(f"({o})" in q or f" {o}," in q for o in others)
+    with monkeypatch.context() as m:
+        m.setattr(progress, "snapshot_part", lambda key, name: None)
+        assert _drill_parts(client, cohort) == patched
+
+
 def test_warm_instructor_page_reads_no_attempt_or_counter(
     client, people, cohort, wset, make_user, django_assert_max_num_queries
 ):

@@ -1,0 +1,57 @@
+"""The per-sentence accuracy table, drawn in Python from ``charts.sentence_table``.
+
+Shared by the dashboard, the instructor page and a learner's page in a cohort. A dozen weeks of
+nine cells, four values each: through the template engine it was the biggest part of drawing the
+dashboard after a grade. The markup is the one the template printed (the tests read its
+``data-sentence-week`` rows and ``data-sentence`` cells); every text value is escaped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.template.defaultfilters import date as date_filter
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+
+def _cells(cells: list[dict[str, Any]]) -> str:
+    return "".join(
+        f'<td class="num" data-sentence="{escape(c["key"])}" '
+        f'title="{c["right"]} of {c["graded"]}">{escape(c["txt"])}</td>'
+        for c in cells
+    )
+
+
+def sentence_table_html(st: dict[str, Any]) -> SafeString:
+    """The table of ``charts.sentence_table``'s rows: the weeks with attempts, newest first,
+    and the window's total."""
+    heads = "".join(f'<th scope="col" class="num">{escape(t)}</th>' for t in st["titles"])
+    rows = []
+    for w in st["weeks"]:
+        iso = date_filter(w["week"], "Y-m-d")
+        rows.append(
+            f'    <tr data-sentence-week="{iso}">\n'
+            f'      <th scope="row"><time datetime="{iso}">{date_filter(w["week"], "j M Y")}'
+            "</time></th>\n"
+            f'      <td class="num">{w["attempts"]}</td>\n'
+            f"      {_cells(w['cells'])}\n"
+            "    </tr>\n"
+        )
+    if not rows:
+        rows.append(
+            f'    <tr><td colspan="{len(st["titles"]) + 2}" class="muted">'
+            "No graded attempts in the last 12 weeks.</td></tr>\n"
+        )
+    return mark_safe(
+        '<div class="table-scroll">\n'
+        '<table class="compact dash-table sentence-accuracy" id="sentence-accuracy">\n'
+        '  <caption class="muted">Share right per sentence (right of graded); older three-part '
+        "attempts count only for the signature, measurement and fix.</caption>\n"
+        '  <thead><tr><th scope="col">Week of</th><th scope="col" class="num">Attempts</th>'
+        f"{heads}</tr></thead>\n"
+        f"  <tbody>\n{''.join(rows)}  </tbody>\n"
+        '  <tfoot><tr data-sentence-week="total"><th scope="row">12 weeks</th><td></td>'
+        f"{_cells(st['total'])}</tr></tfoot>\n"
+        "</table>\n</div>\n"
+    )
