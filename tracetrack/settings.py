@@ -64,11 +64,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # A learner's own spooled Perfetto export, before any other middleware (one query; it adds
+    # the security, clickjacking and CSP headers itself; everything else falls through).
+    "scenarios.download_middleware.SpooledExportMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # A learner's own spooled Perfetto export, before the session and auth middleware load
-    # anything (one query; everything else falls through to the view).
-    "scenarios.download_middleware.SpooledExportMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "tracetrack.middleware.RejectNulMiddleware",
