@@ -33,9 +33,9 @@ import functools
 import re
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from importlib import import_module
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import (
@@ -49,13 +49,13 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.sessions.models import Session
 from django.core.exceptions import DisallowedHost
 from django.db import DatabaseError, connection
-from django.http import HttpRequest, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
-from django.middleware.csp import ContentSecurityPolicyMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import Resolver404, resolve
 from django.utils import timezone
 from django.utils.crypto import constant_time_compare
+from django.utils.csp import CSP, build_policy
 
 from scenarios import exports, views
 from scenarios.models import Trace
@@ -249,17 +249,25 @@ class SpooledExportMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]):
         self.get_response = get_response
         self.security = SecurityMiddleware(get_response)
-        # The middleware whose answers' headers do not depend on the session or the view.
-        self.headers = (
-            self.security.process_response,
-            XFrameOptionsMiddleware(get_response).process_response,
-            ContentSecurityPolicyMiddleware(get_response).process_response,
-        )
+        self.clickjacking = XFrameOptionsMiddleware(get_response)
+        # What ContentSecurityPolicyMiddleware adds to an answer that sets no policy of its own
+        # and used no nonce (this one), built once as SecurityMiddleware reads its settings once.
+        self.csp = {
+            str(header): build_policy(cast(Mapping[str, Any], config))
+            for header, config in (
+                (CSP.HEADER_ENFORCE, settings.SECURE_CSP),
+                (CSP.HEADER_REPORT_ONLY, settings.SECURE_CSP_REPORT_ONLY),
+            )
+            if config
+        }
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         response = spooled_download(request, self.security)
         if response is None:
             return self.get_response(request)
-        for add_headers in self.headers:
-            response = add_headers(request, response)
+        # (typed for HttpResponse; they only set headers, which a FileResponse has too)
+        response = self.security.process_response(request, cast(HttpResponse, response))
+        response = self.clickjacking.process_response(request, cast(HttpResponse, response))
+        for header, policy in self.csp.items():
+            response.headers[header] = policy
         return response
