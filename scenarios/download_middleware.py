@@ -86,8 +86,8 @@ def _sql() -> str:
     """The session row (unexpired) beside the trace's claimant (active): one row or none.
 
     The claimant comes from a scalar subquery on the trace's primary key rather than a
-    three-way join, which PostgreSQL plans in about half the time (the query is planned on
-    every request)."""
+    three-way join, which PostgreSQL plans in about half the time (that matters where it is
+    planned per request; ``_claim_row`` prepares it once per PostgreSQL connection)."""
     q = connection.ops.quote_name
     user = get_user_model()._meta
     trace, session = Trace._meta, Session._meta
