@@ -16,7 +16,15 @@ only), a hash under a fallback key (the full stack rotates it), another learner'
 there), no gzip (inflated there), a file not yet in the spool (written there), a query string
 other than ``inline=1`` — falls through to the whole stack and ``views.perfetto_json``, which
 answers exactly as before. The answer itself is built by ``exports.spooled_response``, the
-view's own. Place it right after WhiteNoise, before ``SessionMiddleware``.
+view's own.
+
+It comes first in ``MIDDLEWARE``, so its answer passes through none of the others: it asks
+``SecurityMiddleware`` itself whether to redirect to HTTPS (then the stack answers), checks the
+Host header as ``CommonMiddleware`` would (a bad one: the stack's 400), and puts on the headers
+the security, clickjacking and CSP middleware would add — the same answer, headers included, as
+the whole stack gives. What it derives from a row it has just read (the decoded session, the
+auth hash a password gives) is memoised by that row's content; the row itself is read afresh on
+every request, so a sign-out, password change, deactivation or expiry refuses the next download.
 """
 
 from __future__ import annotations
@@ -24,9 +32,10 @@ from __future__ import annotations
 import functools
 import re
 import uuid
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Mapping
 from importlib import import_module
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.auth import (
@@ -38,12 +47,15 @@ from django.contrib.auth import (
 )
 from django.contrib.auth.backends import ModelBackend
 from django.contrib.sessions.models import Session
-from django.db import connection
-from django.http import HttpRequest, HttpResponseBase
+from django.core.exceptions import DisallowedHost
+from django.db import DatabaseError, connection
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.security import SecurityMiddleware
 from django.urls import Resolver404, resolve
 from django.utils import timezone
-from django.utils.cache import patch_vary_headers
 from django.utils.crypto import constant_time_compare
+from django.utils.csp import CSP, build_policy
 
 from scenarios import exports, views
 from scenarios.models import Trace
@@ -71,6 +83,11 @@ def _routed() -> bool:
 
 @functools.cache
 def _sql() -> str:
+    """The session row (unexpired) beside the trace's claimant (active): one row or none.
+
+    The claimant comes from a scalar subquery on the trace's primary key rather than a
+    three-way join, which PostgreSQL plans in about half the time (that matters where it is
+    planned per request; ``_claim_row`` prepares it once per PostgreSQL connection)."""
     q = connection.ops.quote_name
     user = get_user_model()._meta
     trace, session = Trace._meta, Session._meta
@@ -78,12 +95,43 @@ def _sql() -> str:
     user_pk, trace_pk = q(str(user.pk.column)), q(str(trace.pk.column))
     return (
         f"SELECT s.{q('session_data')}, u.{user_pk}, u.{q('password')} "
-        f"FROM {q(trace.db_table)} t "
-        f"JOIN {q(user.db_table)} u ON u.{user_pk} = t.{claimant} "
-        f"JOIN {q(session.db_table)} s ON s.{q('session_key')} = %s "
-        f"WHERE t.{trace_pk} = %s AND s.{q('expire_date')} > %s "
-        f"AND u.{q('is_active')}"
+        f"FROM {q(session.db_table)} s, {q(user.db_table)} u "
+        f"WHERE s.{q('session_key')} = %s AND s.{q('expire_date')} > %s "
+        f"AND u.{q('is_active')} AND u.{user_pk} = "
+        f"(SELECT t.{claimant} FROM {q(trace.db_table)} t WHERE t.{trace_pk} = %s)"
     )
+
+
+# On PostgreSQL the claim query is prepared once per database connection: EXECUTE skips the
+# parsing and planning that are about half of its cost on the server. Other databases run it as
+# it is (sqlite3 keeps its compiled statements itself).
+STATEMENT = "tracetrack_spooled_claim"
+_prepared_on: weakref.WeakSet[Any] = weakref.WeakSet()  # the raw connections holding it
+
+
+def _claim_row(params: list[Any]) -> tuple[Any, ...] | None:
+    """The claim query's row (session data, user id, password hash) or None."""
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            cursor.execute(_sql(), params)
+            return cursor.fetchone()
+        raw = connection.connection
+        if raw not in _prepared_on:
+            # A pooled connection may hold it already (prepared under another thread).
+            cursor.execute("SELECT 1 FROM pg_prepared_statements WHERE name = %s", [STATEMENT])
+            if cursor.fetchone() is None:
+                numbered = _sql().replace("%s", "$1", 1).replace("%s", "$2", 1)
+                cursor.execute(f"PREPARE {STATEMENT} AS {numbered.replace('%s', '$3', 1)}")
+            _prepared_on.add(raw)
+        try:
+            cursor.execute(f"EXECUTE {STATEMENT}(%s, %s, %s)", params)
+        except DatabaseError:
+            # Gone from under us (DISCARD ALL, say): prepared again next time; the stack answers.
+            _prepared_on.discard(raw)
+            if connection.in_atomic_block:
+                raise
+            return None
+        return cursor.fetchone()
 
 
 @functools.cache
@@ -101,6 +149,21 @@ def _session_store() -> Any:
     return import_module(settings.SESSION_ENGINE).SessionStore()
 
 
+@functools.lru_cache(maxsize=4096)
+def _session_claims(session_data: str, _keys: tuple) -> tuple[Any, Any, Any]:
+    """(user id, backend, auth hash) that a session row's data names, decoded as the session
+    engine decodes it; ``_keys`` (the signing keys and engine) is only part of the memo's key.
+    A pure function of the row's content: a changed or deleted row is a different key or none."""
+    data = _session_store().decode(session_data)
+    return data.get(SESSION_KEY), data.get(BACKEND_SESSION_KEY), data.get(HASH_SESSION_KEY)
+
+
+@functools.lru_cache(maxsize=4096)
+def _auth_hash(user_id: Any, password: str, _key: str) -> str:
+    """The session auth hash a user with this password hash has under the current key."""
+    return get_user_model()(pk=user_id, password=password).get_session_auth_hash()
+
+
 def signed_in_claimant(request: HttpRequest, trace_id) -> bool:
     """True when the request's session is the signed-in, verified session of the learner who
     claimed ``trace_id`` (one query); False whenever the whole stack should decide."""
@@ -111,35 +174,45 @@ def signed_in_claimant(request: HttpRequest, trace_id) -> bool:
         return False
     params = [
         session_key,
-        Trace._meta.pk.get_db_prep_value(trace_id, connection),
         connection.ops.adapt_datetimefield_value(timezone.now()),
+        Trace._meta.pk.get_db_prep_value(trace_id, connection),
     ]
-    with connection.cursor() as cursor:
-        cursor.execute(_sql(), params)
-        row = cursor.fetchone()
+    row = _claim_row(params)
     if row is None:
         return False
     session_data, user_id, password = row
-    data = _session_store().decode(session_data)
-    User = get_user_model()
+    keys = (
+        settings.SECRET_KEY,
+        tuple(settings.SECRET_KEY_FALLBACKS),
+        settings.SESSION_ENGINE,
+        settings.SESSION_SERIALIZER,
+    )
+    session_user, backend, session_hash = _session_claims(session_data, keys)
     try:
-        if User._meta.pk.to_python(data.get(SESSION_KEY)) != user_id:
+        if get_user_model()._meta.pk.to_python(session_user) != user_id:
             return False
     except Exception:  # no user in the session, or not an id
         return False
-    backend = data.get(BACKEND_SESSION_KEY)
     if backend not in settings.AUTHENTICATION_BACKENDS or not _plain_model_backend(backend):
         return False
-    session_hash = data.get(HASH_SESSION_KEY)
-    expected = User(pk=user_id, password=password).get_session_auth_hash()
+    expected = _auth_hash(user_id, password, settings.SECRET_KEY)
     return bool(session_hash) and constant_time_compare(session_hash, expected)
 
 
-def spooled_download(request: HttpRequest) -> HttpResponseBase | None:
+def spooled_download(request: HttpRequest, security: SecurityMiddleware) -> HttpResponseBase | None:
     """The answer to a download this fast path may give, or None (the whole stack answers)."""
-    if request.method != "GET" or not (found := PATH.fullmatch(request.path_info)):
+    path = request.path_info
+    if not path.endswith("/perfetto.json") or request.method != "GET":
         return None
-    if request.META.get("QUERY_STRING", "") not in ("", "inline=1"):
+    if not (found := PATH.fullmatch(path)):
+        return None
+    if (query := request.META.get("QUERY_STRING", "")) not in ("", "inline=1"):
+        return None
+    if security.process_request(request) is not None:  # a redirect to HTTPS is due
+        return None
+    try:
+        request.get_host()  # ALLOWED_HOSTS, as CommonMiddleware checks it
+    except DisallowedHost:
         return None
     if not exports.accepts_gzip(request):
         return None
@@ -158,18 +231,43 @@ def spooled_download(request: HttpRequest) -> HttpResponseBase | None:
     if not allowed:
         spooled.close()
         return None
-    response = exports.spooled_response(request, spooled, trace_id, exports.etag(trace_id, True))
-    # As through the whole stack, where the session was read: the answer depends on the cookie.
-    patch_vary_headers(response, ("Cookie",))
-    return response
+    return exports.spooled_response(
+        request,
+        spooled,
+        trace_id,
+        exports.etag(trace_id, True),
+        inline=bool(query),
+        # As through the whole stack, where the session was read: the answer depends on the cookie.
+        vary="Accept-Encoding, Cookie",
+    )
 
 
 class SpooledExportMiddleware:
+    """First in ``MIDDLEWARE``: the fast path's answer, with the headers the middleware it
+    skips would have added; anything else goes down the whole stack."""
+
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]):
         self.get_response = get_response
+        self.security = SecurityMiddleware(get_response)
+        self.clickjacking = XFrameOptionsMiddleware(get_response)
+        # What ContentSecurityPolicyMiddleware adds to an answer that sets no policy of its own
+        # and used no nonce (this one), built once as SecurityMiddleware reads its settings once.
+        self.csp = {
+            str(header): build_policy(cast(Mapping[str, Any], config))
+            for header, config in (
+                (CSP.HEADER_ENFORCE, settings.SECURE_CSP),
+                (CSP.HEADER_REPORT_ONLY, settings.SECURE_CSP_REPORT_ONLY),
+            )
+            if config
+        }
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        response = spooled_download(request)
+        response = spooled_download(request, self.security)
         if response is None:
-            response = self.get_response(request)
+            return self.get_response(request)
+        # (typed for HttpResponse; they only set headers, which a FileResponse has too)
+        response = self.security.process_response(request, cast(HttpResponse, response))
+        response = self.clickjacking.process_response(request, cast(HttpResponse, response))
+        for header, policy in self.csp.items():
+            response.headers[header] = policy
         return response

@@ -54,7 +54,8 @@ def perfetto_json(request: HttpRequest, trace_id) -> HttpResponseBase:
         return exports.finish(HttpResponseNotModified(), tag)
     spooled = exports.open_spooled(trace)
     if gzipped and spooled is not None:
-        return exports.spooled_response(request, spooled, trace.pk, tag)
+        inline = request.GET.get("inline") == "1"
+        return exports.spooled_response(request, spooled, trace.pk, tag, inline=inline)
     if spooled is None:
         body_gz = exports.perfetto_gz(trace)
     else:

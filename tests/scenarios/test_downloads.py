@@ -116,8 +116,17 @@ def test_a_row_from_before_stored_exports_gets_it_built_once(learner_client, lea
     assert gzip.decompress(stored) == real(row.load())
 
 
-def _trace_queries(queries) -> list[str]:
-    return [q["sql"] for q in queries.captured_queries if "scenarios_trace" in q["sql"]]
+def claim_sql(queries) -> str:
+    """The SQL of the one query a spooled download ran: on PostgreSQL an EXECUTE of the claim
+    statement, prepared on this connection; the text it was prepared from is returned then."""
+    [query] = queries.captured_queries
+    sql = query["sql"]
+    if sql.startswith("EXECUTE "):
+        name = sql.removeprefix("EXECUTE ").split("(")[0]
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements WHERE name = %s", [name])
+            [(sql,)] = cursor.fetchall()
+    return sql
 
 
 def test_later_downloads_send_the_spooled_file_after_one_query(learner_client, learner, settings):
@@ -126,14 +135,16 @@ def test_later_downloads_send_the_spooled_file_after_one_query(learner_client, l
     url = f"/traces/{row.pk}/perfetto.json"
     assert body(learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")) == stored
     assert (settings.EXPORT_SPOOL / f"{row.pk.hex}.json.gz").read_bytes() == stored
+    # (the first from the spool on a database connection prepares the claim query there)
+    assert body(learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")) == stored
     with CaptureQueriesContext(connection) as queries:
         again = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")
         sent = body(again)
     assert sent == stored and int(again["Content-Length"]) == len(stored)
     assert again["Content-Encoding"] == "gzip" and again["Content-Type"] == "application/json"
     assert again["Content-Disposition"] == f'attachment; filename="trace-{row.pk.hex[:12]}.json"'
-    trace_sql = _trace_queries(queries)
-    assert len(trace_sql) == 1 and "perfetto_gz" not in trace_sql[0]
+    sql = claim_sql(queries)
+    assert "scenarios_trace" in sql and "perfetto_gz" not in sql
     # Without gzip, the same file inflated.
     assert body(learner_client.get(url, HTTP_ACCEPT_ENCODING="br")) == gzip.decompress(stored)
     # Someone else asking for a spooled trace still gets 404.
@@ -185,6 +196,8 @@ def spooled_trace(client, user) -> tuple[Trace, str]:
     row = owned_trace(user)
     url = f"/traces/{row.pk}/perfetto.json"
     assert body(client.get(url, HTTP_ACCEPT_ENCODING="gzip")) == bytes(row.perfetto_gz)
+    # The first from the spool on a database connection also prepares the claim query there.
+    assert body(client.get(url, HTTP_ACCEPT_ENCODING="gzip")) == bytes(row.perfetto_gz)
     return row, url
 
 
@@ -195,8 +208,7 @@ def test_a_spooled_download_costs_one_query_and_keeps_the_contract(learner_clien
         sent = body(response)
     # One query reads the session row and the trace's claimant together; no ORM session,
     # user or trace load, and no trace bytes.
-    assert len(queries.captured_queries) == 1
-    sql = queries.captured_queries[0]["sql"]
+    sql = claim_sql(queries)
     assert "django_session" in sql and "scenarios_trace" in sql and "perfetto_gz" not in sql
     assert response.status_code == 200 and sent == bytes(row.perfetto_gz)
     assert int(response["Content-Length"]) == len(sent)
@@ -261,3 +273,67 @@ def test_with_cached_db_sessions_the_fast_path_still_checks_the_row(client, lear
     assert len(queries.captured_queries) == 1
     client.logout()  # the row and its cached copy are gone
     assert client.get(url, HTTP_ACCEPT_ENCODING="gzip").status_code == 302
+
+
+def test_the_fast_path_answers_with_the_headers_of_the_whole_stack(learner_client, learner):
+    row, url = spooled_trace(learner_client, learner)
+    with CaptureQueriesContext(connection) as queries:
+        fast = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")
+    assert len(queries.captured_queries) == 1  # it was the fast path
+    # A query string the fast path leaves alone sends the same download down the whole stack.
+    slow = learner_client.get(f"{url}?from=stack", HTTP_ACCEPT_ENCODING="gzip")
+    assert body(fast) == body(slow) == bytes(row.perfetto_gz)
+
+    def headers(response) -> dict[str, str]:
+        return {k: v for k, v in response.headers.items() if k != "Set-Cookie"}
+
+    assert headers(fast) == headers(slow)
+    assert fast["X-Content-Type-Options"] == "nosniff" and fast["X-Frame-Options"] == "DENY"
+    assert "Content-Security-Policy" in fast
+    tag = fast["ETag"]
+    fast_304 = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH=tag)
+    slow_304 = learner_client.get(
+        f"{url}?from=stack", HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH=tag
+    )
+    assert fast_304.status_code == slow_304.status_code == 304
+    # (CommonMiddleware puts "Content-Length: 0" on the stack's 304, which RFC 9110 forbids
+    # unless it is the 200's length; the fast path sends none)
+    assert headers(fast_304) == {
+        k: v for k, v in headers(slow_304).items() if k != "Content-Length"
+    }
+
+
+def test_the_fast_path_leaves_https_redirects_and_bad_hosts_to_the_stack(
+    learner_client, learner, client, settings
+):
+    _row, url = spooled_trace(learner_client, learner)
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_HSTS_SECONDS = 3600
+    owner = client.__class__()  # its middleware is built under these settings
+    owner.cookies = learner_client.cookies
+    plain = owner.get(url, HTTP_ACCEPT_ENCODING="gzip")
+    assert plain.status_code == 301 and plain["Location"] == f"https://testserver{url}"
+    secure = owner.get(url, HTTP_ACCEPT_ENCODING="gzip", secure=True)
+    assert secure.status_code == 200 and secure["Strict-Transport-Security"].startswith(
+        "max-age=3600"
+    )
+    # A Host header that is not allowed: the stack's 400, as for any page.
+    evil = owner.get(url, HTTP_ACCEPT_ENCODING="gzip", secure=True, HTTP_HOST="evil.example")
+    assert evil.status_code == 400
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_statement_dropped_behind_its_back_costs_one_trip_through_the_stack(
+    learner_client, learner
+):
+    row, url = spooled_trace(learner_client, learner)
+    with connection.cursor() as cursor:
+        cursor.execute("DEALLOCATE ALL")  # as a connection pooler resetting the session would
+    with CaptureQueriesContext(connection) as queries:
+        response = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")
+    assert response.status_code == 200 and body(response) == bytes(row.perfetto_gz)
+    assert len(queries.captured_queries) > 1  # the failed EXECUTE, then the whole stack
+    body(learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip"))  # prepared again
+    with CaptureQueriesContext(connection) as queries:
+        again = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip")
+    assert body(again) == bytes(row.perfetto_gz) and len(queries.captured_queries) == 1
