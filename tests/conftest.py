@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,23 @@ def needs_redis():
     if require_services():
         pytest.fail("this test needs Redis (REDIS_URL) and CI requires it")
     pytest.skip("needs Redis: set REDIS_URL")
+
+
+def script_scheduler(monkeypatch, order: Iterable[str]) -> None:
+    """The trainer deals ``order``, one scenario per drill started. A scripted scenario the pool has
+    none of is generated on the request: when a start asks again with the dry one left out, the
+    script names it again rather than moving on."""
+    from drills.trainer import services
+
+    script = iter(order)
+    current: list[str] = []
+
+    def next_scenario(user, now=None, *, exclude=frozenset(), **_):
+        if not exclude or not current:
+            current[:] = [next(script)]
+        return current[0]
+
+    monkeypatch.setattr(services, "next_scenario", next_scenario)
 
 
 def right_answer(attempt) -> dict[str, str]:

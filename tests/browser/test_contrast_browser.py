@@ -16,10 +16,10 @@ import pytest
 
 from drills.contrast import services as contrast
 from drills.models import Attempt, Card, PreparedTrial
-from drills.trainer import services
 from scenarios import engine, pool
 from scenarios.models import Trace
 from tests.browser.test_drill_e2e import ATTEMPT_URL, commit, screenshot, sign_up
+from tests.conftest import script_scheduler
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -50,8 +50,7 @@ def test_a_lookalike_confusion_brings_a_contrast_trial_and_the_fix_shows(
     page, live_server, monkeypatch
 ):
     pool.build_trace(TRUE, SEED).save()  # the pool holds one straggler trace
-    order = itertools.chain([TRUE], itertools.repeat("healthy"))
-    monkeypatch.setattr(services, "next_scenario", lambda user, now=None, **_: next(order))
+    script_scheduler(monkeypatch, itertools.chain([TRUE], itertools.repeat("healthy")))
     monkeypatch.setattr(pool, "schedule_refill", lambda scenario: None)
     sign_up(page, live_server, "contrastee")
 

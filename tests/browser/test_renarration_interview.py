@@ -14,9 +14,9 @@ from django.utils import timezone
 from content.models import ReadMark
 from content.pages import get_page
 from drills.models import Attempt, MockInterview
-from drills.trainer import services
 from scenarios import pool
 from tests.browser.test_drill_e2e import ATTEMPT_URL, screenshot, sign_up
+from tests.conftest import script_scheduler
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -84,8 +84,7 @@ def test_a_walkthrough_read_yesterday_comes_back_as_a_renarration(page, live_ser
 
 
 def test_a_mock_interviews_report_matches_its_five_attempts(page, live_server, monkeypatch):
-    order = itertools.cycle(["healthy", "launch-bound"])
-    monkeypatch.setattr(services, "next_scenario", lambda user, now=None, **_: next(order))
+    script_scheduler(monkeypatch, itertools.cycle(["healthy", "launch-bound"]))
     monkeypatch.setattr(pool, "schedule_refill", lambda scenario: None)
     sign_up(page, live_server, "candidate")
     page.goto(f"{live_server.url}/interview/")

@@ -14,9 +14,8 @@ from accounts.roles import make_instructor
 from cohorts.models import Cohort, Membership
 from drills.interview import services as interviews
 from drills.models import Attempt, Card, MockInterview
-from drills.trainer import services
 from scenarios.engine.catalog import title_of
-from tests.conftest import right_answer
+from tests.conftest import right_answer, script_scheduler
 
 pytestmark = pytest.mark.django_db
 
@@ -26,8 +25,7 @@ ORDER = ["straggler", "healthy", "launch-bound", "straggler", "healthy"]
 
 @pytest.fixture
 def scripted(monkeypatch, no_refill):
-    order = itertools.cycle(ORDER)
-    monkeypatch.setattr(services, "next_scenario", lambda user, now=None, **_: next(order))
+    script_scheduler(monkeypatch, itertools.cycle(ORDER))
 
 
 def wrong_signature(attempt: Attempt) -> dict[str, str]:
