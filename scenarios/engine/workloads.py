@@ -41,15 +41,20 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
     """Sizes of a data-parallel decoder job. Rank count, depth, width, per-GPU batch, gradient
     dtype, attention implementation and step count come from one distribution whatever the
     scenario (the scenario's injection, `inject`, changes only what its signature needs)."""
+    # width and depth: from a 0.3B model towards DDP's practical ceiling (parameters, gradients and
+    # AdamW state replicated on every GPU: ~2.6B parameters), near log-uniform in size
+    hidden = int(rng.choice(_HIDDEN))
+    max_layers = max(6, min(9, int(2.6e9 // (12 * hidden * hidden))))
     p: dict[str, Any] = {
         "world": 8 if rng.random() < 0.75 else 4,
-        "layers": int(rng.integers(6, 11)),
-        "hidden": int(rng.choice([2048, 3072, 4096])),
+        "layers": int(rng.integers(6, max_layers + 1)),
+        "hidden": hidden,
         "batch": 1,
         "seq": 2048,
-        "steps": int(rng.integers(7, 10)),
+        "steps": int(rng.integers(5, 8)),
         "grad_dtype": "Float" if rng.random() < 0.4 else "BFloat16",
-        "mfu_eff": float(rng.uniform(0.55, 0.7)),
+        # achieved matmul efficiency: shapes, kernels and clocks differ between jobs
+        "mfu_eff": float(rng.uniform(0.42, 0.7)),
         "busbw_eff": float(rng.uniform(0.96, 1.02)),
         "overlap": True,
         # DataLoader num_workers: small jobs often run one or two (the starving job keeps its own)
@@ -89,11 +94,21 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
     p["seq"] = 2048 if tokens >= 2048 else (1024 if tokens >= 1024 else 512)
     p["batch"] = int(max(1, min(32, round(tokens / p["seq"]))))
     if p["unfused"]:
-        # unfused attention that does not dominate: sequences well under the width, same tokens
+        # unfused attention that does not dominate: the longest sequence (same tokens) whose
+        # score chain stays under a third of the GPU time
         tok = p["seq"] * p["batch"]
-        p["seq"] = 512 if p["hidden"] <= 2048 or p["score_fp32"] else 1024
+        p["seq"] = next(
+            (x for x in (2048, 1024) if x <= tok and _score_chain_share(p, hw, x) <= 0.3),
+            512,
+        )
         p["batch"] = max(1, tok // p["seq"])
+    # the all-reduce's share of compute at the drawn tokens
+    p["comm_ratio"] = r * tokens / (p["batch"] * p["seq"])
     return p
+
+
+# model widths a DDP decoder job draws (head dim 128)
+_HIDDEN = (2048, 2560, 3072, 4096)
 
 
 def _stream_key(rng: np.random.Generator) -> int:
@@ -154,7 +169,7 @@ def inject(
         elif slug == "bandwidth-bound-collective":
             # a link that runs below its rated speed, alike on every rank: the same gradients
             # take longer than backward to reduce
-            target = float(inj.uniform(1.05, 1.6))
+            target = float(inj.uniform(1.15, 1.6))
             p["busbw_eff"] = p["busbw_eff"] * p["comm_ratio"] / target
             if fixed:  # the fix sends half the bytes: bf16 gradients, or a compression hook
                 if p["grad_dtype"] == "Float":
@@ -182,7 +197,7 @@ def inject(
                     eager[-1] = False
             frac = sum(eager) / L
             seqs = [s for s in _SEQ_LADDER if s >= p["seq"]]
-            want = float(inj.uniform(0.52, 0.6))
+            want = float(inj.uniform(0.505, 0.55))
             seq = next((s for s in seqs if _score_chain_share(p, hw, s, frac) >= want), seqs[-1])
             p["seq"], p["batch"] = seq, max(1, round(tok / seq))
             p["unfused"] = not fixed
@@ -282,6 +297,9 @@ def _layer_fwd_mlp(b: UnitBuilder, p: dict, hw: Hardware, *, compiled: bool) -> 
     hbm = hw.hbm_tbps * 1e12 * 0.82
     ew = lambda nbytes: nbytes / hbm * 1e6 + 3.0  # noqa: E731
     act = t * d * 2
+    for _ in range(2):  # this layer norm's fp32 weight and bias, cast for autocast too
+        b.k("aten::to", "aten::_to_copy", K.CAST, 1.3 + d * 6 / hbm * 1e6, 7, dims=[[d]],
+            itype="float")  # fmt: skip
     b.k(
         "aten::layer_norm",
         "aten::native_layer_norm",
@@ -385,8 +403,13 @@ def _layer_bwd(
     b.gemm(ev + "AddmmBackward0", "aten::mm", 3 * d, d, t, tf, 2, 18)
     # bias gradients (small reductions) and the per-parameter gradient accumulation: the tiny
     # kernels of a real backward
-    b.k(ev + "AddmmBackward0", "aten::sum", K.BIAS_GRAD, 2.5 + t * d * 2 / hbm * 1e6 * 0.2, 9)
-    b.k(ev + "NativeLayerNormBackward0", None, K.LN_GB, 2.0 + d * 4 / hbm * 1e6, 8)
+    for n in (d, 4 * d, d, 3 * d):  # one per linear, in backward order
+        b.k(ev + "AddmmBackward0", "aten::sum", K.BIAS_GRAD, 2.5 + t * n * 2 / hbm * 1e6 * 0.2, 9)
+    for _ in range(2):  # each layer norm's weight and bias gradients (a small reduction)
+        b.k(ev + "NativeLayerNormBackward0", None, K.LN_GB, 2.0 + d * 4 / hbm * 1e6, 8)
+    for _ in range(4):  # the bf16 gradients of the cast norm parameters, back to fp32
+        b.k(ev + "ToCopyBackward0", "aten::_to_copy", K.CAST, 1.2 + d * 6 / hbm * 1e6, 6,
+            dims=[[d]], itype="c10::BFloat16")  # fmt: skip
     b.vector_grads([3 * d, d, 4 * d, d, d, d, d, d], hbm, p["world"])
     b.k(
         ev + "NativeLayerNormBackward0",
