@@ -95,10 +95,10 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
     p["batch"] = int(max(1, min(32, round(tokens / p["seq"]))))
     if p["unfused"]:
         # unfused attention that does not dominate: the longest sequence (same tokens) whose
-        # score chain stays under a third of the GPU time
+        # score chain stays under a sixth of the GPU time
         tok = p["seq"] * p["batch"]
         p["seq"] = next(
-            (x for x in (2048, 1024) if x <= tok and _score_chain_share(p, hw, x) <= 0.3),
+            (x for x in (2048, 1024) if x <= tok and _score_chain_share(p, hw, x) <= 0.17),
             512,
         )
         p["batch"] = max(1, tok // p["seq"])
@@ -553,10 +553,10 @@ def build_ddp(
         # too few workers for the loading cost: the job's own one worker when it was drawn with
         # one, else two (loader rows look as in any job of the family: one row for one worker)
         few = 1 if p["workers"] == 1 else 2
-        # loading one batch per worker takes 1.5-2.4x the compute of the job's longest batch:
+        # loading one batch per worker takes 2.0-2.8x the compute of the job's longest batch:
         # the wait is a fifth to over half of the step, in every step
         longest = max(p.get("shape_f") or [1.0])
-        data_ms = comp_step_ms * few * longest * float(inj.uniform(1.5, 2.4))
+        data_ms = comp_step_ms * few * longest * float(inj.uniform(2.0, 2.8))
         workers = 8 if fixed else few  # the fix: eight workers prefetching
         p["workers"] = workers
     p["data_ms"] = data_ms
