@@ -149,7 +149,7 @@ def _score_chain_share(p: dict, hw: Hardware, seq: int, frac: float = 1.0) -> fl
     elems = b * (d // 128) * seq * seq
     chain = 16.25 * eb * elems / hbm
     gemm = 72.0 * b * seq * d * d / tf + 1536.0 * elems / (0.8 * tf)
-    return frac * chain / (frac * chain + 1.15 * gemm)
+    return frac * chain / (frac * chain + 1.2 * gemm)
 
 
 def inject(
@@ -197,7 +197,7 @@ def inject(
                     eager[-1] = False
             frac = sum(eager) / L
             seqs = [s for s in _SEQ_LADDER if s >= p["seq"]]
-            want = float(inj.uniform(0.505, 0.55))
+            want = float(inj.uniform(0.515, 0.55))
             seq = next((s for s in seqs if _score_chain_share(p, hw, s, frac) >= want), seqs[-1])
             p["seq"], p["batch"] = seq, max(1, round(tok / seq))
             p["unfused"] = not fixed
