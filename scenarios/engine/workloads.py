@@ -486,11 +486,13 @@ def build_ddp(
             bwd.nccl("allreduce", int(layer_params * pending * msg), p["grad_dtype"], R, t_b, ranks)
             pending = 0
     bwd.embedding_bwd(t, d)
-    comm = ub()
-    if not p["overlap"]:  # the same buckets, reduced by hand after backward
+    if not p["overlap"]:
+        # the same buckets, all-reduced only once backward is done: DDP's end-of-backward
+        # callback (its delayed all-reduce) launches them from the autograd thread, after the
+        # last gradient, back to back
         for nl in p["bucket_plan"]:
             t_b = allreduce_us(layer_params * nl * gsize, R, hw, p["busbw_eff"])
-            comm.nccl("allreduce", int(layer_params * nl * msg), p["grad_dtype"], R, t_b, ranks)
+            bwd.nccl("allreduce", int(layer_params * nl * msg), p["grad_dtype"], R, t_b, ranks)
     opt = ub()
     opt.clip_grad_norm(12 * L)
     opt_bytes = p["params"] * 16
@@ -528,8 +530,6 @@ def build_ddp(
         k: Units.build(v.rows)
         for k, v in (("fwd", fwd), ("bwd", bwd), ("opt", opt), ("h2d", h2d), ("zero", zero))
     }
-    if comm.rows:
-        U["comm"] = Units.build(comm.rows)
 
     # scenario knobs
     comp_step_ms = float(
@@ -697,8 +697,6 @@ def build_ddp(
         # 4 backward (+ bucketed all-reduce)
         sim.block(U["zero"], depth=1)
         sim.block(U["bwd"], depth=1, ann="## backward ##")
-        if "comm" in U:  # gradients all-reduced by hand after backward, one call per layer
-            sim.block(U["comm"], depth=1)
         # 5 optimizer waits for the last all-reduce on the GPU
         sim.gpu_scale = base_scale
         sim.block(U["opt"], depth=1, ann="Optimizer.step#AdamW.step", wait_nccl=True)
