@@ -377,33 +377,37 @@ class Sim:
     def _side_threads(self) -> None:
         """Threads that run beside the step loop: a multi-rank job's NCCL watchdog. It wakes on
         a fixed wall-clock cadence (about every 100 ms, whatever the step length) and queries the
-        end event (`cudaEventQuery`) of every collective outstanding at that moment: one issued
-        since the last wake-up, or one still running; a work seen complete leaves the list. So
-        its queries follow the collectives, not the step time: a long step with no collective
-        in flight (a compile, a loader wait) shows the thread idle."""
+        end event (`cudaEventQuery`) of every work in its list at that moment. A work joins the
+        list when the host enqueues the collective (right after its launch returns, which is
+        long before the kernel runs when the host is ahead of the GPU) and leaves it at the
+        first wake-up that sees its end event complete. So each work is queried about
+        1 + (its GPU end − its host enqueue) / period times: its queries follow how long the
+        collective is outstanding from the host's point of view, not when its kernel starts; a
+        long step with no collective in flight (a compile, a loader wait) shows the thread idle."""
         if self.R < 2:
             return
         rng, R = self.rng, self.R
         t_end = int(self.cpu.max())
-        # the NCCL kernels recorded so far (rank, start, end): the works the watchdog tracks
-        rk_l, s_l, e_l = [], [], []
+        # the NCCL kernels recorded so far (rank, corr, start, end): the works the watchdog tracks
+        rk_l, c_l, s_l, e_l = [], [], [], []
         for _n, shape, vals in self.rec.parts:
             if np.ndim(vals[1]) == 0 and int(vals[1]) == NCCL:
                 rk_l.append(np.broadcast_to(vals[0], shape).ravel())
+                c_l.append(np.broadcast_to(vals[7], shape).ravel())
                 s_l.append(np.broadcast_to(vals[2], shape).ravel())
                 e_l.append(np.broadcast_to(vals[2] + vals[3], shape).ravel())
         rows = [r for r in self.rec.rows if r[1] == NCCL]
         if rows:
             a = np.asarray(rows, np.int64)
             rk_l.append(a[:, 0])
+            c_l.append(a[:, 7])
             s_l.append(a[:, 2])
             e_l.append(a[:, 2] + a[:, 3])
         if not rk_l:
             return
         wr = np.concatenate(rk_l).astype(np.int64)
-        # a work enters the list when it is enqueued, shortly before its kernel starts
-        ws = np.concatenate(s_l) - rng.integers(20_000, 200_000, len(wr))
         we = np.concatenate(e_l)
+        ws = self._enqueue_times(wr, np.concatenate(c_l).astype(np.int64), np.concatenate(s_l))
         n = int((t_end - 1_000_000) // 95_000_000 + 2)
         polls = (1_000_000 + rng.integers(0, 100_000_000, (R, 1))
                  + np.cumsum(rng.integers(99_000_000, 103_000_000, (R, n)), axis=1))  # fmt: skip
@@ -435,6 +439,28 @@ class Sim:
         keep = ts + dur < t_end
         name = self.it.n(("hip" if self.hw.vendor == "amd" else "cuda") + "EventQuery")
         self.rec.add(qr[keep], WATCHDOG, ts[keep], dur[keep], name, C_RT, 0)
+
+    def _enqueue_times(self, wr: np.ndarray, wc: np.ndarray, ws: np.ndarray) -> np.ndarray:
+        """When the host enqueued each NCCL work (rank `wr`, correlation id `wc`, kernel start
+        `ws`): the end of the launch call with the same correlation id. A kernel whose launch is
+        not found (none recorded) counts as enqueued just before it started."""
+        key = (wr << 40) | wc
+        order = np.argsort(key)
+        sk = key[order]
+        out = ws - self.rng.integers(20_000, 200_000, len(ws))
+        for _n, shape, vals in self.rec.parts:
+            corr = vals[7]
+            launch = np.ndim(vals[5]) == 0 and int(vals[5]) == C_RT
+            if not (launch and isinstance(corr, np.ndarray)):
+                continue
+            rk = np.broadcast_to(vals[0], shape).astype(np.int64).ravel()
+            k = (rk << 40) | np.broadcast_to(corr, shape).ravel()
+            i = np.minimum(np.searchsorted(sk, k), len(sk) - 1)
+            hit = sk[i] == k
+            if hit.any():
+                t = np.broadcast_to(vals[2] + vals[3], shape).ravel()
+                out[order[i[hit]]] = t[hit]
+        return out
 
     # ---- primitive slices -------------------------------------------------------------------
     def slice(self, tid, start, dur, name: str, cat: int, depth: int, aid: int = -1) -> None:

@@ -41,15 +41,20 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
     """Sizes of a data-parallel decoder job. Rank count, depth, width, per-GPU batch, gradient
     dtype, attention implementation and step count come from one distribution whatever the
     scenario (the scenario's injection, `inject`, changes only what its signature needs)."""
+    # width and depth: from a 0.3B model towards DDP's practical ceiling (parameters, gradients and
+    # AdamW state replicated on every GPU: ~2.6B parameters), near log-uniform in size
+    hidden = int(rng.choice(_HIDDEN))
+    max_layers = max(6, min(9, int(2.6e9 // (12 * hidden * hidden))))
     p: dict[str, Any] = {
         "world": 8 if rng.random() < 0.75 else 4,
-        "layers": int(rng.integers(6, 11)),
-        "hidden": int(rng.choice([2048, 3072, 4096])),
+        "layers": int(rng.integers(6, max_layers + 1)),
+        "hidden": hidden,
         "batch": 1,
         "seq": 2048,
-        "steps": int(rng.integers(7, 10)),
+        "steps": int(rng.integers(5, 8)),
         "grad_dtype": "Float" if rng.random() < 0.4 else "BFloat16",
-        "mfu_eff": float(rng.uniform(0.55, 0.7)),
+        # achieved matmul efficiency: shapes, kernels and clocks differ between jobs
+        "mfu_eff": float(rng.uniform(0.42, 0.7)),
         "busbw_eff": float(rng.uniform(0.96, 1.02)),
         "overlap": True,
         # DataLoader num_workers: small jobs often run one or two (the starving job keeps its own)
@@ -89,11 +94,21 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
     p["seq"] = 2048 if tokens >= 2048 else (1024 if tokens >= 1024 else 512)
     p["batch"] = int(max(1, min(32, round(tokens / p["seq"]))))
     if p["unfused"]:
-        # unfused attention that does not dominate: sequences well under the width, same tokens
+        # unfused attention that does not dominate: the longest sequence (same tokens) whose
+        # score chain stays under a sixth of the GPU time
         tok = p["seq"] * p["batch"]
-        p["seq"] = 512 if p["hidden"] <= 2048 or p["score_fp32"] else 1024
+        p["seq"] = next(
+            (x for x in (2048, 1024) if x <= tok and _score_chain_share(p, hw, x) <= 0.17),
+            512,
+        )
         p["batch"] = max(1, tok // p["seq"])
+    # the all-reduce's share of compute at the drawn tokens
+    p["comm_ratio"] = r * tokens / (p["batch"] * p["seq"])
     return p
+
+
+# model widths a DDP decoder job draws (head dim 128)
+_HIDDEN = (2048, 2560, 3072, 4096)
 
 
 def _stream_key(rng: np.random.Generator) -> int:
@@ -134,7 +149,7 @@ def _score_chain_share(p: dict, hw: Hardware, seq: int, frac: float = 1.0) -> fl
     elems = b * (d // 128) * seq * seq
     chain = 16.25 * eb * elems / hbm
     gemm = 72.0 * b * seq * d * d / tf + 1536.0 * elems / (0.8 * tf)
-    return frac * chain / (frac * chain + 1.15 * gemm)
+    return frac * chain / (frac * chain + 1.2 * gemm)
 
 
 def inject(
@@ -154,7 +169,7 @@ def inject(
         elif slug == "bandwidth-bound-collective":
             # a link that runs below its rated speed, alike on every rank: the same gradients
             # take longer than backward to reduce
-            target = float(inj.uniform(1.05, 1.6))
+            target = float(inj.uniform(1.15, 1.6))
             p["busbw_eff"] = p["busbw_eff"] * p["comm_ratio"] / target
             if fixed:  # the fix sends half the bytes: bf16 gradients, or a compression hook
                 if p["grad_dtype"] == "Float":
@@ -182,7 +197,7 @@ def inject(
                     eager[-1] = False
             frac = sum(eager) / L
             seqs = [s for s in _SEQ_LADDER if s >= p["seq"]]
-            want = float(inj.uniform(0.52, 0.6))
+            want = float(inj.uniform(0.515, 0.55))
             seq = next((s for s in seqs if _score_chain_share(p, hw, s, frac) >= want), seqs[-1])
             p["seq"], p["batch"] = seq, max(1, round(tok / seq))
             p["unfused"] = not fixed
@@ -282,6 +297,9 @@ def _layer_fwd_mlp(b: UnitBuilder, p: dict, hw: Hardware, *, compiled: bool) -> 
     hbm = hw.hbm_tbps * 1e12 * 0.82
     ew = lambda nbytes: nbytes / hbm * 1e6 + 3.0  # noqa: E731
     act = t * d * 2
+    for _ in range(2):  # this layer norm's fp32 weight and bias, cast for autocast too
+        b.k("aten::to", "aten::_to_copy", K.CAST, 1.3 + d * 6 / hbm * 1e6, 7, dims=[[d]],
+            itype="float")  # fmt: skip
     b.k(
         "aten::layer_norm",
         "aten::native_layer_norm",
@@ -385,8 +403,13 @@ def _layer_bwd(
     b.gemm(ev + "AddmmBackward0", "aten::mm", 3 * d, d, t, tf, 2, 18)
     # bias gradients (small reductions) and the per-parameter gradient accumulation: the tiny
     # kernels of a real backward
-    b.k(ev + "AddmmBackward0", "aten::sum", K.BIAS_GRAD, 2.5 + t * d * 2 / hbm * 1e6 * 0.2, 9)
-    b.k(ev + "NativeLayerNormBackward0", None, K.LN_GB, 2.0 + d * 4 / hbm * 1e6, 8)
+    for n in (d, 4 * d, d, 3 * d):  # one per linear, in backward order
+        b.k(ev + "AddmmBackward0", "aten::sum", K.BIAS_GRAD, 2.5 + t * n * 2 / hbm * 1e6 * 0.2, 9)
+    for _ in range(2):  # each layer norm's weight and bias gradients (a small reduction)
+        b.k(ev + "NativeLayerNormBackward0", None, K.LN_GB, 2.0 + d * 4 / hbm * 1e6, 8)
+    for _ in range(4):  # the bf16 gradients of the cast norm parameters, back to fp32
+        b.k(ev + "ToCopyBackward0", "aten::_to_copy", K.CAST, 1.2 + d * 6 / hbm * 1e6, 6,
+            dims=[[d]], itype="c10::BFloat16")  # fmt: skip
     b.vector_grads([3 * d, d, 4 * d, d, d, d, d, d], hbm, p["world"])
     b.k(
         ev + "NativeLayerNormBackward0",
@@ -463,11 +486,13 @@ def build_ddp(
             bwd.nccl("allreduce", int(layer_params * pending * msg), p["grad_dtype"], R, t_b, ranks)
             pending = 0
     bwd.embedding_bwd(t, d)
-    comm = ub()
-    if not p["overlap"]:  # the same buckets, reduced by hand after backward
+    if not p["overlap"]:
+        # the same buckets, all-reduced only once backward is done: DDP's end-of-backward
+        # callback (its delayed all-reduce) launches them from the autograd thread, after the
+        # last gradient, back to back
         for nl in p["bucket_plan"]:
             t_b = allreduce_us(layer_params * nl * gsize, R, hw, p["busbw_eff"])
-            comm.nccl("allreduce", int(layer_params * nl * msg), p["grad_dtype"], R, t_b, ranks)
+            bwd.nccl("allreduce", int(layer_params * nl * msg), p["grad_dtype"], R, t_b, ranks)
     opt = ub()
     opt.clip_grad_norm(12 * L)
     opt_bytes = p["params"] * 16
@@ -505,8 +530,6 @@ def build_ddp(
         k: Units.build(v.rows)
         for k, v in (("fwd", fwd), ("bwd", bwd), ("opt", opt), ("h2d", h2d), ("zero", zero))
     }
-    if comm.rows:
-        U["comm"] = Units.build(comm.rows)
 
     # scenario knobs
     comp_step_ms = float(
@@ -530,10 +553,10 @@ def build_ddp(
         # too few workers for the loading cost: the job's own one worker when it was drawn with
         # one, else two (loader rows look as in any job of the family: one row for one worker)
         few = 1 if p["workers"] == 1 else 2
-        # loading one batch per worker takes 1.5-2.4x the compute of the job's longest batch:
+        # loading one batch per worker takes 2.0-2.8x the compute of the job's longest batch:
         # the wait is a fifth to over half of the step, in every step
         longest = max(p.get("shape_f") or [1.0])
-        data_ms = comp_step_ms * few * longest * float(inj.uniform(1.5, 2.4))
+        data_ms = comp_step_ms * few * longest * float(inj.uniform(2.0, 2.8))
         workers = 8 if fixed else few  # the fix: eight workers prefetching
         p["workers"] = workers
     p["data_ms"] = data_ms
@@ -674,8 +697,6 @@ def build_ddp(
         # 4 backward (+ bucketed all-reduce)
         sim.block(U["zero"], depth=1)
         sim.block(U["bwd"], depth=1, ann="## backward ##")
-        if "comm" in U:  # gradients all-reduced by hand after backward, one call per layer
-            sim.block(U["comm"], depth=1)
         # 5 optimizer waits for the last all-reduce on the GPU
         sim.gpu_scale = base_scale
         sim.block(U["opt"], depth=1, ann="Optimizer.step#AdamW.step", wait_nccl=True)
