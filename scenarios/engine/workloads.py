@@ -864,11 +864,133 @@ def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dic
         "hidden": int(rng.choice([4096, 5120, 6144])),
         "mb_tokens": int(rng.choice([2048, 4096, 8192])),
         "layers_per_stage": 1,
-        "steps": 6,
+        # a profiler window of a few steps; a deep pipeline's steps are long enough for three
+        "steps": 3 if stages == 6 else 4,
         "mfu_eff": float(rng.uniform(0.55, 0.7)),
         "first_step": int(rng.choice([2, 4, 5, 10, 101, 550, 1009, 2001])),
         "workers": int(rng.choice([4, 6, 8])),
     }
+
+
+# ---- a pipeline stage's kernels: one dense decoder layer (RMSNorm, rotary, grouped-query
+# attention, SwiGLU MLP) as a Megatron-style stage runs it per microbatch, apex's fused norm
+# and rotary kernels among PyTorch's own
+_BF16 = "c10::BFloat16"
+PP_RMS_FWD = f"void cuApplyRMSNorm<{_BF16}, float, {_BF16}>({_BF16}*, float*, {_BF16} const*, int, int, float, {_BF16} const*)"  # noqa: E501
+PP_RMS_BWD = f"void cuComputeGradInput<{_BF16}, float, {_BF16}>({_BF16} const*, {_BF16} const*, int, int, float const*, float const*, float, {_BF16} const*, {_BF16} const*, {_BF16}*, bool)"  # noqa: E501
+PP_RMS_PART = f"void cuComputePartGradGammaBeta<{_BF16}, float, float>({_BF16} const*, {_BF16} const*, int, int, float const*, float const*, float, float*, float*, bool)"  # noqa: E501
+PP_RMS_GAMMA = f"void cuComputeGradGammaBeta<float, {_BF16}>(float const*, float const*, int, int, int, {_BF16}*, {_BF16}*, bool)"  # noqa: E501
+PP_ROPE_FWD = f"void (anonymous namespace)::fused_rope_forward<{_BF16}, float>(int, int, int, int, int, int, int, int, int, int, int, {_BF16} const*, float const*, {_BF16}*)"  # noqa: E501
+PP_ROPE_BWD = f"void (anonymous namespace)::fused_rope_backward<{_BF16}, float>(int, int, int, int, int, int, int, int, int, int, int, {_BF16} const*, float const*, {_BF16}*)"  # noqa: E501
+PP_SILU = f"void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{{lambda()#1}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF16})#1}}, at::detail::Array<char*, 2> >(int, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{{lambda()#1}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF16})#1}}, at::detail::Array<char*, 2>)"  # noqa: E501
+PP_SILU_BWD = f"void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_backward_kernel(at::TensorIteratorBase&)::{{lambda()#1}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF16}, {_BF16})#1}}, at::detail::Array<char*, 3> >(int, at::native::(anonymous namespace)::silu_backward_kernel(at::TensorIteratorBase&)::{{lambda()#1}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF16}, {_BF16})#1}}, at::detail::Array<char*, 3>)"  # noqa: E501
+PP_MUL = f"void at::native::vectorized_elementwise_kernel<4, at::native::binary_internal::MulFunctor<{_BF16}>, at::detail::Array<char*, 3> >(int, at::native::binary_internal::MulFunctor<{_BF16}>, at::detail::Array<char*, 3>)"  # noqa: E501
+PP_ZERO = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"  # noqa: E501
+PP_FOREACH_ZERO = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::ZeroFunctor<float, 1, 1, 0>>(at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::ZeroFunctor<float, 1, 1, 0>)"  # noqa: E501
+PP_FOREACH_COPY = f"void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::CopyFunctor<{_BF16}, 2, 1, 1>, at::native::(anonymous namespace)::Copy<{_BF16}, float> >(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::CopyFunctor<{_BF16}, 2, 1, 1>, at::native::(anonymous namespace)::Copy<{_BF16}, float>)"  # noqa: E501
+PP_COS = "void at::native::vectorized_elementwise_kernel<4, at::native::cos_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::cos_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)"  # noqa: E501
+PP_SIN = "void at::native::vectorized_elementwise_kernel<4, at::native::sin_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::sin_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)"  # noqa: E501
+# per-kernel duration spread by size: the big GEMMs and attention repeat within a few per cent
+# (the schedule's timing rests on them), small elementwise and reduction kernels vary more
+# (launch-bound, cache-dependent), as a real trace's short kernels do
+PP_SIGMA_SMALL, PP_SIGMA_MID = 0.36, 0.24
+
+
+def _pp_ffn(d: int) -> int:
+    """SwiGLU width: 8/3 of the hidden size, rounded to 256 (4096 -> 11008)."""
+    return round(8 * d / 3 / 256) * 256
+
+
+def _pp_layer(it: Interner, hw: Hardware, p: dict) -> tuple[UnitBuilder, UnitBuilder, int]:
+    """Forward and backward templates of one stage's layer per microbatch, and the number of
+    forward units in the attention half (the sync-stalls read-back sits after them)."""
+    d, t = p["hidden"], p["mb_tokens"]
+    f = _pp_ffn(d)
+    kv = d // 8  # grouped-query attention: 8 query heads per key/value head
+    tf = hw.bf16_tflops * p["mfu_eff"]
+    hbm = hw.hbm_tbps * 1e12 * 0.82
+    ew = lambda nbytes: nbytes / hbm * 1e6 + 2.5  # noqa: E731
+    act = t * d * 2
+    dims = [[t, d]]
+    rope_dims = [[t, d // 128, 128], [t, 1, 1, 128]]
+    fb, bb = UnitBuilder(it, hw), UnitBuilder(it, hw)
+    # forward: the rotary tables for this microbatch's positions (inverse frequencies times
+    # positions, duplicated, cos and sin, scaled, cast to bf16: tiny kernels), then the layer
+    tab = t * 128
+    fb.gemm("aten::matmul", "aten::bmm", 64, t, 1, tf, 2, 12)
+    fb.k("aten::cat", None, K.CAT_BATCHED, ew(tab * 8), 9, dims=[[t, 64], [t, 64]],
+         itype="float", **_ew(tab))  # fmt: skip
+    for op, kn in (("aten::cos", PP_COS), ("aten::sin", PP_SIN)):
+        fb.k(op, None, kn, ew(tab * 8), 7, dims=[[1, t, 128]], itype="float", **_ew(tab))
+        fb.k("aten::mul", None, K.MUL_F32, ew(tab * 8), 7, dims=[[1, t, 128], []],
+             itype="float", **_ew(tab))  # fmt: skip
+        fb.k("aten::to", "aten::_to_copy", K.CAST, ew(tab * 6), 8, dims=[[1, t, 128]],
+             itype="float", **_ew(tab))  # fmt: skip
+    fb.k("FusedRMSNormAffineFunction", "aten::empty_like", PP_RMS_FWD, ew(2 * act), 12,
+         dims=[*dims, [d]], grid=(t, 1, 1), block=(128, 1, 1))  # fmt: skip
+    fb.gemm("aten::linear", "aten::mm", t, d + 2 * kv, d, tf, 0)
+    fb.k("FusedRoPEFunc", "aten::empty_like", PP_ROPE_FWD, ew(2 * act), 10, dims=rope_dims,
+         grid=(t, d // 128, 1), block=(128, 1, 1))  # fmt: skip
+    fb.k("FusedRoPEFunc", "aten::empty_like", PP_ROPE_FWD, ew(2 * t * kv * 2), 10,
+         dims=[[t, kv // 128, 128], [t, 1, 1, 128]], grid=(t, kv // 128, 1),
+         block=(128, 1, 1))  # fmt: skip
+    fb.k("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+         K.flash_names(hw)[0], 2.0 * t * 2048 * d / (tf * 0.8e12) * 1e6 + 5,
+         grid=(t // 128, d // 128, 1), block=(128, 1, 1))  # fmt: skip
+    fb.gemm("aten::linear", "aten::mm", t, d, d, tf, 1)
+    fb.k("aten::add", None, K.ADD, ew(3 * act), dims=[[t, d], [t, d]], **_ew(t * d))
+    n_att = len(fb.rows)
+    fb.k("FusedRMSNormAffineFunction", "aten::empty_like", PP_RMS_FWD, ew(2 * act), 12,
+         dims=[*dims, [d]], grid=(t, 1, 1), block=(128, 1, 1))  # fmt: skip
+    fb.gemm("aten::linear", "aten::mm", t, 2 * f, d, tf, 0)
+    fb.k("aten::silu", None, PP_SILU, ew(2 * t * f * 2), dims=[[t, f]], **_ew(t * f))
+    fb.k("aten::mul", None, PP_MUL, ew(3 * t * f * 2), dims=[[t, f], [t, f]], **_ew(t * f))
+    fb.gemm("aten::linear", "aten::mm", t, d, f, tf, 1)
+    fb.k("aten::add", None, K.ADD, ew(3 * act), dims=[[t, d], [t, d]], **_ew(t * d))
+    # backward, in reverse: the MLP, its norm, attention, rotary, QKV, the input norm
+    ev = K.BWD
+    bb.gemm(ev + "MmBackward0", "aten::mm", t, f, d, tf, 1, 20)
+    bb.gemm(ev + "MmBackward0", "aten::mm", d, f, t, tf, 2, 18)
+    for _ in range(2):
+        bb.k(ev + "MulBackward0", "aten::mul", PP_MUL, ew(3 * t * f * 2), 10,
+             dims=[[t, f], [t, f]], **_ew(t * f))  # fmt: skip
+    bb.k(ev + "SiluBackward0", "aten::silu_backward", PP_SILU_BWD, ew(3 * t * f * 2), 10,
+         dims=[[t, f], [t, f]], **_ew(t * f))  # fmt: skip
+    bb.gemm(ev + "MmBackward0", "aten::mm", t, d, 2 * f, tf, 1, 20)
+    bb.gemm(ev + "MmBackward0", "aten::mm", 2 * f, d, t, tf, 2, 18)
+
+    def norm_bwd() -> None:
+        nb = ev + "FusedRMSNormAffineFunctionBackward"
+        bb.k(nb, None, PP_RMS_BWD, ew(3 * act), 14, dims=dims, grid=(t, 1, 1), block=(128, 1, 1))
+        bb.k(nb, None, PP_RMS_PART, ew(act) * 0.6, 6, grid=(d // 32, 16, 1), block=(32, 4, 1))
+        bb.k(nb, None, PP_RMS_GAMMA, 2.4 + d * 64 / hbm * 1e6, 6, grid=(d // 32, 1, 1),
+             block=(32, 8, 1))  # fmt: skip
+        bb.k(ev + "torch::autograd::AccumulateGrad", "aten::add_", K.ACC_GRAD,
+             2.2 + d * 12 / hbm * 1e6, 6, dims=[[d], [d]], itype="float")  # fmt: skip
+        bb.k(ev + "AddBackward0", "aten::add", K.ADD, ew(3 * act), 8, dims=[[t, d], [t, d]],
+             **_ew(t * d))  # fmt: skip
+
+    norm_bwd()
+    bb.gemm(ev + "MmBackward0", "aten::mm", t, d, d, tf, 1, 20)
+    bb.gemm(ev + "MmBackward0", "aten::mm", d, d, t, tf, 2, 18)
+    bb.k(ev + "ScaledDotProductFlashAttentionBackward0",
+         "aten::_scaled_dot_product_flash_attention_backward", K.flash_names(hw)[1],
+         5.0 * t * 2048 * d / (tf * 0.7e12) * 1e6 + 8, 24, grid=(t // 128, d // 128, 1),
+         block=(256, 1, 1))  # fmt: skip
+    bb.k(ev + "FusedRoPEFuncBackward", None, PP_ROPE_BWD, ew(2 * act), 10, dims=rope_dims,
+         grid=(t, d // 128, 1), block=(128, 1, 1))  # fmt: skip
+    bb.k(ev + "FusedRoPEFuncBackward", None, PP_ROPE_BWD, ew(2 * t * kv * 2), 10,
+         grid=(t, kv // 128, 1), block=(128, 1, 1))  # fmt: skip
+    bb.gemm(ev + "MmBackward0", "aten::mm", t, d, d + 2 * kv, tf, 1, 20)
+    bb.gemm(ev + "MmBackward0", "aten::mm", d + 2 * kv, d, t, tf, 2, 18)
+    norm_bwd()
+    return fb, bb, n_att
+
+
+def _pp_sigma(u: Units) -> np.ndarray:
+    """Per-unit duration spread: steady big kernels, noisier small ones."""
+    g = u.gpu_us
+    return np.where(g >= 80, PP_SIGMA, np.where(g >= 12, PP_SIGMA_MID, PP_SIGMA_SMALL))
 
 
 def build_pp(
@@ -884,36 +1006,12 @@ def build_pp(
     P, M = p["stages"], p["micro"]
     sim = Sim(P, hw, rng, it)
     d, t = p["hidden"], p["mb_tokens"]
-    tf = hw.bf16_tflops * p["mfu_eff"]
-    fb, bb = UnitBuilder(it, hw), UnitBuilder(it, hw)
-    for _ in range(p["layers_per_stage"]):
-        fb.gemm("aten::linear", "aten::addmm", t, 3 * d, d, tf, 0)
-        fb.k(
-            "aten::scaled_dot_product_attention",
-            "aten::_scaled_dot_product_flash_attention",
-            K.flash_names(hw)[0],
-            2.0 * t * 2048 * d / (tf * 0.8e12) * 1e6 + 5,
-        )
-        fb.gemm("aten::linear", "aten::addmm", t, d, d, tf, 1)
-        fb.gemm("aten::linear", "aten::addmm", t, 4 * d, d, tf, 0)
-        fb.gemm("aten::linear", "aten::addmm", t, d, 4 * d, tf, 1)
-        ev = "autograd::engine::evaluate_function: AddmmBackward0"
-        for n_in, n_out in ((4 * d, d), (d, 4 * d), (d, d), (d, 3 * d)):
-            bb.gemm(ev, "aten::mm", t, n_in, n_out, tf, 1, 20)
-            bb.gemm(ev, "aten::mm", n_in, n_out, t, tf, 2, 18)
-        bb.k(
-            "autograd::engine::evaluate_function: ScaledDotProductFlashAttentionBackward0",
-            "aten::_scaled_dot_product_flash_attention_backward",
-            K.flash_names(hw)[1],
-            5.0 * t * 2048 * d / (tf * 0.7e12) * 1e6 + 8,
-            24,
-        )
+    fb, bb, n_att = _pp_layer(it, hw, p)
     UF, UB = Units.build(fb.rows), Units.build(bb.rows)
     # sync stalls: a router read-back (`.nonzero()` on the expert mask) between the attention
     # and the MLP of every forward, on every stage; the host routes on the CPU, then launches
     # the MLP into a drained queue
     sync = slug == "sync-stalls" and not fixed
-    n_att = 3  # qkv GEMM, attention, output projection
     UFa = Units.build(fb.rows[:n_att])
     UFb = Units.build(fb.rows[n_att:])
     act_nel = t * d
@@ -979,12 +1077,13 @@ def build_pp(
     # between repeats of one (microbatches of one size run alike; stages stay balanced)
     u_sd = PP_UNIT_SIGMA
     uf_f, uf_b = (rng.lognormal(-u_sd * u_sd / 2, u_sd, len(u)) for u in (UF, UB))
+    sg_f = _pp_sigma(UF)
     if sync:
-        FA = draw_batch(sim, UFa, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_f[:n_att])
-        FB = draw_batch(sim, UFb, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_f[n_att:])
+        FA = draw_batch(sim, UFa, (S, P, M), sc3, sigma=sg_f[:n_att], unit_f=uf_f[:n_att])
+        FB = draw_batch(sim, UFb, (S, P, M), sc3, sigma=sg_f[n_att:], unit_f=uf_f[n_att:])
     else:
-        FB = draw_batch(sim, UF, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_f)
-    BB = draw_batch(sim, UB, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_b)
+        FB = draw_batch(sim, UF, (S, P, M), sc3, sigma=sg_f, unit_f=uf_f)
+    BB = draw_batch(sim, UB, (S, P, M), sc3, sigma=_pp_sigma(UB), unit_f=uf_b)
 
     def per_op(a_f: np.ndarray, a_b: np.ndarray) -> np.ndarray:  # (S, P, M) x2 -> (S, P, J)
         return np.where(is_f, a_f[:, st_, mb], a_b[:, st_, mb])
@@ -1022,15 +1121,16 @@ def build_pp(
     rk_all = np.zeros((S, P, J, 2), np.int64)  # recv kernel start/end
     sk_all = np.zeros((S, P, J, 2), np.int64)  # send kernel start/end
 
+    # the step's end: gradient clipping, the fused AdamW over the stage's fp32 master weights,
+    # their bf16 copies for the next forward, and the gradients zeroed
+    n_par = (d * (d + d // 4) + d * d + 3 * d * _pp_ffn(d) + 2 * d) * p["layers_per_stage"]
+    hbm_s = hw.hbm_tbps * 0.8e12
     adam = UnitBuilder(it, hw)
-    adam.k(
-        "aten::_fused_adamw_",
-        None,
-        K.ADAM,
-        12 * d * d * p["layers_per_stage"] * 16 / (hw.hbm_tbps * 0.8e12) * 1e6,
-        22,
-    )
-    adam.clip_grad_norm(12 * p["layers_per_stage"])
+    adam.clip_grad_norm(9 * p["layers_per_stage"])
+    adam.k("aten::_fused_adamw_", None, K.ADAM, n_par * 16 / hbm_s * 1e6, 22, itype="float")
+    adam.k("aten::_foreach_copy_", None, PP_FOREACH_COPY, n_par * 6 / hbm_s * 1e6 + 3, 14)
+    adam.k("aten::_foreach_zero_", None, PP_FOREACH_ZERO, n_par * 4 / hbm_s * 1e6 + 3, 12,
+           itype="float")  # fmt: skip
     U_adam = Units.build(adam.rows)
     step_names = [it.n(f"ProfilerStep#{p['first_step'] + k}") for k in range(S)]
     starve = slug == "input-starvation" and not fixed
