@@ -128,22 +128,17 @@ def _x(step: float, expected: float) -> str:
 def _pp_fixed_ms(M: Measured, short_us: float = 10.0) -> float:
     """A pipeline stage's per-step GPU time that does not scale with the microbatch size: the
     kernels shorter than `short_us` and the launch gaps between back-to-back kernels (each
-    kernel's count times the stage's median gap), mean over stages and steps (ms)."""
+    kernel's count times the median gap), mean over stages and steps (ms)."""
     c = M.c
-    comp = (c["tid"] == COMPUTE) & (c["cat"] == C_KERN)
-    out = []
-    for r in M.ranks:
-        m = comp & (c["rank"] == r)
-        ts, du = M.ts[m], M.dur[m]
-        if len(ts) < 2:
-            continue
-        o = np.argsort(ts)
-        ts, du = ts[o], du[o]
-        gaps = ts[1:] - (ts[:-1] + du[:-1])
-        g = gaps[(gaps > 0) & (gaps < short_us)]
-        gap = float(np.median(g)) if len(g) else 0.0
-        out.append((float(du[du < short_us].sum()) + len(du) * gap) / max(M.n_steps, 1))
-    return float(np.mean(out)) / 1000 if out else 0.0
+    comp = (c["tid"] == COMPUTE) & (c["cat"] == C_KERN)  # in (rank, time) order per stream
+    ts, du, rk = M.ts[comp], M.dur[comp], c["rank"][comp]
+    if len(ts) < 2:
+        return 0.0
+    gaps = ts[1:] - (ts[:-1] + du[:-1])
+    g = gaps[(rk[1:] == rk[:-1]) & (gaps > 0) & (gaps < short_us)]
+    gap = float(np.median(g)) if len(g) else 0.0
+    per = len(M.ranks) * max(M.n_steps, 1)
+    return (float(du[du < short_us].sum()) + len(du) * gap) / per / 1000
 
 
 def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:

@@ -15,6 +15,7 @@ from .model import (
     _UF,
     C_ANN,
     C_KERN,
+    C_MEMCPY,
     C_OP,
     C_RT,
     COMPUTE,
@@ -864,8 +865,9 @@ def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dic
         "hidden": int(rng.choice([4096, 5120, 6144])),
         "mb_tokens": int(rng.choice([2048, 4096, 8192])),
         "layers_per_stage": 1,
-        # a profiler window of a few steps; a deep pipeline's steps are long enough for three
-        "steps": 3 if stages == 6 else 4,
+        # a profiler window of a few long steps (each runs every microbatch through every
+        # stage): five, three on a deep pipeline whose steps hold half again as many
+        "steps": 3 if stages == 6 else 5,
         "mfu_eff": float(rng.uniform(0.55, 0.7)),
         "first_step": int(rng.choice([2, 4, 5, 10, 101, 550, 1009, 2001])),
         "workers": int(rng.choice([4, 6, 8])),
@@ -890,6 +892,8 @@ PP_FOREACH_ZERO = "void at::native::(anonymous namespace)::multi_tensor_apply_ke
 PP_FOREACH_COPY = f"void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::CopyFunctor<{_BF16}, 2, 1, 1>, at::native::(anonymous namespace)::Copy<{_BF16}, float> >(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::CopyFunctor<{_BF16}, 2, 1, 1>, at::native::(anonymous namespace)::Copy<{_BF16}, float>)"  # noqa: E501
 PP_COS = "void at::native::vectorized_elementwise_kernel<4, at::native::cos_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::cos_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)"  # noqa: E501
 PP_SIN = "void at::native::vectorized_elementwise_kernel<4, at::native::sin_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::sin_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)"  # noqa: E501
+PP_ARANGE = "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}>(int, at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}, function_traits<at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}>::result_type*)"  # noqa: E501
+PP_CAST_LONG = "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)"  # noqa: E501
 # per-kernel duration spread by size: the big GEMMs and attention repeat within a few per cent
 # (the schedule's timing rests on them), small elementwise and reduction kernels vary more
 # (launch-bound, cache-dependent), as a real trace's short kernels do
@@ -917,6 +921,9 @@ def _pp_layer(it: Interner, hw: Hardware, p: dict) -> tuple[UnitBuilder, UnitBui
     # forward: the rotary tables for this microbatch's positions (inverse frequencies times
     # positions, duplicated, cos and sin, scaled, cast to bf16: tiny kernels), then the layer
     tab = t * 128
+    fb.k("aten::arange", None, PP_ARANGE, ew(t * 8), 8, dims=[[]], itype="long", **_ew(t))
+    fb.k("aten::to", "aten::_to_copy", PP_CAST_LONG, ew(t * 12), 8, dims=[[1, 1, t]],
+         itype="long int", **_ew(t))  # fmt: skip
     fb.gemm("aten::matmul", "aten::bmm", 64, t, 1, tf, 2, 12)
     fb.k("aten::cat", None, K.CAT_BATCHED, ew(tab * 8), 9, dims=[[t, 64], [t, 64]],
          itype="float", **_ew(tab))  # fmt: skip
@@ -973,6 +980,9 @@ def _pp_layer(it: Interner, hw: Hardware, p: dict) -> tuple[UnitBuilder, UnitBui
     norm_bwd()
     bb.gemm(ev + "MmBackward0", "aten::mm", t, d, d, tf, 1, 20)
     bb.gemm(ev + "MmBackward0", "aten::mm", d, d, t, tf, 2, 18)
+    # the backward's fp32 dQ accumulator starts from zeros
+    bb.k(ev + "ScaledDotProductFlashAttentionBackward0", "aten::zeros", PP_ZERO, ew(t * d * 4),
+         6, dims=[[1, t, d // 128, 128]], itype="float", **_ew(t * d))  # fmt: skip
     bb.k(ev + "ScaledDotProductFlashAttentionBackward0",
          "aten::_scaled_dot_product_flash_attention_backward", K.flash_names(hw)[1],
          5.0 * t * 2048 * d / (tf * 0.7e12) * 1e6 + 8, 24, grid=(t // 128, d // 128, 1),
@@ -1141,6 +1151,28 @@ def build_pp(
             h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)",
                        t * 8, hw.pcie_gbps * 0.9, dims=[[1, t]])  # fmt: skip
     U_in = Units.build(h2d.rows)
+    # the step's input copies and optimizer block, drawn for every (step, stage) at once and
+    # recorded in bulk after the loop (their times follow the same recurrence as `Sim.block`)
+    sc2 = scale[None, :]
+    B_in = draw_batch(sim, U_in, (S, P), sc2)
+    B_ad = draw_batch(sim, U_adam, (S, P), sc2)
+    pad_in, pad_ad = rng.integers(2000, 6000, (2, S, P))
+    in_t0, in_f0, in_c0 = (np.zeros((S, P), np.int64) for _ in range(3))
+    it_pre, it_kd = rng.integers(3000, 8000, (S, P)), rng.integers(1500, 2600, (S, P))
+    it_L, it_lag = sim.launch_lat((S, P)), rng.integers(500, 1500, (S, P))
+    it_post, it_pad = rng.integers(2000, 5000, (S, P)), rng.integers(2000, 5000, (S, P))
+    it_sync = int(hw.sync_us * 1000 * 0.6)
+    it_rows = np.zeros((S, 6, P), np.int64)
+    ad_t0, ad_f0, ad_c0 = (np.zeros((S, P), np.int64) for _ in range(3))
+
+    def bulk_block(B: Any, k: int, t0: np.ndarray, T0, F0, C0) -> np.ndarray:
+        """One step's instance of a drawn block at CPU time t0: record where it sits, advance
+        the stream and the correlation ids, return the CPU time its last launch ends."""
+        T0[k], F0[k], C0[k] = t0, sim.free_c, sim.corr
+        sim.corr = sim.corr + len(B.u)
+        sim.free_c = B.gtot[k] + np.maximum(sim.free_c, t0 + B.cumD[k][:, -1])
+        return t0 + B.cpu_len[k]
+
     alloc_frac = float(inj.uniform(0.03, 0.06))
     n_alloc = int(inj.integers(3, 6))
     for step in range(S):
@@ -1159,7 +1191,8 @@ def build_pp(
                   "DataLoader worker: fetch batch", C_ANN, 0)  # fmt: skip
         sim.cpu_op(LOADER, wait, 1, C_ANN)
         sim.cpu_op("aten::empty_strided", rng.integers(3000, 9000, P), 1)
-        sim.block(U_in, depth=1)  # the microbatches' token ids (and labels) to the device
+        # the microbatches' token ids (and labels) to the device
+        sim.cpu = bulk_block(B_in, step, sim.cpu, in_t0, in_f0, in_c0) + pad_in[step]
         if alloc:
             for _ in range(n_alloc):
                 dur = (alloc_ms * 1e6 * rng.lognormal(0, 0.35, P)).astype(np.int64)
@@ -1265,8 +1298,18 @@ def build_pp(
         sim.free_c = np.array(free_c, np.int64)
         sim.free_n = np.array(free_n, np.int64)
         # optimizer + the step's read-back, then a barrier-like alignment of step starts
-        sim.block(U_adam, depth=1, ann="Optimizer.step#AdamW.step")
-        sim.sync_item(1)
+        sim.cpu = bulk_block(B_ad, step, sim.cpu + 1000, ad_t0, ad_f0, ad_c0) + 1000
+        sim.cpu = sim.cpu + pad_ad[step]
+        # the step's loss read-back (`.item()`): a tiny copy, then the host waits for the stream
+        s0 = sim.cpu
+        ls = s0 + it_pre[step]
+        kst = np.maximum(ls + (it_L[step] * 6) // 10, sim.free_c)
+        sim.free_c = kst + it_kd[step] + 1000
+        ss = ls + it_L[step] + it_lag[step]
+        se = np.maximum(np.maximum(ss, kst + it_kd[step]) + it_sync, ss + 2000)
+        it_rows[step] = (s0, ls, kst, ss, se, sim.corr + 1)
+        sim.corr = sim.corr + 1
+        sim.cpu = se + it_post[step] + it_pad[step]
         if alloc:
             for _ in range(n_alloc - 1):
                 dur = (alloc_ms * 6e5 * rng.lognormal(0, 0.35, P)).astype(np.int64)
@@ -1286,6 +1329,20 @@ def build_pp(
 
     # ---- every event of the schedule, in bulk
     rec = sim.rec
+    rk2 = np.broadcast_to(np.arange(P)[None, :], (S, P))
+    emit_batch(rec, B_in, rk2, in_t0, in_f0, in_c0, 1)
+    emit_batch(rec, B_ad, rk2, ad_t0, ad_f0, ad_c0, 2)
+    i0, ils, ikst, iss, ise, icorr = (it_rows[:, k] for k in range(6))
+    iend = ise + it_post
+    rec.add(rk2, MAIN, i0, iend - i0, it.n("aten::item"), C_OP, 1)
+    rec.add(rk2, MAIN, i0 + 1000, iend - i0 - 2000, it.n("aten::_local_scalar_dense"), C_OP, 2)
+    rec.add(rk2, MAIN, ils, it_L, it.n(K.rt(hw, "MemcpyAsync")), C_RT, 3, icorr)
+    rec.add(rk2, COMPUTE, ikst, it_kd, it.n("Memcpy DtoH (Device -> Pageable)"), C_MEMCPY, 0,
+            icorr, it.a({"bytes": 4, "memory bandwidth (GB/s)": 0.002}))  # fmt: skip
+    rec.add(rk2, MAIN, iss, ise - iss, it.n(K.rt(hw, "StreamSynchronize")), C_RT, 3)
+    ann_end = ad_t0 + B_ad.cpu_len + 1000
+    rec.add(rk2, MAIN, ad_t0 - 1000, ann_end - (ad_t0 - 1000), it.n("Optimizer.step#AdamW.step"),
+            C_ANN, 1)  # fmt: skip
     rk3 = np.broadcast_to(st_[None], (S, P, J))
     blk_t0 = c0_all + r_len + 1000
     blk_corr = corr_all + has_recv

@@ -214,7 +214,7 @@ def test_sizes_and_framings(slug):
     # costs events; what must stay small is the download, checked below
     assert 3_000 <= tr.n_events <= 300_000
     # a pipeline's profiler window holds fewer, longer steps (each runs every microbatch through
-    # every stage): 3-4 of them, where a data-parallel job shows 6-12
+    # every stage): 3-5 of them, where a data-parallel job shows 6-12
     assert (3 if tr.family == "pp" else 6) <= tr.key.facts["n_steps"] <= 12
     prompts = {orjson.dumps(E.generate(slug, 2, framing=i).prompt) for i in range(3)}
     assert len(prompts) == 3
