@@ -894,6 +894,8 @@ PP_COS = "void at::native::vectorized_elementwise_kernel<4, at::native::cos_kern
 PP_SIN = "void at::native::vectorized_elementwise_kernel<4, at::native::sin_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::sin_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)"  # noqa: E501
 PP_ARANGE = "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}>(int, at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}, function_traits<at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}>::result_type*)"  # noqa: E501
 PP_CAST_LONG = "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)"  # noqa: E501
+PP_GEMMK1 = "void gemmk1_kernel<int, float, 256, 5, false, false, false, false, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float, 0>(cublasGemmk1Params<float, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float, biasType<cublasGemvTensorStridedBatched<float>::value_type, float>::type>)"  # noqa: E501
+PP_CAT = "void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<4u>, unsigned int, 3, 64, 64>(at::native::(anonymous namespace)::OpaqueType<4u>*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<4u>, unsigned int, 64, 64>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)"  # noqa: E501
 # per-kernel duration spread by size: the big GEMMs and attention repeat within a few per cent
 # (the schedule's timing rests on them), small elementwise and reduction kernels vary more
 # (launch-bound, cache-dependent), as a real trace's short kernels do
@@ -924,9 +926,13 @@ def _pp_layer(it: Interner, hw: Hardware, p: dict) -> tuple[UnitBuilder, UnitBui
     fb.k("aten::arange", None, PP_ARANGE, ew(t * 8), 8, dims=[[]], itype="long", **_ew(t))
     fb.k("aten::to", "aten::_to_copy", PP_CAST_LONG, ew(t * 12), 8, dims=[[1, 1, t]],
          itype="long int", **_ew(t))  # fmt: skip
-    fb.gemm("aten::matmul", "aten::bmm", 64, t, 1, tf, 2, 12)
-    fb.k("aten::cat", None, K.CAT_BATCHED, ew(tab * 8), 9, dims=[[t, 64], [t, 64]],
-         itype="float", **_ew(tab))  # fmt: skip
+    if hw.vendor == "amd":
+        fb.gemm("aten::matmul", "aten::bmm", 64, t, 1, tf, 2, 12)
+    else:  # an inner dimension of 1: cuBLAS runs its k = 1 kernel, not a tiled GEMM
+        fb.k("aten::matmul", "aten::bmm", PP_GEMMK1, ew(tab * 4), 12, dims=[[1, 64, 1], [1, 1, t]],
+             itype="float", grid=(max(1, t // 256), 1, 1), block=(256, 1, 1))  # fmt: skip
+    fb.k("aten::cat", None, PP_CAT, ew(tab * 8), 9, dims=[[t, 64], [t, 64]], itype="float",
+         **_ew(tab))  # fmt: skip
     for op, kn in (("aten::cos", PP_COS), ("aten::sin", PP_SIN)):
         fb.k(op, None, kn, ew(tab * 8), 7, dims=[[1, t, 128]], itype="float", **_ew(tab))
         fb.k("aten::mul", None, K.MUL_F32, ew(tab * 8), 7, dims=[[1, t, 128], []],
