@@ -899,7 +899,7 @@ PP_CAT = "void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native
 # per-kernel duration spread by size: the big GEMMs and attention repeat within a few per cent
 # (the schedule's timing rests on them), small elementwise and reduction kernels vary more
 # (launch-bound, cache-dependent), as a real trace's short kernels do
-PP_SIGMA_SMALL, PP_SIGMA_MID = 0.36, 0.24
+PP_SIGMA_SMALL, PP_SIGMA_MID = 0.4, 0.28
 
 
 def _pp_ffn(d: int) -> int:
