@@ -691,7 +691,7 @@ def draw_batch(
     lead: tuple,
     scale: np.ndarray | float = 1.0,
     *,
-    sigma: float = 0.27,
+    sigma: float | np.ndarray = 0.27,
     unit_f: np.ndarray | None = None,
 ) -> Batch:
     """Random draws and relative layout for `lead` instances of `u` (compute units only).

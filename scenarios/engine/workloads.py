@@ -13,6 +13,7 @@ from .kernels import UnitBuilder
 from .model import (
     C_ANN,
     C_KERN,
+    C_MEMCPY,
     C_OP,
     C_RT,
     COMPUTE,
@@ -980,11 +981,148 @@ def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dic
         "hidden": int(rng.choice([4096, 5120, 6144])),
         "mb_tokens": int(rng.choice([2048, 4096, 8192])),
         "layers_per_stage": 1,
-        "steps": 6,
+        # a profiler window of a few long steps (each runs every microbatch through every
+        # stage): five, three on a deep pipeline whose steps hold half again as many
+        "steps": 3 if stages == 6 else 5,
         "mfu_eff": float(rng.uniform(0.55, 0.7)),
         "first_step": int(rng.choice([2, 4, 5, 10, 101, 550, 1009, 2001])),
         "workers": int(rng.choice([4, 6, 8])),
     }
+
+
+# ---- a pipeline stage's kernels: one dense decoder layer (RMSNorm, rotary, grouped-query
+# attention, SwiGLU MLP) as a Megatron-style stage runs it per microbatch, apex's fused norm
+# and rotary kernels among PyTorch's own
+_BF16 = "c10::BFloat16"
+PP_RMS_FWD = f"void cuApplyRMSNorm<{_BF16}, float, {_BF16}>({_BF16}*, float*, {_BF16} const*, int, int, float, {_BF16} const*)"  # noqa: E501
+PP_RMS_BWD = f"void cuComputeGradInput<{_BF16}, float, {_BF16}>({_BF16} const*, {_BF16} const*, int, int, float const*, float const*, float, {_BF16} const*, {_BF16} const*, {_BF16}*, bool)"  # noqa: E501
+PP_RMS_PART = f"void cuComputePartGradGammaBeta<{_BF16}, float, float>({_BF16} const*, {_BF16} const*, int, int, float const*, float const*, float, float*, float*, bool)"  # noqa: E501
+PP_RMS_GAMMA = f"void cuComputeGradGammaBeta<float, {_BF16}>(float const*, float const*, int, int, int, {_BF16}*, {_BF16}*, bool)"  # noqa: E501
+PP_ROPE_FWD = f"void (anonymous namespace)::fused_rope_forward<{_BF16}, float>(int, int, int, int, int, int, int, int, int, int, int, {_BF16} const*, float const*, {_BF16}*)"  # noqa: E501
+PP_ROPE_BWD = f"void (anonymous namespace)::fused_rope_backward<{_BF16}, float>(int, int, int, int, int, int, int, int, int, int, int, {_BF16} const*, float const*, {_BF16}*)"  # noqa: E501
+PP_SILU = f"void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{{lambda()#1}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF16})#1}}, at::detail::Array<char*, 2> >(int, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{{lambda()#1}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF16})#1}}, at::detail::Array<char*, 2>)"  # noqa: E501
+PP_SILU_BWD = f"void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_backward_kernel(at::TensorIteratorBase&)::{{lambda()#1}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF16}, {_BF16})#1}}, at::detail::Array<char*, 3> >(int, at::native::(anonymous namespace)::silu_backward_kernel(at::TensorIteratorBase&)::{{lambda()#1}}::operator()() const::{{lambda()#4}}::operator()() const::{{lambda({_BF16}, {_BF16})#1}}, at::detail::Array<char*, 3>)"  # noqa: E501
+PP_MUL = f"void at::native::vectorized_elementwise_kernel<4, at::native::binary_internal::MulFunctor<{_BF16}>, at::detail::Array<char*, 3> >(int, at::native::binary_internal::MulFunctor<{_BF16}>, at::detail::Array<char*, 3>)"  # noqa: E501
+PP_ZERO = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"  # noqa: E501
+PP_FOREACH_ZERO = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::ZeroFunctor<float, 1, 1, 0>>(at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::ZeroFunctor<float, 1, 1, 0>)"  # noqa: E501
+PP_FOREACH_COPY = f"void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::CopyFunctor<{_BF16}, 2, 1, 1>, at::native::(anonymous namespace)::Copy<{_BF16}, float> >(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::CopyFunctor<{_BF16}, 2, 1, 1>, at::native::(anonymous namespace)::Copy<{_BF16}, float>)"  # noqa: E501
+PP_COS = "void at::native::vectorized_elementwise_kernel<4, at::native::cos_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::cos_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)"  # noqa: E501
+PP_SIN = "void at::native::vectorized_elementwise_kernel<4, at::native::sin_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2> >(int, at::native::sin_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, at::detail::Array<char*, 2>)"  # noqa: E501
+PP_ARANGE = "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}>(int, at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}, function_traits<at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}>::result_type*)"  # noqa: E501
+PP_CAST_LONG = "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)"  # noqa: E501
+PP_GEMMK1 = "void gemmk1_kernel<int, float, 256, 5, false, false, false, false, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float, 0>(cublasGemmk1Params<float, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float, biasType<cublasGemvTensorStridedBatched<float>::value_type, float>::type>)"  # noqa: E501
+PP_CAT = "void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<4u>, unsigned int, 3, 64, 64>(at::native::(anonymous namespace)::OpaqueType<4u>*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<4u>, unsigned int, 64, 64>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)"  # noqa: E501
+# per-kernel duration spread by size: the big GEMMs and attention repeat within a few per cent
+# (the schedule's timing rests on them), small elementwise and reduction kernels vary more
+# (launch-bound, cache-dependent), as a real trace's short kernels do
+PP_SIGMA_SMALL, PP_SIGMA_MID = 0.4, 0.28
+
+
+def _pp_ffn(d: int) -> int:
+    """SwiGLU width: 8/3 of the hidden size, rounded to 256 (4096 -> 11008)."""
+    return round(8 * d / 3 / 256) * 256
+
+
+def _pp_layer(it: Interner, hw: Hardware, p: dict) -> tuple[UnitBuilder, UnitBuilder, int]:
+    """Forward and backward templates of one stage's layer per microbatch, and the number of
+    forward units in the attention half (the sync-stalls read-back sits after them)."""
+    d, t = p["hidden"], p["mb_tokens"]
+    f = _pp_ffn(d)
+    kv = d // 8  # grouped-query attention: 8 query heads per key/value head
+    tf = hw.bf16_tflops * p["mfu_eff"]
+    hbm = hw.hbm_tbps * 1e12 * 0.82
+    ew = lambda nbytes: nbytes / hbm * 1e6 + 2.5  # noqa: E731
+    act = t * d * 2
+    dims = [[t, d]]
+    rope_dims = [[t, d // 128, 128], [t, 1, 1, 128]]
+    fb, bb = UnitBuilder(it, hw), UnitBuilder(it, hw)
+    # forward: the rotary tables for this microbatch's positions (inverse frequencies times
+    # positions, duplicated, cos and sin, scaled, cast to bf16: tiny kernels), then the layer
+    tab = t * 128
+    fb.k("aten::arange", None, PP_ARANGE, ew(t * 8), 8, dims=[[]], itype="long", **_ew(t))
+    fb.k("aten::to", "aten::_to_copy", PP_CAST_LONG, ew(t * 12), 8, dims=[[1, 1, t]],
+         itype="long int", **_ew(t))  # fmt: skip
+    if hw.vendor == "amd":
+        fb.gemm("aten::matmul", "aten::bmm", 64, t, 1, tf, 2, 12)
+    else:  # an inner dimension of 1: cuBLAS runs its k = 1 kernel, not a tiled GEMM
+        fb.k("aten::matmul", "aten::bmm", PP_GEMMK1, ew(tab * 4), 12, dims=[[1, 64, 1], [1, 1, t]],
+             itype="float", grid=(max(1, t // 256), 1, 1), block=(256, 1, 1))  # fmt: skip
+    fb.k("aten::cat", None, PP_CAT, ew(tab * 8), 9, dims=[[t, 64], [t, 64]], itype="float",
+         **_ew(tab))  # fmt: skip
+    for op, kn in (("aten::cos", PP_COS), ("aten::sin", PP_SIN)):
+        fb.k(op, None, kn, ew(tab * 8), 7, dims=[[1, t, 128]], itype="float", **_ew(tab))
+        fb.k("aten::mul", None, K.MUL_F32, ew(tab * 8), 7, dims=[[1, t, 128], []],
+             itype="float", **_ew(tab))  # fmt: skip
+        fb.k("aten::to", "aten::_to_copy", K.CAST, ew(tab * 6), 8, dims=[[1, t, 128]],
+             itype="float", **_ew(tab))  # fmt: skip
+    fb.k("FusedRMSNormAffineFunction", "aten::empty_like", PP_RMS_FWD, ew(2 * act), 12,
+         dims=[*dims, [d]], grid=(t, 1, 1), block=(128, 1, 1))  # fmt: skip
+    fb.gemm("aten::linear", "aten::mm", t, d + 2 * kv, d, tf, 0)
+    fb.k("FusedRoPEFunc", "aten::empty_like", PP_ROPE_FWD, ew(2 * act), 10, dims=rope_dims,
+         grid=(t, d // 128, 1), block=(128, 1, 1))  # fmt: skip
+    fb.k("FusedRoPEFunc", "aten::empty_like", PP_ROPE_FWD, ew(2 * t * kv * 2), 10,
+         dims=[[t, kv // 128, 128], [t, 1, 1, 128]], grid=(t, kv // 128, 1),
+         block=(128, 1, 1))  # fmt: skip
+    fb.k("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+         K.flash_names(hw)[0], 2.0 * t * 2048 * d / (tf * 0.8e12) * 1e6 + 5,
+         grid=(t // 128, d // 128, 1), block=(128, 1, 1))  # fmt: skip
+    fb.gemm("aten::linear", "aten::mm", t, d, d, tf, 1)
+    fb.k("aten::add", None, K.ADD, ew(3 * act), dims=[[t, d], [t, d]], **_ew(t * d))
+    n_att = len(fb.rows)
+    fb.k("FusedRMSNormAffineFunction", "aten::empty_like", PP_RMS_FWD, ew(2 * act), 12,
+         dims=[*dims, [d]], grid=(t, 1, 1), block=(128, 1, 1))  # fmt: skip
+    fb.gemm("aten::linear", "aten::mm", t, 2 * f, d, tf, 0)
+    fb.k("aten::silu", None, PP_SILU, ew(2 * t * f * 2), dims=[[t, f]], **_ew(t * f))
+    fb.k("aten::mul", None, PP_MUL, ew(3 * t * f * 2), dims=[[t, f], [t, f]], **_ew(t * f))
+    fb.gemm("aten::linear", "aten::mm", t, d, f, tf, 1)
+    fb.k("aten::add", None, K.ADD, ew(3 * act), dims=[[t, d], [t, d]], **_ew(t * d))
+    # backward, in reverse: the MLP, its norm, attention, rotary, QKV, the input norm
+    ev = K.BWD
+    bb.gemm(ev + "MmBackward0", "aten::mm", t, f, d, tf, 1, 20)
+    bb.gemm(ev + "MmBackward0", "aten::mm", d, f, t, tf, 2, 18)
+    for _ in range(2):
+        bb.k(ev + "MulBackward0", "aten::mul", PP_MUL, ew(3 * t * f * 2), 10,
+             dims=[[t, f], [t, f]], **_ew(t * f))  # fmt: skip
+    bb.k(ev + "SiluBackward0", "aten::silu_backward", PP_SILU_BWD, ew(3 * t * f * 2), 10,
+         dims=[[t, f], [t, f]], **_ew(t * f))  # fmt: skip
+    bb.gemm(ev + "MmBackward0", "aten::mm", t, d, 2 * f, tf, 1, 20)
+    bb.gemm(ev + "MmBackward0", "aten::mm", 2 * f, d, t, tf, 2, 18)
+
+    def norm_bwd() -> None:
+        nb = ev + "FusedRMSNormAffineFunctionBackward"
+        bb.k(nb, None, PP_RMS_BWD, ew(3 * act), 14, dims=dims, grid=(t, 1, 1), block=(128, 1, 1))
+        bb.k(nb, None, PP_RMS_PART, ew(act) * 0.6, 6, grid=(d // 32, 16, 1), block=(32, 4, 1))
+        bb.k(nb, None, PP_RMS_GAMMA, 2.4 + d * 64 / hbm * 1e6, 6, grid=(d // 32, 1, 1),
+             block=(32, 8, 1))  # fmt: skip
+        bb.k(ev + "torch::autograd::AccumulateGrad", "aten::add_", K.ACC_GRAD,
+             2.2 + d * 12 / hbm * 1e6, 6, dims=[[d], [d]], itype="float")  # fmt: skip
+        bb.k(ev + "AddBackward0", "aten::add", K.ADD, ew(3 * act), 8, dims=[[t, d], [t, d]],
+             **_ew(t * d))  # fmt: skip
+
+    norm_bwd()
+    bb.gemm(ev + "MmBackward0", "aten::mm", t, d, d, tf, 1, 20)
+    bb.gemm(ev + "MmBackward0", "aten::mm", d, d, t, tf, 2, 18)
+    # the backward's fp32 dQ accumulator starts from zeros
+    bb.k(ev + "ScaledDotProductFlashAttentionBackward0", "aten::zeros", PP_ZERO, ew(t * d * 4),
+         6, dims=[[1, t, d // 128, 128]], itype="float", **_ew(t * d))  # fmt: skip
+    bb.k(ev + "ScaledDotProductFlashAttentionBackward0",
+         "aten::_scaled_dot_product_flash_attention_backward", K.flash_names(hw)[1],
+         5.0 * t * 2048 * d / (tf * 0.7e12) * 1e6 + 8, 24, grid=(t // 128, d // 128, 1),
+         block=(256, 1, 1))  # fmt: skip
+    bb.k(ev + "FusedRoPEFuncBackward", None, PP_ROPE_BWD, ew(2 * act), 10, dims=rope_dims,
+         grid=(t, d // 128, 1), block=(128, 1, 1))  # fmt: skip
+    bb.k(ev + "FusedRoPEFuncBackward", None, PP_ROPE_BWD, ew(2 * t * kv * 2), 10,
+         grid=(t, kv // 128, 1), block=(128, 1, 1))  # fmt: skip
+    bb.gemm(ev + "MmBackward0", "aten::mm", t, d, d + 2 * kv, tf, 1, 20)
+    bb.gemm(ev + "MmBackward0", "aten::mm", d + 2 * kv, d, t, tf, 2, 18)
+    norm_bwd()
+    return fb, bb, n_att
+
+
+def _pp_sigma(u: Units) -> np.ndarray:
+    """Per-unit duration spread: steady big kernels, noisier small ones."""
+    g = u.gpu_us
+    return np.where(g >= 80, PP_SIGMA, np.where(g >= 12, PP_SIGMA_MID, PP_SIGMA_SMALL))
 
 
 def build_pp(
@@ -1000,36 +1138,12 @@ def build_pp(
     P, M = p["stages"], p["micro"]
     sim = Sim(P, hw, rng, it)
     d, t = p["hidden"], p["mb_tokens"]
-    tf = hw.bf16_tflops * p["mfu_eff"]
-    fb, bb = UnitBuilder(it, hw), UnitBuilder(it, hw)
-    for _ in range(p["layers_per_stage"]):
-        fb.gemm("aten::linear", "aten::addmm", t, 3 * d, d, tf, 0)
-        fb.k(
-            "aten::scaled_dot_product_attention",
-            "aten::_scaled_dot_product_flash_attention",
-            K.flash_names(hw)[0],
-            2.0 * t * 2048 * d / (tf * 0.8e12) * 1e6 + 5,
-        )
-        fb.gemm("aten::linear", "aten::addmm", t, d, d, tf, 1)
-        fb.gemm("aten::linear", "aten::addmm", t, 4 * d, d, tf, 0)
-        fb.gemm("aten::linear", "aten::addmm", t, d, 4 * d, tf, 1)
-        ev = "autograd::engine::evaluate_function: AddmmBackward0"
-        for n_in, n_out in ((4 * d, d), (d, 4 * d), (d, d), (d, 3 * d)):
-            bb.gemm(ev, "aten::mm", t, n_in, n_out, tf, 1, 20)
-            bb.gemm(ev, "aten::mm", n_in, n_out, t, tf, 2, 18)
-        bb.k(
-            "autograd::engine::evaluate_function: ScaledDotProductFlashAttentionBackward0",
-            "aten::_scaled_dot_product_flash_attention_backward",
-            K.flash_names(hw)[1],
-            5.0 * t * 2048 * d / (tf * 0.7e12) * 1e6 + 8,
-            24,
-        )
+    fb, bb, n_att = _pp_layer(it, hw, p)
     UF, UB = Units.build(fb.rows), Units.build(bb.rows)
     # sync stalls: a router read-back (`.nonzero()` on the expert mask) between the attention
     # and the MLP of every forward, on every stage; the host routes on the CPU, then launches
     # the MLP into a drained queue
     sync = slug == "sync-stalls" and not fixed
-    n_att = 3  # qkv GEMM, attention, output projection
     UFa = Units.build(fb.rows[:n_att])
     UFb = Units.build(fb.rows[n_att:])
     act_nel = t * d
@@ -1095,12 +1209,13 @@ def build_pp(
     # between repeats of one (microbatches of one size run alike; stages stay balanced)
     u_sd = PP_UNIT_SIGMA
     uf_f, uf_b = (rng.lognormal(-u_sd * u_sd / 2, u_sd, len(u)) for u in (UF, UB))
+    sg_f = _pp_sigma(UF)
     if sync:
-        FA = draw_batch(sim, UFa, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_f[:n_att])
-        FB = draw_batch(sim, UFb, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_f[n_att:])
+        FA = draw_batch(sim, UFa, (S, P, M), sc3, sigma=sg_f[:n_att], unit_f=uf_f[:n_att])
+        FB = draw_batch(sim, UFb, (S, P, M), sc3, sigma=sg_f[n_att:], unit_f=uf_f[n_att:])
     else:
-        FB = draw_batch(sim, UF, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_f)
-    BB = draw_batch(sim, UB, (S, P, M), sc3, sigma=PP_SIGMA, unit_f=uf_b)
+        FB = draw_batch(sim, UF, (S, P, M), sc3, sigma=sg_f, unit_f=uf_f)
+    BB = draw_batch(sim, UB, (S, P, M), sc3, sigma=_pp_sigma(UB), unit_f=uf_b)
 
     def per_op(a_f: np.ndarray, a_b: np.ndarray) -> np.ndarray:  # (S, P, M) x2 -> (S, P, J)
         return np.where(is_f, a_f[:, st_, mb], a_b[:, st_, mb])
@@ -1138,15 +1253,16 @@ def build_pp(
     rk_all = np.zeros((S, P, J, 2), np.int64)  # recv kernel start/end
     sk_all = np.zeros((S, P, J, 2), np.int64)  # send kernel start/end
 
+    # the step's end: gradient clipping, the fused AdamW over the stage's fp32 master weights,
+    # their bf16 copies for the next forward, and the gradients zeroed
+    n_par = (d * (d + d // 4) + d * d + 3 * d * _pp_ffn(d) + 2 * d) * p["layers_per_stage"]
+    hbm_s = hw.hbm_tbps * 0.8e12
     adam = UnitBuilder(it, hw)
-    adam.k(
-        "aten::_fused_adamw_",
-        None,
-        K.ADAM,
-        12 * d * d * p["layers_per_stage"] * 16 / (hw.hbm_tbps * 0.8e12) * 1e6,
-        22,
-    )
-    adam.clip_grad_norm(12 * p["layers_per_stage"])
+    adam.clip_grad_norm(9 * p["layers_per_stage"])
+    adam.k("aten::_fused_adamw_", None, K.ADAM, n_par * 16 / hbm_s * 1e6, 22, itype="float")
+    adam.k("aten::_foreach_copy_", None, PP_FOREACH_COPY, n_par * 6 / hbm_s * 1e6 + 3, 14)
+    adam.k("aten::_foreach_zero_", None, PP_FOREACH_ZERO, n_par * 4 / hbm_s * 1e6 + 3, 12,
+           itype="float")  # fmt: skip
     U_adam = Units.build(adam.rows)
     step_names = [it.n(f"ProfilerStep#{p['first_step'] + k}") for k in range(S)]
     starve = slug == "input-starvation" and not fixed
@@ -1157,6 +1273,28 @@ def build_pp(
             h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)",
                        t * 8, hw.pcie_gbps * 0.9, dims=[[1, t]])  # fmt: skip
     U_in = Units.build(h2d.rows)
+    # the step's input copies and optimizer block, drawn for every (step, stage) at once and
+    # recorded in bulk after the loop (their times follow the same recurrence as `Sim.block`)
+    sc2 = scale[None, :]
+    B_in = draw_batch(sim, U_in, (S, P), sc2)
+    B_ad = draw_batch(sim, U_adam, (S, P), sc2)
+    pad_in, pad_ad = rng.integers(2000, 6000, (2, S, P))
+    in_t0, in_f0, in_c0 = (np.zeros((S, P), np.int64) for _ in range(3))
+    it_pre, it_kd = rng.integers(3000, 8000, (S, P)), rng.integers(1500, 2600, (S, P))
+    it_L, it_lag = sim.launch_lat((S, P)), rng.integers(500, 1500, (S, P))
+    it_post, it_pad = rng.integers(2000, 5000, (S, P)), rng.integers(2000, 5000, (S, P))
+    it_sync = int(hw.sync_us * 1000 * 0.6)
+    it_rows = np.zeros((S, 6, P), np.int64)
+    ad_t0, ad_f0, ad_c0 = (np.zeros((S, P), np.int64) for _ in range(3))
+
+    def bulk_block(B: Any, k: int, t0: np.ndarray, T0, F0, C0) -> np.ndarray:
+        """One step's instance of a drawn block at CPU time t0: record where it sits, advance
+        the stream and the correlation ids, return the CPU time its last launch ends."""
+        T0[k], F0[k], C0[k] = t0, sim.free_c, sim.corr
+        sim.corr = sim.corr + len(B.u)
+        sim.free_c = B.gtot[k] + np.maximum(sim.free_c, t0 + B.cumD[k][:, -1])
+        return t0 + B.cpu_len[k]
+
     alloc_frac = float(inj.uniform(0.03, 0.06))
     n_alloc = int(inj.integers(3, 6))
     for step in range(S):
@@ -1175,7 +1313,8 @@ def build_pp(
                   "DataLoader worker: fetch batch", C_ANN, 0)  # fmt: skip
         sim.cpu_op(LOADER, wait, 1, C_ANN)
         sim.cpu_op("aten::empty_strided", rng.integers(3000, 9000, P), 1)
-        sim.block(U_in, depth=1)  # the microbatches' token ids (and labels) to the device
+        # the microbatches' token ids (and labels) to the device
+        sim.cpu = bulk_block(B_in, step, sim.cpu, in_t0, in_f0, in_c0) + pad_in[step]
         if alloc:
             for _ in range(n_alloc):
                 dur = (alloc_ms * 1e6 * rng.lognormal(0, 0.35, P)).astype(np.int64)
@@ -1281,8 +1420,18 @@ def build_pp(
         sim.free_c = np.array(free_c, np.int64)
         sim.free_n = np.array(free_n, np.int64)
         # optimizer + the step's read-back, then a barrier-like alignment of step starts
-        sim.block(U_adam, depth=1, ann="Optimizer.step#AdamW.step")
-        sim.sync_item(1)
+        sim.cpu = bulk_block(B_ad, step, sim.cpu + 1000, ad_t0, ad_f0, ad_c0) + 1000
+        sim.cpu = sim.cpu + pad_ad[step]
+        # the step's loss read-back (`.item()`): a tiny copy, then the host waits for the stream
+        s0 = sim.cpu
+        ls = s0 + it_pre[step]
+        kst = np.maximum(ls + (it_L[step] * 6) // 10, sim.free_c)
+        sim.free_c = kst + it_kd[step] + 1000
+        ss = ls + it_L[step] + it_lag[step]
+        se = np.maximum(np.maximum(ss, kst + it_kd[step]) + it_sync, ss + 2000)
+        it_rows[step] = (s0, ls, kst, ss, se, sim.corr + 1)
+        sim.corr = sim.corr + 1
+        sim.cpu = se + it_post[step] + it_pad[step]
         if alloc:
             for _ in range(n_alloc - 1):
                 dur = (alloc_ms * 6e5 * rng.lognormal(0, 0.35, P)).astype(np.int64)
@@ -1302,6 +1451,20 @@ def build_pp(
 
     # ---- every event of the schedule, in bulk
     rec = sim.rec
+    rk2 = np.broadcast_to(np.arange(P)[None, :], (S, P))
+    emit_batch(rec, B_in, rk2, in_t0, in_f0, in_c0, 1)
+    emit_batch(rec, B_ad, rk2, ad_t0, ad_f0, ad_c0, 2)
+    i0, ils, ikst, iss, ise, icorr = (it_rows[:, k] for k in range(6))
+    iend = ise + it_post
+    rec.add(rk2, MAIN, i0, iend - i0, it.n("aten::item"), C_OP, 1)
+    rec.add(rk2, MAIN, i0 + 1000, iend - i0 - 2000, it.n("aten::_local_scalar_dense"), C_OP, 2)
+    rec.add(rk2, MAIN, ils, it_L, it.n(K.rt(hw, "MemcpyAsync")), C_RT, 3, icorr)
+    rec.add(rk2, COMPUTE, ikst, it_kd, it.n("Memcpy DtoH (Device -> Pageable)"), C_MEMCPY, 0,
+            icorr, it.a({"bytes": 4, "memory bandwidth (GB/s)": 0.002}))  # fmt: skip
+    rec.add(rk2, MAIN, iss, ise - iss, it.n(K.rt(hw, "StreamSynchronize")), C_RT, 3)
+    ann_end = ad_t0 + B_ad.cpu_len + 1000
+    rec.add(rk2, MAIN, ad_t0 - 1000, ann_end - (ad_t0 - 1000), it.n("Optimizer.step#AdamW.step"),
+            C_ANN, 1)  # fmt: skip
     rk3 = np.broadcast_to(st_[None], (S, P, J))
     blk_t0 = c0_all + r_len + 1000
     blk_corr = corr_all + has_recv

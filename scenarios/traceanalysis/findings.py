@@ -39,6 +39,10 @@ BUSBW_SHARE = 0.60
 # GPU idle share of step with point-to-point (pipeline) traffic, not counting idle while the
 # host waits for the data loader, the compiler or the allocator (those stall every stage alike)
 BUBBLE_SHARE = 0.10
+# the bubble a 1F1B schedule of m microbatches through p stages has by construction,
+# (p−1)/(m+p−1): a deep schedule (m ≫ p) keeps it near 10 %, and idle beyond it has another
+# cause (read-backs, a slow stage); a shallow one (m ≤ p) idles 40 % and more
+BUBBLE_SCHEDULE = 0.20
 LAUNCH_SHORT = 50.0  # % of kernels shorter than their launch call
 LAUNCH_UTIL = 0.60  # GPU busy share of step below which launch overhead matters
 # launch gaps are many and short: the longest gap stays below this share of the step's idle
@@ -108,6 +112,23 @@ def _finding(slug, title, measured, threshold, severity, evidence, detail=""):
         "evidence": evidence,
         "detail": detail,
     }
+
+
+def _schedule_bubble(a: dict) -> tuple[int, int, float] | None:
+    """(p, m, (p−1)/(m+p−1)) of a pipeline trace: p the world size (one stage per rank), m the
+    microbatches per step, read from the send/recv kernels of the steps analysed (the first and
+    last stage move 2 per microbatch, middle stages 4). None when it cannot be read."""
+    p = int(a.get("world_size") or 0)
+    per: list[float] = []
+    for pr in a["per_rank"]:
+        n_steps = sum(1 for s in pr["steps"] if not s["last"])
+        n = sum(c["count"] for c in pr["collectives"] if c["collective"] == "sendrecv")
+        if n_steps and n:
+            per.append(n / n_steps)
+    if p < 2 or not per:
+        return None
+    m = max(1, round(min(per) / 2))
+    return p, m, (p - 1) / (m + p - 1)
 
 
 def evaluate(a: dict) -> list[dict]:
@@ -319,15 +340,23 @@ def evaluate(a: dict) -> list[dict]:
         else 0.0
         for _, s in steps
     ]
-    if p2p and median(idle) >= BUBBLE_SHARE:
+    sched = _schedule_bubble(a) if p2p else None
+    if p2p and median(idle) >= BUBBLE_SHARE and (sched is None or sched[2] >= BUBBLE_SCHEDULE):
         r, s = _median_step(steps)
+        why = (
+            f"{sched[1]} microbatches through {sched[0]} stages: the schedule alone idles "
+            f"(p−1)/(m+p−1) = {sched[2]:.0%} of each stage's step; "
+            if sched
+            else "point-to-point send/recv between ranks; "
+        )
         out.append(
             _finding(
                 "pipeline-bubbles",
                 "Pipeline stages sit idle waiting for each other",
-                "point-to-point send/recv between ranks; GPU idle median "
-                f"{median(idle):.0%} of the step (besides waits on data, compiler, allocator)",
-                f"send/recv present and idle >= {BUBBLE_SHARE:.0%} of the step",
+                f"{why}GPU idle median {median(idle):.0%} of the step (besides waits on data, "
+                "compiler, allocator)",
+                f"send/recv present, idle >= {BUBBLE_SHARE:.0%} of the step and a schedule "
+                f"bubble (p−1)/(m+p−1) >= {BUBBLE_SCHEDULE:.0%}",
                 median(idle),
                 [_ev(r, "gpu", s["start_us"], s["end_us"], "bubble")],
             )

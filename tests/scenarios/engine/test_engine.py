@@ -252,7 +252,9 @@ def test_sizes_and_framings(slug):
     # the op forest of real traces (backward nodes, allocations, runtime calls around each launch)
     # costs events; what must stay small is the download, checked below
     assert 3_000 <= tr.n_events <= 300_000
-    assert 6 <= tr.key.facts["n_steps"] <= 12
+    # a pipeline's profiler window holds fewer, longer steps (each runs every microbatch through
+    # every stage): 3-5 of them, where a data-parallel job shows 6-12
+    assert (3 if tr.family == "pp" else 6) <= tr.key.facts["n_steps"] <= 12
     prompts = {orjson.dumps(E.generate(slug, 2, framing=i).prompt) for i in range(3)}
     assert len(prompts) == 3
     hws = {gen(slug, s).hardware for s in range(1, 9)}
@@ -322,7 +324,7 @@ def test_hta_export_invariants(slug):
         assert obj["distributedInfo"]["rank"] == r
         _check_events(obj["traceEvents"])
         steps = [e for e in obj["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
-        assert len(steps) >= 6
+        assert len(steps) >= (3 if tr.family == "pp" else 6)
 
 
 def test_perfetto_merged_unique_pids_and_flows():

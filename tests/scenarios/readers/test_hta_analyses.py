@@ -241,6 +241,38 @@ def _microbatches(h: Loaded) -> int:
     return len(sr) // 2
 
 
+def _span_bubble(trace, rank: int) -> float:
+    """1 − compute share of the rank's GPU span as HTA's whole-trace temporal breakdown reads it:
+    GPU events launched before the last profiler step, from the first one's start to the last
+    one's end. It differs from the key's per-step idle at the edges: the last stage's drain wait
+    in the final analysed step lies after its last kernel, outside the span."""
+    import numpy as np
+
+    from scenarios.engine.model import C_KERN, C_MEMCPY, C_MEMSET, C_RT, COMPUTE, NCCL
+
+    c = trace.cols
+    r = c["rank"] == rank
+    steps = np.sort(
+        c["ts"][
+            r
+            & np.isin(
+                c["name"], [i for i, n in enumerate(trace.names) if n.startswith("ProfilerStep#")]
+            )
+        ]
+    )
+    launched = r & (c["cat"] == C_RT) & (c["corr"] > 0) & (c["ts"] < steps[-1])
+    ok = np.isin(c["corr"], c["corr"][launched])
+    gpu = (
+        r
+        & ok
+        & np.isin(c["tid"], [COMPUTE, NCCL])
+        & np.isin(c["cat"], [C_KERN, C_MEMCPY, C_MEMSET])
+    )
+    comp = gpu & (c["tid"] == COMPUTE) & (c["cat"] == C_KERN)
+    span = (c["ts"][gpu] + c["dur"][gpu]).max() - c["ts"][gpu].min()
+    return 1 - float(c["dur"][comp].sum()) / float(span)
+
+
 def test_pipeline_bubble_matches_the_formula(hta):
     h = hta("pipeline-bubbles")
     s = h.s
@@ -254,7 +286,10 @@ def test_pipeline_bubble_matches_the_formula(hta):
         bubble = 1 - s.temporal[rank]["compute_time_pctg"] / 100
         assert close(bubble, theory, 0.05, 0), f"rank {rank}: {bubble:.3f} vs {theory:.3f}"
         want = h.facts["compute_idle_frac_per_rank"][rank]
-        assert close(bubble, want, 0.04, 0), f"rank {rank}: {bubble:.3f} vs key {want:.3f}"
+        assert close(bubble, want, 0.06, 0), f"rank {rank}: {bubble:.3f} vs key {want:.3f}"
+        # on the same span as HTA, the engine's own events give HTA's figure
+        span = _span_bubble(h.trace, rank)
+        assert close(bubble, span, 0.01, 0), f"rank {rank}: {bubble:.3f} vs span {span:.3f}"
 
 
 @pytest.mark.parametrize("slug", ["sync-stalls", "allocator-stalls"])

@@ -4,6 +4,7 @@ figures (every scenario, more seeds) come from bench/upload_roundtrip.py."""
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -12,7 +13,10 @@ import pytest
 from scenarios import engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-from upload_roundtrip import verdict
+from upload_roundtrip import upload_bytes, verdict
+
+from scenarios.traceanalysis import analyse
+from scenarios.traceanalysis.ingest import Limits, load
 
 SEED = 7
 # healthy jobs of every family the seeds draw (DDP, pipeline, single GPU); issue #18 asks for
@@ -34,3 +38,24 @@ def test_healthy_jobs_raise_no_finding():
         if not silent:
             loud[seed] = found
     assert len(loud) <= 0.1 * len(HEALTHY_SEEDS), f"healthy seeds with findings: {loud}"
+
+
+def _pipeline_seeds(slug: str, n: int) -> list[int]:
+    return [s for s in range(1, 60) if engine.generate(slug, s).family == "pp"][:n]
+
+
+def test_read_backs_in_a_deep_pipeline_are_not_called_bubbles():
+    """A deep 1F1B schedule (m ≫ p) idles ~10 % by construction; read-backs add idle on top. The
+    bubble rule asks what the schedule itself predicts, (p−1)/(m+p−1), so the stall is named for
+    what it is, and a shallow schedule still reads as bubbles, quoting its formula."""
+    for seed in _pipeline_seeds("sync-stalls", 3):
+        top, _, found = verdict("sync-stalls", seed)
+        assert top and "pipeline-bubbles" not in found, (seed, found)
+    for seed in _pipeline_seeds("pipeline-bubbles", 2):
+        data = upload_bytes("pipeline-bubbles", seed)
+        found = analyse(load("job.zip", io.BytesIO(data), Limits()))["findings"]
+        assert found[0]["slug"] == "pipeline-bubbles", (seed, [f["slug"] for f in found])
+        tr = engine.generate("pipeline-bubbles", seed)
+        m, p = round(tr.key.facts["microbatches"]), tr.world
+        # the schedule is read off the send/recv kernels: the trace's own m and p
+        assert f"{m} microbatches through {p} stages" in found[0]["measured"], found[0]
