@@ -111,3 +111,27 @@ def timed(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def gzip_download(session, url: str, stored: bytes) -> float:
+    """Seconds to GET ``url`` as a gzip-accepting client, checking the body on the wire is the
+    stored gzip export byte for byte."""
+    start = time.perf_counter()
+    r = session.get(url, stream=True, timeout=60)
+    body = r.raw.read(decode_content=False)
+    took = time.perf_counter() - start
+    assert r.status_code == 200 and r.headers["Content-Encoding"] == "gzip", url
+    assert body == stored, url
+    return took
+
+
+def django_with_static_root() -> Path:
+    """Django set up for a served bench: a fresh STATIC_ROOT (returned) for collectstatic and the
+    bench's own static files, and the compressed Perfetto UI kept between runs."""
+    static_root = Path(tempfile.mkdtemp(prefix="tracetrack-bench-static-"))
+    os.environ["STATIC_ROOT"] = str(static_root)
+    os.environ.setdefault("PERFETTO_UI_CACHE", "/tmp/tracetrack-bench-perfetto-ui")
+    import django
+
+    django.setup()
+    return static_root

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import requests
-from common import env_defaults, setup_database
+from common import env_defaults, gzip_download, setup_database
 from server import VENV_BIN, free_port, signed_in_session
 
 BENCH = Path(__file__).resolve().parent
@@ -111,12 +111,7 @@ def main() -> int:
         times: dict[tuple[str, str], list[float]] = {key: [] for key in targets}
         for i in range(args.samples + 3):  # the first download of each puts it in the spool
             for key, url in targets.items():
-                start = time.perf_counter()
-                r = session.get(url, stream=True, timeout=60)
-                body = r.raw.read(decode_content=False)
-                took = time.perf_counter() - start
-                assert r.status_code == 200 and r.headers["Content-Encoding"] == "gzip", key
-                assert body == stored, key
+                took = gzip_download(session, url, stored)
                 if i >= 3:
                     times[key].append(took)
         load = os.getloadavg()[0]

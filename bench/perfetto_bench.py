@@ -17,11 +17,9 @@ import gzip
 import os
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from common import env_defaults, setup_database
+from common import django_with_static_root, env_defaults, gzip_download, setup_database
 from server import Gunicorn, signed_in_session
 
 PROBE = """() => [...document.querySelectorAll('.pf-track-tree .pf-track')]
@@ -78,12 +76,7 @@ def main() -> int:
     args = parser.parse_args()
     env_defaults()
     where, cleanup = setup_database("tt_perfetto_bench")
-    static_root = Path(tempfile.mkdtemp(prefix="tracetrack-bench-static-"))
-    os.environ["STATIC_ROOT"] = str(static_root)
-    os.environ.setdefault("PERFETTO_UI_CACHE", "/tmp/tracetrack-bench-perfetto-ui")
-    import django
-
-    django.setup()
+    static_root = django_with_static_root()
     server = None
     try:
         from django.contrib.auth import get_user_model
@@ -128,12 +121,7 @@ def main() -> int:
         times["trivial signed-in view"] = []
         for i in range(args.samples + 2):
             for name, url in urls.items():
-                start = time.perf_counter()
-                r = session.get(url, stream=True, timeout=60)
-                body = r.raw.read(decode_content=False)
-                took = time.perf_counter() - start
-                assert r.status_code == 200 and r.headers["Content-Encoding"] == "gzip", name
-                assert body == stored, name
+                took = gzip_download(session, url, stored)
                 if i >= 2:
                     times[name].append(took)
             # The floor every signed-in view pays (session, user, one small query).

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import orjson
-from common import ROOT, env_defaults, setup_database
+from common import ROOT, django_with_static_root, env_defaults, setup_database
 
 PROBE = """() => [...document.querySelectorAll('.pf-track-tree .pf-track')]
   .map(t => t.getAttribute('ref'))"""
@@ -76,12 +76,7 @@ def node_rounds(files: dict[str, Path], rounds: int) -> None:
 
 def browser_rounds(files: dict[str, Path], rounds: int, world: int) -> None:
     where, cleanup = setup_database("tt_perfetto_format_bench")
-    static_root = Path(tempfile.mkdtemp(prefix="tracetrack-bench-static-"))
-    os.environ["STATIC_ROOT"] = str(static_root)
-    os.environ.setdefault("PERFETTO_UI_CACHE", "/tmp/tracetrack-bench-perfetto-ui")
-    import django
-
-    django.setup()
+    static_root = django_with_static_root()
     server = None
     try:
         from django.contrib.auth import get_user_model
