@@ -20,7 +20,7 @@ import sys
 import time
 
 from common import django_with_static_root, env_defaults, gzip_download, setup_database
-from server import Gunicorn, signed_in_session
+from server import Gunicorn, signed_in_browser, signed_in_session
 
 PROBE = """() => [...document.querySelectorAll('.pf-track-tree .pf-track')]
   .map(t => t.getAttribute('ref'))"""
@@ -146,15 +146,7 @@ def main() -> int:
         if args.download_only:
             return 0
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path="/usr/bin/chromium",
-                args=["--headless", "--no-sandbox", "--disable-gpu",
-                      "--disable-background-networking", "--no-first-run"],
-            )  # fmt: skip
-            context = browser.new_context(viewport={"width": 1440, "height": 900})
-            context.add_cookies(
-                [{"name": "sessionid", "value": session.cookies["sessionid"], "url": server.url}]
-            )
+            browser, context = signed_in_browser(p, server.url, session)
             page = context.new_page()
             page.goto(f"{server.url}/drill/attempts/{attempt.pk}/")
             # the drill page's own timeline (fetched after load) is the page's, not the click's:

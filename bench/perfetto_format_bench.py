@@ -82,7 +82,7 @@ def browser_rounds(files: dict[str, Path], rounds: int, world: int) -> None:
         from django.contrib.auth import get_user_model
         from django.core.management import call_command
         from playwright.sync_api import sync_playwright
-        from server import Gunicorn, signed_in_session
+        from server import Gunicorn, signed_in_browser, signed_in_session
 
         call_command("migrate", verbosity=0)
         call_command("compress_perfetto_ui", verbosity=0)
@@ -97,15 +97,7 @@ def browser_rounds(files: dict[str, Path], rounds: int, world: int) -> None:
         opens: list[tuple[str, str | None]] = [("home", None), *files.items()]  # type: ignore[list-item]
         times: dict[str, list[float]] = {label: [] for label, _ in opens}
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path="/usr/bin/chromium",
-                args=["--headless", "--no-sandbox", "--disable-gpu",
-                      "--disable-background-networking", "--no-first-run"],
-            )  # fmt: skip
-            context = browser.new_context(viewport={"width": 1440, "height": 900})
-            context.add_cookies(
-                [{"name": "sessionid", "value": session.cookies["sessionid"], "url": server.url}]
-            )
+            browser, context = signed_in_browser(p, server.url, session)
             for i in range(rounds + 1):
                 for label, path in opens:
                     url = f"{server.url}/perfetto/"

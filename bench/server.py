@@ -108,3 +108,17 @@ def signed_in_session(base_url: str, user) -> requests.Session:
     session.headers["X-CSRFToken"] = session.cookies.get("csrftoken")
     session.headers["Referer"] = f"{base_url}/drill/"
     return session
+
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+CHROMIUM_ARGS.append("--no-first-run")
+
+
+def signed_in_browser(playwright, base_url: str, session: requests.Session):
+    """Debian's headless Chromium and a 1440×900 context carrying ``session``'s sign-in cookie."""
+    browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    context.add_cookies(
+        [{"name": "sessionid", "value": session.cookies["sessionid"], "url": base_url}]
+    )
+    return browser, context

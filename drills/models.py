@@ -528,7 +528,7 @@ class DashboardSnapshot(models.Model):
     ``fmt`` (what the inputs' shape depends on: catalogue, windows, time limit, code). ``n`` is
     the learner's ``StatsVersion.n`` the numbers stand for: a grade patches the row in its own
     transaction when it holds the state just before it (``n`` one less than the grade's);
-    anything else (a rebuild, a new day, a deploy) leaves it stale, and the next view or grade
+    anything else (a rebuild, a new day, a deploy) leaves it stale, and the next view
     reads it again from the summary counters."""
 
     user = models.OneToOneField(

@@ -248,7 +248,7 @@ def rebuild_users(user_ids: Iterable[int]) -> dict[str, int]:
     with transaction.atomic():
         for model in KEYS:
             model._default_manager.filter(user_id__in=ids).delete()
-        # Read again from the rebuilt counters by the next view or grade.
+        # Read again from the rebuilt counters by the next view.
         DashboardSnapshot.objects.filter(user_id__in=ids).delete()
         for chunk in range(0, len(ids), 200):
             part = ids[chunk : chunk + 200]

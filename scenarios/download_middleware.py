@@ -104,7 +104,11 @@ def _sql() -> str:
 
 # On PostgreSQL the claim query is prepared once per database connection: EXECUTE skips the
 # parsing and planning that are about half of its cost on the server. Other databases run it as
-# it is (sqlite3 keeps its compiled statements itself).
+# it is (sqlite3 keeps its compiled statements itself). A connection's first download pays two
+# more queries (the pg_prepared_statements check and the PREPARE), so with CONN_MAX_AGE=0 every
+# download pays them; behind a transaction-mode pooler (PgBouncer) a statement may be missing on
+# the server connection a request gets: that request goes through the whole stack instead, and
+# the next prepares it again.
 STATEMENT = "tracetrack_spooled_claim"
 _prepared_on: weakref.WeakSet[Any] = weakref.WeakSet()  # the raw connections holding it
 

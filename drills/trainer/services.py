@@ -174,17 +174,24 @@ STOCK_TRIES = 3
 
 
 def _deal_scheduled(
-    user, mode: str, recent: list[str], *, interview: MockInterview | None = None
+    user,
+    mode: str,
+    recent: list[str],
+    *,
+    interview: MockInterview | None = None,
+    held: dict[str, Card] | None = None,
+    now: datetime | None = None,
 ) -> Attempt:
     """Deal the scheduler's choice from the pool. A scenario that has run out of stock waits for
     its refill (it stays due, so it comes back on the next drill) and the scheduler's next choice
     is dealt instead; only when ``STOCK_TRIES`` choices in a row are out of stock is the first one
     generated on the request, which costs the learner a second or more on a busy host."""
-    held = cards.load_cards(user)
+    if held is None:
+        held = cards.load_cards(user)
     first = None
     tried: set[str] = set()
     for _ in range(min(STOCK_TRIES, len(engine.SCENARIOS))):
-        scenario = next_scenario(user, recent=recent, held=held, exclude=frozenset(tried))
+        scenario = next_scenario(user, now, recent=recent, held=held, exclude=frozenset(tried))
         first = first or scenario
         trace = pool.claim_from_stock(user, scenario)
         if trace is not None:
@@ -274,8 +281,7 @@ def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
                 if trial is not None:
                     return contrast.deal(user, trial, now), True
             recent = [slug for slug, _served, _sub, _k in latest[:5]][::-1]
-            slug = next_scenario(user, now, recent=recent, held=scenario_cards)
-            return _deal(user, mode, slug), True
+            return _deal_scheduled(user, mode, recent, held=scenario_cards, now=now), True
     except IntegrityError:
         current = open_attempt(user)
         if current is None:

@@ -47,6 +47,14 @@ def same(inputs: dict) -> dict:
     return out
 
 
+def earlier_today(now, minutes: float):
+    """``minutes`` before ``now``, but never before today's midnight (UTC): a grade stamped
+    yesterday is rightly not patched into today's row, which would fail these tests just after
+    midnight."""
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return max(now - timedelta(minutes=minutes), midnight + (now - midnight) / 2)
+
+
 def is_current(user) -> bool:
     """The stored row holds the learner's state now (patched, not left stale)."""
     row = DashboardSnapshot.objects.get(user=user)
@@ -57,7 +65,8 @@ def a_sequence(user, now) -> None:
     """Drills right and wrong (a lookalike confusion too), practice, a slow one, a mock
     interview's trace, a contrast trial, a re-narration and mental-math answers, each graded in
     its own transaction; the stored row stays current after each."""
-    when = [now - timedelta(minutes=30 - k) for k in range(20)]
+    start = earlier_today(now, 30)
+    when = [start + (now - start) * k / 20 for k in range(20)]
     sequence = [
         build(user, S, S, when[0], elapsed=41.2),
         build(user, PAIR_A, PAIR_B, when[1], elapsed=77.0, m=False),
@@ -87,7 +96,7 @@ def a_sequence(user, now) -> None:
 @pytest.mark.django_db
 def test_grades_patch_the_stored_numbers_to_what_a_rebuild_reads(learner, learner_client):
     now = timezone.now()
-    grade(build(learner, S, S, now - timedelta(hours=1)))
+    grade(build(learner, S, S, earlier_today(now, 60)))
     assert learner_client.get("/dashboard/").status_code == 200  # the row is stored
     assert is_current(learner)
     a_sequence(learner, timezone.now())
@@ -107,7 +116,7 @@ def test_grades_patch_the_stored_numbers_to_what_a_rebuild_reads(learner, learne
 @pytest.mark.django_db
 def test_the_first_view_after_a_grade_reads_no_counter(learner, learner_client):
     now = timezone.now()
-    grade(build(learner, S, S, now - timedelta(minutes=5)))
+    grade(build(learner, S, S, earlier_today(now, 5)))
     learner_client.get("/dashboard/")
     grade(build(learner, S, "healthy", timezone.now()))
     with CaptureQueriesContext(connection) as queries:
@@ -122,9 +131,9 @@ def test_the_first_view_after_a_grade_reads_no_counter(learner, learner_client):
 def test_a_lookalike_confusion_shows_in_its_pairs_weekly_line(learner, learner_client):
     learner_client.get("/dashboard/")
     now = timezone.now()
-    grade(build(learner, PAIR_A, PAIR_A, now - timedelta(minutes=2)))
+    grade(build(learner, PAIR_A, PAIR_A, earlier_today(now, 2)))
     learner_client.get("/dashboard/")  # stored, then patched by the next grade
-    grade(build(learner, PAIR_A, PAIR_B, now - timedelta(minutes=1)))
+    grade(build(learner, PAIR_A, PAIR_B, earlier_today(now, 1)))
     page = learner_client.get("/dashboard/").content.decode()
     pair = re.search(rf'data-pair="{PAIR_A}→{PAIR_B}">(.*?)</li>', page, re.S).group(1)
     monday = dashboard.trend_start(now, weeks=1)
@@ -136,7 +145,7 @@ def test_a_lookalike_confusion_shows_in_its_pairs_weekly_line(learner, learner_c
 @pytest.mark.django_db
 def test_a_stale_row_is_read_again_from_the_counters(learner, learner_client):
     now = timezone.now()
-    grade(build(learner, S, S, now - timedelta(minutes=5)))
+    grade(build(learner, S, S, earlier_today(now, 5)))
     learner_client.get("/dashboard/")
     # Moved on past the stored row (a rebuild of the cards does this): not patched any more ...
     summaries.bump_version(learner.pk)
@@ -157,7 +166,7 @@ def test_two_grades_at_once_lose_no_increment(make_user):
     needs_postgres()
     learner = make_user("racer")
     now = timezone.now()
-    grade(build(learner, S, S, now - timedelta(minutes=5)))
+    grade(build(learner, S, S, earlier_today(now, 5)))
     snapshot.counters(learner, timezone.now())  # stored
     rounds = 6
     attempts = [

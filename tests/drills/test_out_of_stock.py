@@ -98,3 +98,18 @@ def test_with_the_real_scheduler_a_new_learner_gets_what_is_in_stock(
 
     assert attempt.scenario == "memory-bound-kernel"
     assert attempt.trace.source == Trace.Source.POOL
+
+
+@pytest.mark.django_db
+def test_the_drill_page_deals_from_stock(learner_client, learner, refills, scheduler_prefers):
+    pool.refill("healthy", target=1)
+    scheduler_prefers("straggler", "healthy", "sync-stalls")
+
+    response = learner_client.post("/drill/next/", {"mode": "timed"})
+
+    attempt = Attempt.objects.get(user=learner)
+    assert response.status_code == 302 and str(attempt.pk) in response["Location"]
+    assert attempt.scenario == "healthy"
+    assert attempt.trace.source == Trace.Source.POOL
+    assert not Trace.objects.filter(source=Trace.Source.ON_DEMAND).exists()
+    assert "straggler" in refills

@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from scenarios import engine, exports, pool
 from scenarios.models import Trace
+from tests.conftest import needs_postgres
 
 pytestmark = pytest.mark.django_db
 
@@ -326,6 +327,7 @@ def test_the_fast_path_leaves_https_redirects_and_bad_hosts_to_the_stack(
 def test_a_claim_statement_dropped_behind_its_back_costs_one_trip_through_the_stack(
     learner_client, learner
 ):
+    needs_postgres()  # a prepared statement is PostgreSQL's
     row, url = spooled_trace(learner_client, learner)
     with connection.cursor() as cursor:
         cursor.execute("DEALLOCATE ALL")  # as a connection pooler resetting the session would
