@@ -119,8 +119,9 @@ def _stream_key(rng: np.random.Generator) -> int:
 
 def _draw_lengths(r: np.random.Generator, steps: int) -> tuple[list[float], list[int]]:
     """Per-step sequence-length factors of a variable-length job and the steps that bring a
-    length for the first time (2-3 of them, never step 0)."""
-    n_new = int(r.integers(2, 4))
+    length for the first time (2-3 of them, never step 0, and fewer than half the steps: the
+    steps that bring a new length stay the exception)."""
+    n_new = min(int(r.integers(2, 4)), (steps - 1) // 2)
     firsts = sorted(int(c) for c in r.choice(np.arange(1, steps), size=n_new, replace=False))
     news = [float(x) for x in r.choice([0.75, 0.875, 1.125, 1.25, 1.375], n_new, replace=False)]
     seen, out, k = [1.0], [], 0

@@ -215,13 +215,17 @@ def read(r: Readings) -> Reading:
         )
     # 4. many host-device syncs per step → sync stalls
     if x["syncs"] >= MANY_SYNCS:
-        refill = sum(r.refill_gaps)
+        # the typical refill gap times the gaps in a step (a pipeline stage's gap after a read-back
+        # sometimes also holds a wait for the neighbouring stage: the median leaves those out)
+        n_gaps = len(r.refill_gaps)
+        typical = statistics.median(r.refill_gaps) if r.refill_gaps else 0.0
+        refill = n_gaps * typical
         return say(
             "sync-stalls",
             "syncs_per_step",
             x["syncs"],
             step - refill,
-            f"{step:.1f} − {len(r.refill_gaps)} refill gaps ({refill:.1f} ms)",
+            f"{step:.1f} − {n_gaps} refill gaps × {typical:.2f} ms ({refill:.1f} ms)",
         )
     # 5. one rank computes longer than the others → straggler
     if x["ranks"] > 1 and x["skew"] >= 8:

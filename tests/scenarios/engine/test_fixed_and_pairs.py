@@ -21,7 +21,9 @@ FIX_TOL = {
     "input-starvation": 0.03,
     "bandwidth-bound-collective": 0.025,
     "exposed-allreduce": 0.03,
-    "recompilation": 0.035,  # 5-7 steps per trace: a mean over fewer steady steps
+    # 5-7 steps per trace, 2-3 of them compiling: a mean over few steady steps (max 4.4 %, seed
+    # 111, over seeds 100-123)
+    "recompilation": 0.05,
     "healthy": 0.005,
     # a small, fast job (seed 105: a 0.3B model at 26 ms a step, stalled to 44 ms) runs 5.7 %
     # faster fixed than its key predicts: the key's stall arithmetic is off when the stalls are
