@@ -31,14 +31,14 @@ def scheduler_prefers(monkeypatch):
     return prefer
 
 
-@pytest.mark.django_db
-def test_a_scenario_out_of_stock_yields_to_the_next_choice(make_user, refills, scheduler_prefers):
+@pytest.fixture
+def first_choice_dry(scheduler_prefers):
+    """The scheduler prefers straggler (none in stock), then healthy (one in stock)."""
     pool.refill("healthy", target=1)
     scheduler_prefers("straggler", "healthy", "sync-stalls")
-    learner = make_user()
 
-    attempt = services.start_drill(learner)
 
+def assert_dealt_healthy_from_stock(attempt, refills) -> None:
     assert attempt.scenario == "healthy"
     assert attempt.trace.source == Trace.Source.POOL
     assert not Trace.objects.filter(source=Trace.Source.ON_DEMAND).exists()
@@ -46,9 +46,16 @@ def test_a_scenario_out_of_stock_yields_to_the_next_choice(make_user, refills, s
 
 
 @pytest.mark.django_db
-def test_the_dry_scenario_comes_back_once_restocked(make_user, refills, scheduler_prefers):
-    pool.refill("healthy", target=1)
-    scheduler_prefers("straggler", "healthy", "sync-stalls")
+def test_a_scenario_out_of_stock_yields_to_the_next_choice(make_user, refills, first_choice_dry):
+    learner = make_user()
+
+    attempt = services.start_drill(learner)
+
+    assert_dealt_healthy_from_stock(attempt, refills)
+
+
+@pytest.mark.django_db
+def test_the_dry_scenario_comes_back_once_restocked(make_user, refills, first_choice_dry):
     learner = make_user()
     first = services.start_drill(learner)
     Attempt.objects.filter(pk=first.pk).update(submitted_at=first.served_at)
@@ -101,15 +108,10 @@ def test_with_the_real_scheduler_a_new_learner_gets_what_is_in_stock(
 
 
 @pytest.mark.django_db
-def test_the_drill_page_deals_from_stock(learner_client, learner, refills, scheduler_prefers):
-    pool.refill("healthy", target=1)
-    scheduler_prefers("straggler", "healthy", "sync-stalls")
+def test_the_drill_page_deals_from_stock(learner_client, learner, refills, first_choice_dry):
 
     response = learner_client.post("/drill/next/", {"mode": "timed"})
 
     attempt = Attempt.objects.get(user=learner)
     assert response.status_code == 302 and str(attempt.pk) in response["Location"]
-    assert attempt.scenario == "healthy"
-    assert attempt.trace.source == Trace.Source.POOL
-    assert not Trace.objects.filter(source=Trace.Source.ON_DEMAND).exists()
-    assert "straggler" in refills
+    assert_dealt_healthy_from_stock(attempt, refills)
