@@ -108,10 +108,9 @@ else:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": str(VAR_DIR / "tracetrack.sqlite3"),
+            # Opened per request: a connection kept open across requests holds SQLite's table
+            # locks against the in-process refill threads ("database table is locked").
             "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20},
-            # Kept open between requests as on PostgreSQL: opening one (and its PRAGMA) costs
-            # more than the one query the spooled download makes.
-            "CONN_MAX_AGE": 60,
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
