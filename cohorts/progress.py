@@ -765,6 +765,14 @@ class Learner:
         return self.pk
 
 
+def _json_scalar(value: str | None) -> str | None:
+    """A key read out of a JSON column as text, with JSON ``null`` as None.
+
+    PostgreSQL's ``->>`` gives SQL NULL for a JSON null; SQLite gives the text ``'null'``.
+    """
+    return None if value is None or value == "null" else value
+
+
 @dataclass
 class RecallTable:
     """Learners' scenario cards as arrays, one row per learner (``uids``), one column per
@@ -782,6 +790,7 @@ class RecallTable:
 
     @classmethod
     def read(cls, uids: list[int], slugs: list[str]) -> RecallTable:
+        """Every scenario card of ``uids`` (a card never reviewed has no stability yet)."""
         row_of = {uid: i for i, uid in enumerate(uids)}
         col_of = {slug: j for j, slug in enumerate(slugs)}
         shape = (len(uids), len(slugs))
@@ -798,6 +807,7 @@ class RecallTable:
                 continue
             has_card[i, j] = True
             due_us[i, j] = scheduling.epoch_us(card_due)
+            stab, last = _json_scalar(stab), _json_scalar(last)
             if stab is not None and last is not None:
                 stability[i, j] = float(stab)
                 last_us[i, j] = scheduling.epoch_us(last)
