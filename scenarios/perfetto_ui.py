@@ -24,6 +24,11 @@ On the wire: the UI is ~20 MB raw (an 11 MB ``trace_processor.wasm``, a 4.5 MB
 nobody compressed yet, on its first request (written atomically, then reused by every process).
 Requests pick the variant the client accepts (br before gzip, ``q=0`` honoured) and stream the
 stored file; nothing is compressed per request.
+
+The root ``index.html`` goes out with one inline script added at the top of its head, which sets
+TraceTrack's defaults for Perfetto's own feature flags before the bundle reads them: the plugins
+that only find data in Android / Linux-kernel / profiler traces are off (``QUIET_PLUGINS``), so a
+trace load does not wait for their SQL probes. Perfetto's bundle itself is served unchanged.
 """
 
 from __future__ import annotations
@@ -230,6 +235,10 @@ def precompress_all(progress: Callable[[str, int, int], None] | None = None) -> 
         best_total += best
         if progress is not None:
             progress(rel, raw, best)
+    # The index as served (with this site's plugin defaults), compressed ahead like the rest.
+    if (index := site_index(root / "index.html")) is not None:
+        for enc in available_encodings():
+            precompress_file(index, index_rel(), enc)
     return raw_total, best_total
 
 
@@ -310,6 +319,96 @@ def slim_fonts(progress: Callable[[str, int, int], None] | None = None) -> tuple
     return raw_total, slim_total
 
 
+# ---- the index, with TraceTrack's plugin defaults ---------------------------------------------
+# Perfetto runs every default plugin's onTraceLoad after each trace load, one after the other,
+# each with its own SQL probes. Those below only ever find data in Android, Linux-kernel
+# (ftrace / perf / power rails) or profiler traces; for the Chrome JSON this site serves (drill
+# traces and converted uploads) they find nothing and draw nothing, but cost ~1.4 s of a warm
+# open of a small trace on a busy 2-core box (bench/perfetto_boot_profile.py). The served index
+# turns them off through Perfetto's own feature flags ("plugin_<id>" in localStorage, what its
+# Flags page writes), once per list: a learner who switches one back on there keeps it on.
+# Plugins that other kept plugins depend on are activated by Perfetto anyway.
+QUIET_PLUGINS: tuple[str, ...] = (
+    "com.android.AndroidClientServer",
+    "com.android.AndroidCujs",
+    "com.android.AndroidDmabuf",
+    "com.android.AndroidLog",
+    "com.android.AndroidLongBatteryTracing",
+    "com.android.AndroidNetwork",
+    "com.android.AndroidPerf",
+    "com.android.AndroidPerfTraceCounters",
+    "com.android.AndroidStartup",
+    "com.android.Bluetooth",
+    "com.android.ContainedTraces",
+    "com.android.CpuPerUid",
+    "com.android.DayExplorer",
+    "com.android.GpuWorkPeriod",
+    "com.android.LargeScreensPerf",
+    "com.android.PinAndroidPerfMetrics",
+    "com.android.PinSysUITracks",
+    "com.android.SysUIWorkspace",
+    "com.google.PixelCpmTrace",
+    "com.google.PixelMemory",
+    "dev.perfetto.CpuFreq",
+    "dev.perfetto.CpuidleTimeInState",
+    "dev.perfetto.CpuProfile",
+    "dev.perfetto.EntityStateResidency",
+    "dev.perfetto.Frames",
+    "dev.perfetto.Ftrace",
+    "dev.perfetto.GpuFreq",
+    "dev.perfetto.HeapProfile",
+    "dev.perfetto.InstrumentsSamplesProfile",
+    "dev.perfetto.KernelTrackEvent",
+    "dev.perfetto.LinuxPerf",
+    "dev.perfetto.PowerRails",
+    "dev.perfetto.Sched",
+    "dev.perfetto.Screenshots",
+    "org.kernel.LinuxKernelSubsystems",
+    "org.kernel.SuspendResumeLatency",
+    "org.kernel.Wattson",
+)
+FLAGS_KEY = "perfettoFeatureFlags"  # Perfetto v52's feature-flag store
+DEFAULTS_KEY = "tracetrackPluginDefaults"  # which list was applied last (this site's own key)
+
+
+def defaults_version() -> str:
+    return hashlib.sha256("\n".join(QUIET_PLUGINS).encode()).hexdigest()[:12]
+
+
+def defaults_script() -> str:
+    """Inline script, run before Perfetto's bundle reads its flags: the quiet plugins off."""
+    ids = ",".join(f'"plugin_{p}"' for p in QUIET_PLUGINS)
+    return (
+        "<script>(function(){try{"
+        f'var s=localStorage,v="{defaults_version()}";'
+        f'if(s.getItem("{DEFAULTS_KEY}")===v)return;'
+        f'var f=JSON.parse(s.getItem("{FLAGS_KEY}")||"{{}}")||{{}};'
+        f'[{ids}].forEach(function(k){{if(!(k in f))f[k]="OVERRIDE_FALSE";}});'
+        f's.setItem("{FLAGS_KEY}",JSON.stringify(f));s.setItem("{DEFAULTS_KEY}",v);'
+        "}catch(e){}})();</script>"
+    )
+
+
+def index_rel() -> str:
+    """The cache-relative name of the index with the defaults (changes with the list)."""
+    return f"tracetrack/index.{defaults_version()}.html"
+
+
+def site_index(source: Path) -> Path | None:
+    """Perfetto's index.html with ``defaults_script`` at the top of its head (cached); None when
+    the cache is not writable (the original index is served then)."""
+    target = cache_dir() / index_rel()
+    if _fresh(target, source):
+        return target
+    html = source.read_text(encoding="utf-8")
+    head = html.find("<head>")
+    if head < 0:
+        return None
+    at = head + len("<head>")
+    html = html[:at] + defaults_script() + html[at:]
+    return _store(target, html.encode(), "serving Perfetto's index without the plugin defaults")
+
+
 def _resolve(root: Path, path: str) -> Path:
     if "\x00" in path:
         raise Http404("no such file in the Perfetto UI")
@@ -331,13 +430,15 @@ def serve(request: HttpRequest, path: str = "") -> HttpResponseBase:
     file = _resolve(root, path)
     content_type = _TYPES.get(file.suffix) or mimetypes.guess_type(file.name)[0]
     content_type = content_type or "application/octet-stream"
+    name, rel = file.name, file.relative_to(root).as_posix()
+    if rel == "index.html" and (index := site_index(file)) is not None:
+        file, rel = index, index_rel()
     body, encoding = file, None
     if file.suffix == ".woff2":
-        slim = slim_path(file.relative_to(root).as_posix())
+        slim = slim_path(rel)
         if _fresh(slim, file):
             body = slim
     if file.suffix in COMPRESSIBLE:
-        rel = file.relative_to(root).as_posix()
         encoding = choose_encoding(
             request.headers.get("Accept-Encoding", ""), available_encodings()
         )
@@ -347,7 +448,7 @@ def serve(request: HttpRequest, path: str = "") -> HttpResponseBase:
         else:
             body = variant
     # An explicit type: FileResponse would otherwise take ".br"/".gz" for the type.
-    response = FileResponse(body.open("rb"), content_type=content_type, filename=file.name)
+    response = FileResponse(body.open("rb"), content_type=content_type, filename=name)
     if encoding:
         response["Content-Encoding"] = encoding
     if file.suffix in COMPRESSIBLE:
