@@ -61,7 +61,10 @@ def one_open(
 
     context.on("request", on_request)
     context.on("requestfinished", on_done)
-    context.on("requestfailed", lambda r: log.append((time.perf_counter() - start, f"FAILED {r.url[:80]} {r.failure}")))
+    context.on(
+        "requestfailed",
+        lambda r: log.append((time.perf_counter() - start, f"FAILED {r.url[:80]} {r.failure}")),
+    )
     with context.expect_page() as info:
         if opener:
             page.evaluate("u => window.open(u, '_blank')", opener)
@@ -142,7 +145,9 @@ def summarise_chrome_trace(path: str, top: int = 25) -> None:
 # Before: Perfetto's defaults (every default plugin runs). After: the served index's defaults.
 BEFORE = """([flags, marker, version]) => {
   localStorage.setItem(flags, '{}'); localStorage.setItem(marker, version); }"""
-AFTER = """([flags, marker]) => { localStorage.removeItem(flags); localStorage.removeItem(marker); }"""
+AFTER = (
+    """([flags, marker]) => { localStorage.removeItem(flags); localStorage.removeItem(marker); }"""
+)
 
 
 def compare(context, page, base: str, world: int, rounds: int, timelines: bool) -> None:
@@ -159,7 +164,7 @@ def compare(context, page, base: str, world: int, rounds: int, timelines: bool) 
         "boot trace, after": (boot_url, AFTER),
     }
     got: dict[str, list[dict[str, float]]] = {k: [] for k in variants}
-    for name, (url, flags) in variants.items():  # one warm-up each (the boot trace's first fetch)
+    for url, flags in variants.values():  # one warm-up each (the boot trace's first fetch)
         page.evaluate(flags, keys)
         one_open(context, page, 2 * world, opener=url)
     for name, (url, flags) in variants.items() if timelines else ():  # one timeline each
@@ -183,16 +188,96 @@ def compare(context, page, base: str, world: int, rounds: int, timelines: bool) 
         print("      drawn: " + " ".join(f"{r['every process drawn']:.2f}" for r in runs))
 
 
+HOST = "tracetrack.test"  # a name for loopback: Perfetto treats it as a deployment, not localhost
+
+
+def compare_browsers(p, base: str, session, attempt, world: int, rounds: int) -> None:
+    """Warm opens of the drill's trace in three browsers, alternating: the bench's (Playwright's
+    in-memory profile), a profile on disk (what a learner's browser has: V8's code cache), and
+    the bench's reached by a host name (Perfetto streams the trace instead of fetching it whole
+    and caching it in Cache Storage, which it does for localhost / 127.0.0.1 URLs only)."""
+    import tempfile
+
+    from server import CHROMIUM_ARGS
+
+    port = base.rsplit(":", 1)[1]
+    named = f"http://{HOST}:{port}"
+    cookie = session.cookies["sessionid"]
+    launch = {"executable_path": "/usr/bin/chromium", "args": CHROMIUM_ARGS}
+    viewport = {"width": 1440, "height": 900}
+    setups = []
+    b1 = p.chromium.launch(**launch)
+    setups.append(("in-memory profile (the bench's)", b1.new_context(viewport=viewport), base))
+    disk = tempfile.mkdtemp(prefix="tt-chromium-profile-")
+    setups.append(
+        (
+            "profile on disk",
+            p.chromium.launch_persistent_context(disk, viewport=viewport, **launch),
+            base,
+        )
+    )
+    b3 = p.chromium.launch(
+        executable_path="/usr/bin/chromium",
+        args=[
+            *CHROMIUM_ARGS,
+            f"--host-resolver-rules=MAP {HOST} 127.0.0.1",
+            f"--unsafely-treat-insecure-origin-as-secure={named}",
+        ],
+    )
+    setups.append((f"host name ({HOST}), in-memory", b3.new_context(viewport=viewport), named))
+    pages = []
+    for label, ctx, origin in setups:
+        ctx.add_cookies([{"name": "sessionid", "value": cookie, "url": origin}])
+        page = ctx.new_page()
+        page.goto(f"{origin}/drill/attempts/{attempt.pk}/")
+        page.wait_for_load_state("networkidle")
+        for _ in range(2):  # cold, then once warm (V8 caches code on a script's later loads)
+            one_open(ctx, page, 2 * world)
+        pages.append((label, ctx, page))
+    got: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in pages}
+    for _ in range(rounds):
+        for label, ctx, page in pages:
+            got[label].append(one_open(ctx, page, 2 * world))
+
+    def caching(r: dict[str, float]) -> float:
+        start = r.get("status: Caching trace...")
+        if start is None:
+            return 0.0
+        after = [t for k, t in r.items() if k.startswith("status: ") and t > start]
+        return min(after, default=start) - start
+
+    for runs in got.values():
+        for r in runs:
+            r["caching"] = caching(r)
+    print(f"browsers side by side, {rounds} warm rounds alternating, medians in s from the click:")
+    cols = ["spinner gone (UI bootstrapped)", "caching", "every process drawn"]
+    print(f"  {'':36} {'UI up':>7} {'caching':>8} {'drawn':>7}")
+    for label, runs in got.items():
+        med = [statistics.median(r.get(c, float("nan")) for r in runs) for c in cols]
+        print(f"  {label:36} {med[0]:7.2f} {med[1]:8.2f} {med[2]:7.2f}")
+        print("      drawn: " + " ".join(f"{r['every process drawn']:.2f}" for r in runs))
+    for _, ctx, _ in pages:
+        ctx.close()
+    b1.close()
+    b3.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chrome-trace", default="")
     parser.add_argument("--compare", type=int, default=0, help="rounds of the side-by-side")
     parser.add_argument("--timelines", action="store_true", help="one timeline per variant")
-    parser.add_argument("--persistent", action="store_true", help="a profile on disk (code cache)")
+    parser.add_argument(
+        "--browsers",
+        type=int,
+        default=0,
+        help="rounds of in-memory vs on-disk profile vs host name",
+    )
     args = parser.parse_args()
+    os.environ.setdefault("ALLOWED_HOSTS", f"localhost,127.0.0.1,testserver,{HOST}")
     env_defaults()
-    where, cleanup = setup_database("tt_perfetto_profile")
+    _, cleanup = setup_database("tt_perfetto_profile")
     static_root = django_with_static_root()
     server = None
     try:
@@ -242,6 +327,8 @@ def main() -> int:
             for k in keys:
                 ts = [r[k] for r in rounds if k in r]
                 print(f"  {statistics.median(ts):6.2f} {min(ts):6.2f} {max(ts):6.2f}  {k}")
+            if args.browsers:
+                compare_browsers(p, server.url, session, attempt, world, args.browsers)
             if args.compare:
                 compare(context, page, server.url, world, args.compare, args.timelines)
             if args.chrome_trace:

@@ -241,3 +241,30 @@ def test_walkthrough_opens_in_perfetto_on_a_named_host(
     link = page.locator("#open-perfetto")
     assert f"/walkthroughs/{WALKTHROUGH}/perfetto.json" in unquote(link.get_attribute("href"))
     open_in_perfetto(context, page, origin, record_property, "perfetto-walkthrough.png")
+
+
+ACTIVE_PLUGINS = """() => window.app && Object.fromEntries(
+  window.app.plugins.getAllPlugins().map(p => [p.desc.id, !!p.active]))"""
+
+
+def test_plugins_for_other_kinds_of_trace_start_off_unless_the_learner_turns_them_on(
+    context, live_server
+):
+    page = context.new_page()
+    sign_up(page, live_server, "flags")
+    page.goto(f"{live_server.url}/perfetto/")
+    active = page.wait_for_function(ACTIVE_PLUGINS, timeout=LOAD_TIMEOUT_S * 1000).json_value()
+    # What draws a JSON trace's processes, threads and slices runs; Android / kernel probes don't.
+    assert active["dev.perfetto.ProcessThreadGroups"] and active["dev.perfetto.TrackEvent"]
+    assert not active["com.android.AndroidStartup"] and not active["org.kernel.Wattson"]
+    # Switched back on from Perfetto's Flags page (which stores it so): stays on after a reload.
+    page.evaluate(
+        """() => {
+      const flags = JSON.parse(localStorage.getItem('perfettoFeatureFlags'));
+      flags['plugin_com.android.AndroidStartup'] = 'OVERRIDE_TRUE';
+      localStorage.setItem('perfettoFeatureFlags', JSON.stringify(flags));
+    }"""
+    )
+    page.reload()
+    active = page.wait_for_function(ACTIVE_PLUGINS, timeout=LOAD_TIMEOUT_S * 1000).json_value()
+    assert active["com.android.AndroidStartup"] and not active["org.kernel.Wattson"]

@@ -266,6 +266,7 @@ def test_the_command_compresses_everything_ahead_so_requests_compress_nothing(
     assert "MB on the wire" in out.getvalue()
     assert (perfetto_ui.cache_dir() / versioned_dir() / "trace_processor.wasm.br").is_file()
     assert (perfetto_ui.cache_dir() / "index.html.gz").is_file()
+    assert (perfetto_ui.cache_dir() / f"{perfetto_ui.index_rel()}.br").is_file()  # as served
     assert not list(perfetto_ui.cache_dir().rglob("*.png.*"))  # images are not recompressed
 
     def refuse(data, encoding):
@@ -325,3 +326,26 @@ def test_the_icon_font_goes_out_cut_to_the_one_design_the_ui_draws(
     assert cut.getGlyphOrder() == full.getGlyphOrder()
     assert "GSUB" in cut and cut["cmap"].getBestCmap() == full["cmap"].getBestCmap()
     assert [a.axisTag for a in cut["fvar"].axes] == ["FILL"]
+
+
+@NEEDS_UI
+@pytest.mark.parametrize("accept", ["br", "gzip", ""])
+def test_the_index_sets_the_plugin_defaults_before_perfetto_starts(
+    learner_client, settings, tmp_path, accept
+):
+    settings.PERFETTO_UI_CACHE = tmp_path
+    original = (perfetto_ui.web_dist() / "index.html").read_text()
+    for url in ("/perfetto/", "/perfetto/index.html"):
+        response = learner_client.get(url, HTTP_ACCEPT_ENCODING=accept)
+        assert response["Content-Type"].startswith("text/html")
+        assert response["Cache-Control"] == "no-cache, must-revalidate"
+        assert response.get("Content-Encoding") == (accept or None)
+        html = decoded(streamed(response), accept or None).decode()
+        # Perfetto's page, plus one script at the top of the head, ahead of its bundle's loader.
+        assert html.replace(perfetto_ui.defaults_script(), "", 1) == original
+        assert html.index(perfetto_ui.defaults_script()) < html.index("frontend_bundle.js")
+        for plugin in ("com.android.AndroidStartup", "org.kernel.Wattson", "dev.perfetto.Sched"):
+            assert f'"plugin_{plugin}"' in html
+        # The plugins that draw a Chrome JSON trace's processes and slices stay on.
+        for plugin in ("dev.perfetto.ProcessThreadGroups", "dev.perfetto.TraceProcessorTrack"):
+            assert plugin not in html
