@@ -6,6 +6,10 @@ A throwaway database gets one pool trace (an 8-rank straggler: the Perfetto expo
 gzipped with it) claimed by a learner; gunicorn serves the project on loopback. Measured:
   * click on "Open in Perfetto" -> every process of the trace drawn, cold browser cache, with the
     bytes on the wire (target <= 4 s, <= 10 MB), then again with the cache warm (target <= 2 s);
+    then warm as a learner's browser sees it (an on-disk profile, so V8 reuses its compiled code
+    of the 4.5 MB bundle, and the site reached by a host name, not 127.0.0.1, so Perfetto streams
+    the trace as from a deployment instead of fetching it whole and copying it into Cache Storage
+    first, which it does for localhost URLs only): the median of 3 opens after two;
   * GET perfetto.json (gzip accepted) against the same stored bytes served as a static file by
     whitenoise from the same server (target <= 1.2x).
 """
@@ -67,6 +71,41 @@ def open_and_time(context, page, n_processes: int) -> tuple[float, int, int, dic
     return elapsed, wire, len(finished), encodings
 
 
+HOST = "tracetrack.test"  # a name for loopback (Chromium's host resolver maps it)
+
+
+def learner_browser(playwright, base_url: str, session, attempt_id, n_processes: int) -> float:
+    """Median warm click -> drawn: Chromium with an on-disk profile, the site by host name."""
+    import tempfile
+
+    from server import CHROMIUM_ARGS
+
+    origin = f"http://{HOST}:{base_url.rsplit(':', 1)[1]}"
+    args = [
+        *CHROMIUM_ARGS,
+        f"--host-resolver-rules=MAP {HOST} 127.0.0.1",
+        f"--unsafely-treat-insecure-origin-as-secure={origin}",
+    ]
+    profile = tempfile.mkdtemp(prefix="tracetrack-bench-chromium-")
+    context = playwright.chromium.launch_persistent_context(
+        profile,
+        executable_path="/usr/bin/chromium",
+        args=args,
+        viewport={"width": 1440, "height": 900},
+    )
+    try:
+        context.add_cookies(
+            [{"name": "sessionid", "value": session.cookies["sessionid"], "url": origin}]
+        )
+        page = context.new_page()
+        page.goto(f"{origin}/drill/attempts/{attempt_id}/")
+        page.wait_for_load_state("networkidle")
+        times = [open_and_time(context, page, n_processes)[0] for _ in range(5)]
+    finally:
+        context.close()
+    return statistics.median(times[2:])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=20)
@@ -74,6 +113,7 @@ def main() -> int:
         "--download-only", action="store_true", help="time perfetto.json only, no browser"
     )
     args = parser.parse_args()
+    os.environ.setdefault("ALLOWED_HOSTS", f"localhost,127.0.0.1,testserver,{HOST}")
     env_defaults()
     where, cleanup = setup_database("tt_perfetto_bench")
     static_root = django_with_static_root()
@@ -157,6 +197,7 @@ def main() -> int:
                 elapsed, wire, n, encodings = open_and_time(context, page, 2 * world)
                 rows.append((label, elapsed, wire, n, encodings))
             browser.close()
+            learner = learner_browser(p, server.url, session, attempt.pk, 2 * world)
         targets = {"cold cache": (4.0, 10.0), "warm cache": (2.0, None)}
         for label, elapsed, wire, n, encodings in rows:
             t_s, t_mb = targets[label]
@@ -169,6 +210,11 @@ def main() -> int:
             )
             for name, enc in encodings.items():
                 print(f"    {name}: {enc}")
+        print(
+            f"Open in Perfetto, warm cache, a learner's browser (profile on disk, host name): "
+            f"click -> trace drawn {learner:.2f} s (target <= 2 s, {learner / 2:.2f}x of budget)"
+            f" (load average {os.getloadavg()[0]:.1f})"
+        )
         return 0
     finally:
         if server is not None:
