@@ -323,7 +323,7 @@ def slim_fonts(progress: Callable[[str, int, int], None] | None = None) -> tuple
 # Perfetto runs every default plugin's onTraceLoad after each trace load, one after the other,
 # each with its own SQL probes. Those below only ever find data in Android, Linux-kernel
 # (ftrace / perf / power rails) or profiler traces; for the Chrome JSON this site serves (drill
-# traces and converted uploads) they find nothing and draw nothing, but cost ~1.4 s of a warm
+# traces and converted uploads) they find nothing and draw nothing, but cost ~1 s of a warm
 # open of a small trace on a busy 2-core box (bench/perfetto_boot_profile.py). The served index
 # turns them off through Perfetto's own feature flags ("plugin_<id>" in localStorage, what its
 # Flags page writes), once per list: a learner who switches one back on there keeps it on.
