@@ -40,8 +40,8 @@ SOURCES = (
     HERE / "snapshot.py",
     HERE.parent / "contrast" / "progress.py",
     settings.BASE_DIR / "templates" / "drills" / "dashboard.html",
-    settings.BASE_DIR / "templates" / "drills" / "_charts.html",
     HERE / "tables.py",
+    HERE / "page.py",
 )
 
 

@@ -16,7 +16,6 @@ from typing import Any
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.defaultfilters import date as date_filter
-from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -26,7 +25,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.http import SignedInRequest
 from drills.models import LearnerProfile
-from drills.stats import cached
+from drills.stats import cached, page
 from drills.stats.charts import (
     accuracy_chart,
     activity_chart,
@@ -68,7 +67,7 @@ def _table(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-LIVE = "<!--live-->"
+LIVE = page.LIVE
 
 
 def card_cells(retrievability: float | None, due: datetime | None, due_now: bool = False) -> str:
@@ -110,7 +109,7 @@ def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
         "sentence_html": sentence_table_html(sentence_table(stats["sentence_accuracy"])),
         "activity_svg": activity_svg(activity_chart(stats["daily_activity"])),
     }
-    chunks = render_to_string("drills/dashboard.html#body", context).split(LIVE)
+    chunks = page.body(context).split(LIVE)
     keys = _row_keys(stats["scenarios"], math)
     if len(chunks) != len(keys) + 1:
         raise ValueError("the dashboard template marks one live cell per row")
