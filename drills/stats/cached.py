@@ -93,6 +93,12 @@ def store(key: str | None, name: str, value: Any) -> None:
         cache.set(f"{key}:{name}", value, TTL_S)
 
 
+def store_many(key: str | None, parts: dict[str, Any]) -> None:
+    """``store`` each of ``parts`` (name -> value), in one cache round trip."""
+    if key is not None:
+        cache.set_many({f"{key}:{name}": value for name, value in parts.items()}, TTL_S)
+
+
 # A learner who has looked at the dashboard lately: their grades draw the next state ahead.
 VIEWER_TTL_S = 14 * 24 * 3600
 
@@ -101,9 +107,25 @@ def viewer_key(user_id: int | None) -> str:
     return f"dash:viewer:{user_id}"
 
 
-def mark_viewer(user_id: int | None) -> None:
-    cache.set(viewer_key(user_id), 1, VIEWER_TTL_S)
+def _mark(now: datetime) -> str:
+    """What a viewer's mark holds: the UTC day it was last set."""
+    return now.astimezone(UTC).date().isoformat()
+
+
+def mark_viewer(user_id: int | None, now: datetime | None = None) -> None:
+    cache.set(viewer_key(user_id), _mark(now or datetime.now(UTC)), VIEWER_TTL_S)
 
 
 def is_viewer(user_id: int) -> bool:
     return cache.get(viewer_key(user_id)) is not None
+
+
+def lookup(key: str | None, user_id: int | None, now: datetime) -> tuple[Any, Any, bool]:
+    """What a dashboard view reads from the cache, in one round trip: the page and the numbers
+    stored for this state (None when not, or no key), and whether the learner's viewer mark
+    was set today already (then a drawing need not set it again: it lasts ``VIEWER_TTL_S``)."""
+    names = {viewer_key(user_id): "viewer"}
+    if key is not None:
+        names |= {f"{key}:page": "page", f"{key}:stats": "stats"}
+    found = {names[k]: v for k, v in cache.get_many(list(names)).items()}
+    return found.get("page"), found.get("stats"), found.get("viewer") == _mark(now)
