@@ -36,7 +36,6 @@ from drills.stats.charts import (
 )
 from drills.stats.dashboard import (
     Cards,
-    cards_of,
     math_card,
     math_stats,
     scenario_card,
@@ -157,11 +156,13 @@ def draw(
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
     user, now = request.user, timezone.now()
-    key = cached.key_of(user, now)
-    cards = cards_of(user)
-    body, counters, marked = cached.lookup(key, user.pk, now)
+    key, cards = cached.key_and_cards(user, now)
+    body, marked = cached.lookup(key, user.pk, now)
+    counters = None
     if body is None:
-        counters = counters or snapshot.counters(user, now)
+        # A new state's numbers are seldom in the cache yet (stats.json would have put them
+        # there): read from the learner's stored row at once.
+        counters = snapshot.counters(user, now)
         body = draw(user, now, key, counters)
         if not marked:  # from now on, a grade draws the next state ahead
             cached.mark_viewer(user.pk, now)
