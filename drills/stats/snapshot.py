@@ -113,6 +113,8 @@ def encode(inputs: dict[str, Any]) -> dict[str, Any]:
 def _week_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
     """``_rows`` with each ISO week read back as a date (parsed once per week, not per row)."""
     cols = table["cols"]
+    if not table["rows"]:
+        return []  # stored without column names
     at = cols.index("week")
     weeks: dict[str, date] = {}
     out = []
