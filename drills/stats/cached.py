@@ -91,13 +91,14 @@ def key_and_cards(user, now: datetime) -> tuple[str | None, dashboard.Cards]:
     first: the learner's row, their ``StatsVersion`` and their scenario and math cards (written
     out: through the ORM, building the two queries cost more than running them)."""
     q = connection.ops.quote_name
-    users = q(get_user_model()._meta.db_table)
+    meta = get_user_model()._meta
+    users, uid = q(meta.db_table), f"u.{q(meta.pk.column or 'id')}"
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT v.token, v.n, c.kind, c.item, c.state, c.due FROM {users} u "
-            f"LEFT JOIN {q(StatsVersion._meta.db_table)} v ON v.user_id = u.id "
-            f"LEFT JOIN {q(Card._meta.db_table)} c ON c.user_id = u.id AND c.kind IN (%s, %s) "
-            "WHERE u.id = %s",
+            f"LEFT JOIN {q(StatsVersion._meta.db_table)} v ON v.user_id = {uid} "
+            f"LEFT JOIN {q(Card._meta.db_table)} c ON c.user_id = {uid} AND c.kind IN (%s, %s) "
+            f"WHERE {uid} = %s",
             [Card.Kind.SCENARIO.value, Card.Kind.MATH.value, user.pk],
         )
         rows = cursor.fetchall()
