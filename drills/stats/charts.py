@@ -3,10 +3,18 @@ hovering). Pure functions from the read model's numbers to coordinates the templ
 
 from __future__ import annotations
 
+import functools
 from datetime import date
 from typing import Any
 
 from drills.stats.format import pct
+
+
+@functools.lru_cache(maxsize=4096)
+def _strf(day: date, fmt: str) -> str:
+    """``format(day, fmt)``, remembered: the charts print the same few dozen weeks and days on
+    every drawing, and strftime was a good part of drawing the day grid and the sparklines."""
+    return format(day, fmt)
 
 
 def _short(title: str, limit: int = 26) -> str:
@@ -89,7 +97,9 @@ def sparkline(trend: list[dict[str, Any]]) -> dict[str, Any]:
             {
                 "x": round(x, 1),
                 "y": round(y, 1),
-                "label": f"week of {week['week']:%d %b}: {week['confused']}/{week['attempts']}",
+                "label": (
+                    f"week of {_strf(week['week'], '%d %b')}: {week['confused']}/{week['attempts']}"
+                ),
             }
         )
     recent = [w for w in trend if w["rate"] is not None]
@@ -149,6 +159,8 @@ def accuracy_chart(weeks: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 DAY, GAP, ACT_L, ACT_T = 18, 3, 34, 22
+
+
 WEEKDAYS = ["Mon", "", "Wed", "", "Fri", "", "Sun"]
 
 
@@ -183,7 +195,7 @@ def activity_chart(activity: dict[str, Any]) -> dict[str, Any]:
                     "ty": ACT_T + i * (DAY + GAP) + DAY / 2 + 3.5,
                     "n": day["count"],
                     "level": _level(day["count"], peak),
-                    "label": f"{day['date']:%a %d %b %Y}: {day['count']}",
+                    "label": f"{_strf(day['date'], '%a %d %b %Y')}: {day['count']}",
                 }
             )
     n_weeks = len(activity["weeks"])

@@ -560,11 +560,16 @@ def _weeks_of(
     start = end - timedelta(weeks=weeks - 1)
     if week_rows is not None:
         found: dict[date, dict[str, int]] = {}
+        pairs = list(fields.items())
         for r in week_rows:
-            if r["week"] >= start:
-                cell = found.setdefault(r["week"], dict.fromkeys(fields, 0))
-                for name, counter in fields.items():
-                    cell[name] += r[counter]
+            week = r["week"]
+            if week >= start:
+                cell = found.get(week)
+                if cell is None:
+                    found[week] = {name: r[counter] for name, counter in pairs}
+                else:
+                    for name, counter in pairs:
+                        cell[name] += r[counter]
         return start, found
     rows = (
         _of(WeekTally.objects, who)

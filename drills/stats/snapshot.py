@@ -23,13 +23,13 @@ only formats and draws (``counters``):
 from __future__ import annotations
 
 import functools
+import json
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from drills import summaries
@@ -110,14 +110,31 @@ def encode(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _week_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """``_rows`` with each ISO week read back as a date (parsed once per week, not per row)."""
+    cols = table["cols"]
+    if not table["rows"]:
+        return []  # stored without column names
+    at = cols.index("week")
+    weeks: dict[str, date] = {}
+    out = []
+    for values in table["rows"]:
+        row = dict(zip(cols, values, strict=True))
+        iso = values[at]
+        week = weeks.get(iso)
+        if week is None:
+            week = weeks[iso] = date.fromisoformat(iso)
+        row["week"] = week
+        out.append(row)
+    return out
+
+
 def decode(data: dict[str, Any]) -> dict[str, Any]:
     """The inverse of ``encode``."""
     return {
         **data,
         "tally_rows": _rows(data["tally_rows"]),
-        "week_rows": [
-            {**r, "week": date.fromisoformat(r["week"])} for r in _rows(data["week_rows"])
-        ],
+        "week_rows": _week_rows(data["week_rows"]),
         "days": {date.fromisoformat(d): n for d, n in data["days"].items()},
         "math_tallies": {f: (nc[0], nc[1]) for f, nc in data["math_tallies"].items()},
         "pair_discrimination": [
@@ -151,20 +168,31 @@ def store(user_id: int, n: int, now: datetime, inputs: dict[str, Any]) -> None:
         )
 
 
+def _stored(user_id: int) -> tuple[Any, ...] | None:
+    """The learner's row as (n, their ``StatsVersion.n``, day, fmt, data as the driver hands it),
+    or None: one query, written out (through the ORM, building it cost more than running it,
+    on the view that draws the dashboard after a grade)."""
+    table = connection.ops.quote_name(DashboardSnapshot._meta.db_table)
+    versions = connection.ops.quote_name(StatsVersion._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT s.n, v.n, s.day, s.fmt, s.data FROM {table} s "
+            f"LEFT JOIN {versions} v ON v.user_id = s.user_id WHERE s.user_id = %s",
+            [user_id],
+        )
+        return cursor.fetchone()
+
+
 def inputs(user, now: datetime) -> dict[str, Any]:
     """The learner's ``learner_inputs`` for ``now``'s day: the stored row when it holds the
     learner's current state (one query), else read from the counters and stored."""
-    version = StatsVersion.objects.filter(user_id=OuterRef("user_id")).values("n")[:1]
-    row = (
-        DashboardSnapshot.objects.filter(user_id=user.pk)
-        .annotate(current=Subquery(version))
-        .values_list("n", "current", "day", "fmt", "data")
-        .first()
-    )
+    row = _stored(user.pk)
     if row is not None:
         n, current, day, code, data = row
-        if n == current and day == _today(now) and code == fmt():
-            return decode(data)
+        # ``day`` as the driver hands it: a date (PostgreSQL) or its ISO text (SQLite)
+        if n == current and str(day) == _today(now).isoformat() and code == fmt():
+            # the JSON as text (both drivers, as Django has them hand it to ``JSONField``)
+            return decode(json.loads(data) if isinstance(data, str) else data)
     # Read the version before the counters it stands for (a grade in between only makes the
     # stored row's label older than its numbers, and the next grade or view reads it again).
     current = StatsVersion.objects.filter(user_id=user.pk).values_list("n", flat=True).first()

@@ -11,10 +11,17 @@ escaped, and numbers print as the template printed them (``str``: no thousands s
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+
+
+def esc(text: Any) -> str:
+    """``django.utils.html.escape`` without its lazy-string wrapper and ``SafeString``: the same
+    characters escaped the same way (it is ``html.esc(str(text))``), at a fraction of the
+    cost over the pages' thousand-odd cells."""
+    return html.escape(str(text))
 
 
 def confusion_svg(c: dict[str, Any]) -> SafeString:
@@ -33,13 +40,13 @@ def confusion_svg(c: dict[str, Any]) -> SafeString:
     ]
     out += [
         f'<text class="col-label" transform="translate({col["x"]} {head_h - 6}) rotate(-55)">'
-        f"{escape(col['title'])}</text>"
+        f"{esc(col['title'])}</text>"
         for col in c["cols"]
     ]
     out.append("\n  ")
     out += [
         f'<text class="row-label" x="{label_w - 6}" y="{row["y"]}" text-anchor="end">'
-        f"{escape(row['title'])}</text>\n"
+        f"{esc(row['title'])}</text>\n"
         f'  <text class="row-total" x="{total_x}" y="{row["y"]}">{row["total"]}</text>'
         for row in c["rows"]
     ]
@@ -48,14 +55,14 @@ def confusion_svg(c: dict[str, Any]) -> SafeString:
         x, y = cell["x"], cell["y"]
         fill = (
             f'<rect class="fill" x="{x}" y="{y}" width="{size}" height="{size}" '
-            f'fill-opacity="{escape(cell["opacity"])}"/>\n'
+            f'fill-opacity="{esc(cell["opacity"])}"/>\n'
             f'    <text class="count" x="{cell["cx"]}" y="{cell["cy"]}" text-anchor="middle">'
             f"{cell['n']}</text>"
             if cell["n"]
             else ""
         )
         out.append(
-            f'<g class="cell {escape(cell["kind"])}"><title>{escape(cell["label"])}</title>\n'
+            f'<g class="cell {esc(cell["kind"])}"><title>{esc(cell["label"])}</title>\n'
             f'    <rect class="bg" x="{x}" y="{y}" width="{size}" height="{size}"/>\n'
             f"    {fill}\n  </g>"
         )
@@ -79,12 +86,10 @@ def activity_svg(h: dict[str, Any]) -> SafeString:
         '  <title id="act-title">Graded attempts per day (UTC), one column per week; counts '
         "printed in the cells</title>\n  "
     ]
-    out += [
-        f'<text class="tick" x="{m["x"]}" y="12">{escape(m["label"])}</text>' for m in h["months"]
-    ]
+    out += [f'<text class="tick" x="{m["x"]}" y="12">{esc(m["label"])}</text>' for m in h["months"]]
     out.append("\n  ")
     out += [
-        f'<text class="tick" x="0" y="{d["y"]}">{escape(d["label"])}</text>' for d in h["weekdays"]
+        f'<text class="tick" x="0" y="{d["y"]}">{esc(d["label"])}</text>' for d in h["weekdays"]
     ]
     out.append("\n  ")
     for cell in h["cells"]:
@@ -95,7 +100,7 @@ def activity_svg(h: dict[str, Any]) -> SafeString:
             else ""
         )
         out.append(
-            f"<g><title>{escape(cell['label'])}</title>"
+            f"<g><title>{esc(cell['label'])}</title>"
             f'<rect class="day l{cell["level"]}" x="{cell["x"]}" y="{cell["y"]}" '
             f'width="{day}" height="{day}" rx="3"/>{count}</g>'
         )
@@ -109,12 +114,12 @@ def spark_svg(s: dict[str, Any]) -> SafeString:
     line = f'<polyline class="spark-line" points="{s["path"]}"/>' if len(s["points"]) > 1 else ""
     dots = "".join(
         f'<circle class="spark-dot" cx="{p["x"]}" cy="{p["y"]}" r="2.5">'
-        f"<title>{escape(p['label'])}</title></circle>"
+        f"<title>{esc(p['label'])}</title></circle>"
         for p in s["points"]
     )
     return mark_safe(
         f'\n<svg class="chart spark" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
-        f'aria-label="Weekly confusion rate, {escape(s["first"])} to {escape(s["last"])}">\n'
+        f'aria-label="Weekly confusion rate, {esc(s["first"])} to {esc(s["last"])}">\n'
         f'  <line class="spark-base" x1="0" x2="{w}" y1="{h - 6}" y2="{h - 6}"/>\n'
         f'  <line class="spark-mid" x1="0" x2="{w}" y1="{mid}" y2="{mid}"/>\n'
         f"  {line}\n  {dots}\n</svg>\n"

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.template.defaultfilters import date as date_filter
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+
+from drills.stats.format import day_label, esc
 
 
 def _cells(cells: list[dict[str, Any]]) -> str:
     return "".join(
-        f'<td class="num" data-sentence="{escape(c["key"])}" '
-        f'title="{c["right"]} of {c["graded"]}">{escape(c["txt"])}</td>'
+        f'<td class="num" data-sentence="{esc(c["key"])}" '
+        f'title="{c["right"]} of {c["graded"]}">{esc(c["txt"])}</td>'
         for c in cells
     )
 
@@ -26,13 +26,13 @@ def _cells(cells: list[dict[str, Any]]) -> str:
 def sentence_table_html(st: dict[str, Any]) -> SafeString:
     """The table of ``charts.sentence_table``'s rows: the weeks with attempts, newest first,
     and the window's total."""
-    heads = "".join(f'<th scope="col" class="num">{escape(t)}</th>' for t in st["titles"])
+    heads = "".join(f'<th scope="col" class="num">{esc(t)}</th>' for t in st["titles"])
     rows = []
     for w in st["weeks"]:
-        iso = date_filter(w["week"], "Y-m-d")
+        iso = day_label(w["week"], "Y-m-d")
         rows.append(
             f'    <tr data-sentence-week="{iso}">\n'
-            f'      <th scope="row"><time datetime="{iso}">{date_filter(w["week"], "j M Y")}'
+            f'      <th scope="row"><time datetime="{iso}">{day_label(w["week"], "j M Y")}'
             "</time></th>\n"
             f'      <td class="num">{w["attempts"]}</td>\n'
             f"      {_cells(w['cells'])}\n"

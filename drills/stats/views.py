@@ -10,13 +10,13 @@ table cells (``format``) and the charts' geometry (``charts``).
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
 from django.template.defaultfilters import date as date_filter
-from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.http import SignedInRequest
 from drills.models import LearnerProfile
-from drills.stats import cached
+from drills.stats import cached, page, snapshot
 from drills.stats.charts import (
     accuracy_chart,
     activity_chart,
@@ -36,7 +36,6 @@ from drills.stats.charts import (
 )
 from drills.stats.dashboard import (
     Cards,
-    cards_of,
     math_card,
     math_stats,
     scenario_card,
@@ -68,7 +67,7 @@ def _table(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-LIVE = "<!--live-->"
+LIVE = page.LIVE
 
 
 def card_cells(retrievability: float | None, due: datetime | None, due_now: bool = False) -> str:
@@ -79,10 +78,16 @@ def card_cells(retrievability: float | None, due: datetime | None, due_now: bool
     elif due_now:
         when = '<strong class="warn-text">due now</strong>'
     else:
-        # the template's own ``date`` filter (which is handed local time), as the page printed it
-        d = timezone.localtime(due)
-        when = f'<time datetime="{date_filter(d, "c")}">{date_filter(d, "D j M, H:i")} UTC</time>'
+        when = _due_time(due, timezone.get_current_timezone_name())
     return f'<td class="num">{pct(retrievability)}</td><td>{when}</td>'
+
+
+@functools.lru_cache(maxsize=4096)
+def _due_time(due: datetime, zone: str) -> str:
+    """A card's next due as the page prints it, through the template's own ``date`` filter (which
+    is handed local time); remembered, as a card's due stays put between its reviews."""
+    d = timezone.localtime(due)
+    return f'<time datetime="{date_filter(d, "c")}">{date_filter(d, "D j M, H:i")} UTC</time>'
 
 
 def _row_keys(scenarios: list[dict[str, Any]], math: list[dict[str, Any]]) -> list[str]:
@@ -110,7 +115,7 @@ def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
         "sentence_html": sentence_table_html(sentence_table(stats["sentence_accuracy"])),
         "activity_svg": activity_svg(activity_chart(stats["daily_activity"])),
     }
-    chunks = render_to_string("drills/dashboard.html#body", context).split(LIVE)
+    chunks = page.body(context).split(LIVE)
     keys = _row_keys(stats["scenarios"], math)
     if len(chunks) != len(keys) + 1:
         raise ValueError("the dashboard template marks one live cell per row")
@@ -134,28 +139,36 @@ def _cells(keys: list[str], cards: Cards, now: datetime) -> list[str] | None:
     return out
 
 
-def draw(user, now: datetime, key: str | None) -> dict[str, Any]:
+def draw(
+    user, now: datetime, key: str | None, counters: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The page body for this state of the learner's numbers (``key``, from ``cached.key_of``),
-    drawn and stored in the cache with the numbers."""
-    counters = cached.counters(user, now, key)
+    drawn and stored in the cache with the numbers (read here when ``counters`` is None: from
+    the cache, else from the learner's stored row), in one cache write."""
+    if counters is None:
+        counters = cached.part(key, "stats") or snapshot.counters(user, now)
     math = math_stats(user, now, tallies=counters["math_tallies"], cards={})
     body = _drawn(counters, math)
-    cached.store(key, "page", body)
+    cached.store_many(key, {"page": body, "stats": counters})
     return body
 
 
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
     user, now = request.user, timezone.now()
-    key = cached.key_of(user, now)
-    cards = cards_of(user)
-    body = cached.part(key, "page")
+    key, cards = cached.key_and_cards(user, now)
+    body, marked = cached.lookup(key, user.pk, now)
+    counters = None
     if body is None:
-        body = draw(user, now, key)
-        cached.mark_viewer(user.pk)  # from now on, a grade draws the next state ahead
+        # A new state's numbers are seldom in the cache yet (stats.json would have put them
+        # there): read from the learner's stored row at once.
+        counters = snapshot.counters(user, now)
+        body = draw(user, now, key, counters)
+        if not marked:  # from now on, a grade draws the next state ahead
+            cached.mark_viewer(user.pk, now)
     cells = _cells(body["keys"], cards, now)
     if cells is None:  # a card of a family never answered: drawn for this view alone
-        stats = with_cards(cached.counters(user, now, key), user, now, cards)
+        stats = with_cards(counters or cached.counters(user, now, key), user, now, cards)
         body = _drawn(stats, stats["math"])
         cells = _cells(body["keys"], cards, now) or []
     parts = [body["chunks"][0]]

@@ -257,3 +257,23 @@ def test_a_learner_who_never_looks_costs_no_drawing(
         drill(learner_client)
     key = cached.key_of(learner, timezone.now())
     assert cached.part(key, "page") is None and cached.part(key, "stats") is None
+
+
+def test_the_views_one_read_of_key_and_cards_is_what_the_orm_reads(people):
+    """Every dashboard view reads the cache key and the cards in one written-out query: the
+    same key, card states and due times (aware, on SQLite too) as the ORM's two queries."""
+    ada, bob = people["ada"], people["bob"]
+    now = timezone.now()
+    assert cached.key_and_cards(ada, now) == (None, ({}, {}))  # never graded, no card
+    save_all([build(ada, S, S, now - timedelta(hours=1))])
+    for kind, item in (("scenario", S), ("scenario", "healthy"), ("math", "busbw")):
+        state = scheduling.review(scheduling.new_card_state(), 3, now - timedelta(days=2))
+        Card.objects.create(user=ada, kind=kind, item=item, state=state, due=scheduling.due(state))
+    state = scheduling.review(scheduling.new_card_state(), 2, now - timedelta(days=1))
+    Card.objects.create(user=bob, kind="math", item="busbw", state=state, due=now)
+    key, cards = cached.key_and_cards(ada, now)
+    assert key is not None and key == cached.key_of(ada, now)
+    assert cards == dashboard.cards_of(ada)
+    assert set(cards[0]) == {S, "healthy"} and set(cards[1]) == {"busbw"}
+    assert timezone.is_aware(cards[1]["busbw"][1])
+    assert cached.key_and_cards(bob, now) == (None, dashboard.cards_of(bob))

@@ -1,0 +1,281 @@
+"""The dashboard's body drawn in Python from the learner's numbers (the rest of the page, around
+it, is ``templates/drills/dashboard.html``).
+
+The first view after a grade (before the worker has drawn the new state, ``drills.stats.warm``)
+draws this body itself: through the template engine, a few hundred variable lookups, escapes and
+number localisations were most of that view. The markup is the one the template partial printed,
+byte for byte (the tests read its ``data-`` rows, KPIs and cells; ``static/`` styles it); every
+text value is escaped, numbers print as the template printed them (``str``: no thousands
+separator) and dates through the template's own ``date`` filter. Each ``LIVE`` marks a row's card
+columns, filled on every view (``views.card_cells``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.template.defaultfilters import floatformat
+from django.urls import reverse
+
+from drills.stats.format import day_label, esc
+
+LIVE = "<!--live-->"
+
+
+def _plural(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _head(stats: dict[str, Any], totals_accuracy: str) -> str:
+    totals, ren, act = stats["totals"], stats["renarrations"], stats["daily_activity"]
+    return (
+        '\n<section class="card dash-head">\n'
+        "  <h1>Dashboard</h1>\n"
+        '  <p class="lede">Every submitted diagnosis is graded and counts toward accuracy and the '
+        "confusion matrix, untimed practice included. Times and your schedule use only drills on "
+        "the clock. Drills you opened but never submitted are not here. "
+        f'<a href="{esc(reverse("stats:json"))}">stats.json</a></p>\n'
+        '  <dl class="kpis">\n'
+        '    <div><dt>Submitted diagnoses</dt><dd data-kpi="graded">'
+        f"{totals['graded']}</dd></div>\n"
+        f'    <div><dt>Scenario accuracy</dt><dd data-kpi="accuracy">{esc(totals_accuracy)}'
+        "</dd></div>\n"
+        '    <div><dt>of which untimed practice</dt><dd data-kpi="practice">'
+        f"{totals['practice']}</dd></div>\n"
+        '    <div><dt>Walkthrough re-narrations</dt><dd id="renarrations-total">'
+        f"{ren['right']} of {ren['graded']} signatures right</dd></div>\n"
+        f"    <div><dt>Active days (26 weeks)</dt><dd>{act['active_days']}</dd></div>\n"
+        "  </dl>\n"
+        "</section>\n\n"
+    )
+
+
+def _scenario_row(r: dict[str, Any]) -> str:
+    twin = ' <span class="pill muted" title="lookalike pair">twin</span>' if r["twin"] else ""
+    last_n = r["last_n"]
+    of = f' <span class="muted">of {last_n}</span>' if last_n and last_n < 10 else ""
+    return (
+        f'\n      <tr data-scenario-row="{esc(r["slug"])}">\n'
+        f'        <th scope="row">{esc(r["title"])}{twin}</th>\n'
+        f'        <td class="num">{r["attempts"]}</td>\n'
+        f'        <td class="num muted">{r["practice"]}</td>\n'
+        f'        <td class="num">{esc(r["accuracy_txt"])}</td>\n'
+        f'        <td class="num">{esc(r["last_n_txt"])}{of}</td>\n'
+        f'        <td class="num">{esc(r["median_txt"])}</td>\n'
+        f'        <td class="num">{esc(r["under_txt"])}</td>\n'
+        f'        <td class="num">{esc(r["step_txt"])}</td>\n'
+        f'        <td class="num">{esc(r["gap_txt"])}</td>\n'
+        f'        <td class="num">{esc(r["measurement_txt"])}</td>\n'
+        f'        <td class="num">{esc(r["value_txt"])}</td>\n'
+        f'        <td class="num">{esc(r["fix_txt"])}</td>\n'
+        f'        <td class="num">{esc(r["win_txt"])}</td>\n'
+        f"        {LIVE}\n"
+        "      </tr>\n    "
+    )
+
+
+def _scenarios(stats: dict[str, Any], table: list[dict[str, Any]]) -> str:
+    limit = esc(floatformat(stats["time_limit_s"], 0))
+    return (
+        '<section class="card">\n'
+        '  <h2 id="per-scenario">Per scenario</h2>\n'
+        '  <div class="table-scroll">\n'
+        '  <table class="compact dash-table" aria-describedby="per-scenario">\n'
+        "    <thead><tr>\n"
+        '      <th scope="col">Scenario</th><th scope="col" class="num">Attempts</th>'
+        '<th scope="col" class="num">of which practice</th>'
+        '<th scope="col" class="num">Accuracy</th>\n'
+        '      <th scope="col" class="num">Last 10</th><th scope="col" class="num">Median time'
+        f'</th><th scope="col" class="num">Under {limit} s</th>\n'
+        '      <th scope="col" class="num">Step time</th><th scope="col" class="num">Gap</th>\n'
+        '      <th scope="col" class="num">Measurement</th><th scope="col" class="num">Value</th>'
+        '<th scope="col" class="num">Fix</th><th scope="col" class="num">Expected win</th>\n'
+        '      <th scope="col" class="num">Retrievability</th><th scope="col">Next due</th>\n'
+        "    </tr></thead>\n"
+        "    <tbody>\n    "
+        f"{''.join(_scenario_row(r) for r in table)}"
+        "\n    </tbody>\n"
+        "  </table>\n"
+        "  </div>\n"
+        "</section>\n\n"
+    )
+
+
+def _trend_note(spark: dict[str, Any], none: str) -> str:
+    """The words beside a pair's sparkline: its first and last week with attempts."""
+    first_week = spark["first_week"]
+    if len(spark["points"]) > 1:
+        return (
+            f"{day_label(first_week, 'j M')}: {esc(spark['first'])} → "
+            f"{day_label(spark['last_week'], 'j M')}: {esc(spark['last'])}"
+        )
+    if first_week:
+        return (
+            f"one week so far ({day_label(first_week, 'j M')}: {esc(spark['first'])}); "
+            "a trend needs two"
+        )
+    return none
+
+
+def _pair(p: dict[str, Any]) -> str:
+    return (
+        f'\n    <li data-pair="{esc(p["true"])}→{esc(p["answered"])}">\n'
+        f'      <div class="pair-text"><strong>{esc(p["true_title"])}</strong> answered as '
+        f"<strong>{esc(p['answered_title'])}</strong>:\n"
+        f'        <span class="rate">{esc(p["rate_txt"])}</span> <span class="muted">'
+        f"({p['confused']} of {p['attempts']})</span></div>\n"
+        f'      <div class="pair-trend">{p["spark_svg"]}\n'
+        '        <span class="muted small">'
+        f"{_trend_note(p['spark'], 'no attempts in 12 weeks')}</span></div>\n"
+        "    </li>\n  "
+    )
+
+
+def _pair_trial(p: dict[str, Any]) -> str:
+    lookalike = ' <span class="muted">(lookalikes)</span>' if p["lookalike"] else ""
+    return (
+        f'\n    <li data-pair-card="{esc(p["pair"])}">\n'
+        f'      <div class="pair-text"><strong>{esc(p["titles"][0])}</strong> vs '
+        f"<strong>{esc(p['titles'][1])}</strong>{lookalike}:\n"
+        f'        <span class="rate">{esc(p["rate_txt"])}</span> <span class="muted">'
+        f"({p['right']} of {p['trials']} trials right)</span></div>\n"
+        f'      <div class="pair-trend">{p["spark_svg"]}\n'
+        '        <span class="muted small">'
+        f"{_trend_note(p['spark'], 'no trials in 12 weeks')}</span></div>\n"
+        "    </li>\n  "
+    )
+
+
+def _confusion_and_pairs(stats: dict[str, Any], confusion_svg: str, pairs: list) -> str:
+    confusion = stats["confusion"]
+    return (
+        '<div class="dash-grid">\n'
+        '<section class="card">\n'
+        "  <h2>Confusion matrix</h2>\n"
+        '  <p class="muted">Rows: the true scenario; columns: what you answered. The diagonal is '
+        f"right. Outlined cells are the lookalike pairs. {confusion['total']} graded attempts, "
+        f"{confusion['correct']} on the diagonal.</p>\n"
+        f'  <div class="chart-scroll">{confusion_svg}</div>\n'
+        "</section>\n\n"
+        '<section class="card">\n'
+        "  <h2>Lookalike confusions</h2>\n"
+        '  <p class="muted">How often the true scenario was answered as its twin, all time, with '
+        "the weekly rate over the last 12 weeks.</p>\n"
+        '  <ul class="pairs">\n  '
+        f"{''.join(_pair(p) for p in pairs)}"
+        "\n  </ul>\n"
+        "</section>\n"
+        "</div>\n\n"
+    )
+
+
+def _pair_trials(pair_trials: list) -> str:
+    if pair_trials:
+        listed = (
+            f'\n  <ul class="pairs">\n  {"".join(_pair_trial(p) for p in pair_trials)}\n  </ul>\n  '
+        )
+    else:
+        listed = '<p id="no-pairs">No confused pairs yet.</p>'
+    return (
+        '<section class="card" id="pair-discrimination">\n'
+        "  <h2>Telling confused pairs apart</h2>\n"
+        '  <p class="muted">Each pair you have named one for the other gets contrast trials: the '
+        "two side by side, pick the one asked for. The share picked right, all time, with the "
+        "weekly share over the last 12 weeks.</p>\n"
+        f"  {listed}\n"
+        "</section>\n\n"
+    )
+
+
+def accuracy_svg(a: dict[str, Any]) -> str:
+    """The weekly accuracy line of ``charts.accuracy_chart``'s geometry."""
+    w, h, left, right = a["w"], a["h"], a["left"], a["right"]
+    grid = "".join(
+        f'<line class="grid" x1="{left}" x2="{right}" y1="{g["y"]}" y2="{g["y"]}"/>\n'
+        f'  <text class="tick" x="{left - 6}" y="{g["y"]}" dy="4" text-anchor="end">'
+        f"{esc(g['label'])}</text>"
+        for g in a["grid"]
+    )
+    lines = "".join(f'<polyline class="acc-line" points="{esc(line)}"/>' for line in a["lines"])
+    cols = []
+    for col in a["cols"]:
+        x = col["x"]
+        dot = (
+            f'<circle class="acc-dot" cx="{x}" cy="{col["y"]}" r="3.5"/><text class="value" '
+            f'x="{x}" y="{col["ly"]}" text-anchor="middle">{esc(col["value"])}</text>'
+            if col["has"]
+            else ""
+        )
+        cols.append(
+            f"\n    {dot}\n"
+            f'    <text class="tick" x="{x}" y="{a["date_y"]}" text-anchor="middle">'
+            f"{day_label(col['week'], 'j M')}</text>\n"
+            f'    <text class="tick muted" x="{x}" y="{a["n_y"]}" text-anchor="middle">'
+            f"n={col['n']}</text>\n  "
+        )
+    return (
+        f'\n<svg class="chart accuracy" viewBox="0 0 {w} {h}" width="{w}" height="{h}" '
+        'role="img" aria-labelledby="acc-title">\n'
+        '  <title id="acc-title">Scenario accuracy per week; the number of graded attempts is '
+        "printed under each week</title>\n"
+        f"  {grid}\n  {lines}\n  {''.join(cols)}\n</svg>\n"
+    )
+
+
+def _rest(stats: dict[str, Any], sentence_html: str, accuracy: str, activity_svg: str) -> str:
+    act = stats["daily_activity"]
+    total, days = act["total"], act["active_days"]
+    busiest = f"; busiest day {act['max']}" if act["max"] else ""
+    return (
+        '<section class="card">\n'
+        '  <h2 id="per-sentence">Accuracy per sentence over time</h2>\n'
+        '  <p class="muted">Each sentence of the diagnosis, week by week: reading the numbers off '
+        "the trace, not only recognising the picture.</p>\n"
+        f"  {sentence_html}\n"
+        "</section>\n\n"
+        '<section class="card">\n'
+        "  <h2>Accuracy over time</h2>\n"
+        f'  <div class="chart-scroll">{accuracy}</div>\n'
+        "</section>\n\n"
+        '<section class="card">\n'
+        "  <h2>Daily activity</h2>\n"
+        f'  <p class="muted">{total} graded attempt{_plural(total)} on {days} day{_plural(days)} '
+        f"since {day_label(act['start'], 'j M Y')} (UTC days){busiest}.</p>\n"
+        f'  <div class="chart-scroll">{activity_svg}</div>\n'
+        "</section>\n\n"
+    )
+
+
+def _math(math: list[dict[str, Any]]) -> str:
+    rows = "".join(
+        f'\n      <tr data-family-row="{esc(m["family"])}"><th scope="row">{esc(m["title"])}</th>'
+        f'<td class="num">{m["attempts"]}</td><td class="num">{esc(m["accuracy_txt"])}</td>'
+        f"{LIVE}</tr>\n    "
+        for m in math
+    )
+    return (
+        '<section class="card">\n'
+        '  <h2 id="math">Mental math by family</h2>\n'
+        '  <table class="compact" aria-describedby="math">\n'
+        '    <thead><tr><th scope="col">Family</th><th scope="col" class="num">Attempts</th>'
+        '<th scope="col" class="num">Accuracy</th><th scope="col" class="num">Retrievability'
+        '</th><th scope="col">Next due</th></tr></thead>\n'
+        f"    <tbody>{rows}</tbody>\n"
+        "  </table>\n"
+        "</section>\n"
+    )
+
+
+def body(c: dict[str, Any]) -> str:
+    """The page body of ``views._drawn``'s context ``c``, with a ``LIVE`` mark per row."""
+    stats = c["stats"]
+    return "".join(
+        (
+            _head(stats, c["totals_accuracy"]),
+            _scenarios(stats, c["table"]),
+            _confusion_and_pairs(stats, c["confusion_svg"], c["pairs"]),
+            _pair_trials(c["pair_trials"]),
+            _rest(stats, c["sentence_html"], accuracy_svg(c["accuracy_chart"]), c["activity_svg"]),
+            _math(c["math"]),
+        )
+    )
