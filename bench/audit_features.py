@@ -600,13 +600,15 @@ def audit(
     pair_target: float | None = None,
     top_k: int = 5,
     pairs: Sequence[tuple[str, str]] | None = None,
+    multiclass: bool = True,
 ) -> list[Result]:
-    """Multi-class accuracy per feature set (all signatures removed), then every pair on all
-    non-signature features (the two scenarios' signatures removed)."""
+    """Multi-class accuracy per feature set (all signatures removed; left out with
+    `multiclass=False`), then every pair on all non-signature features (the two scenarios'
+    signatures removed)."""
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(1):  # two shared cores: BLAS threads only oversubscribe them
-        return _audit(summaries, sigs, targets, pair_target, top_k, pairs)
+        return _audit(summaries, sigs, targets, pair_target, top_k, pairs, multiclass)
 
 
 def _audit(
@@ -616,6 +618,7 @@ def _audit(
     pair_target: float | None,
     top_k: int,
     pairs: Sequence[tuple[str, str]] | None,
+    multiclass: bool = True,
 ) -> list[Result]:
     targets = targets or TARGETS
     pair_target = PAIR_TARGET if pair_target is None else pair_target
@@ -625,7 +628,7 @@ def _audit(
     y = np.array([s.scenario for s in summaries])
     ex_all = Exclusion.of(sigs, slugs)
     results = []
-    for fset in FEATURE_SETS:
+    for fset in FEATURE_SETS if multiclass else ():
         X, cols = matrix(summaries, fset, ex_all)
         results.append(
             Result(

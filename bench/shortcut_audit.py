@@ -12,6 +12,9 @@ Under each figure: the features the tree splits on first, their accuracy alone a
 by scenario, i.e. what gives the answer away.
 
 Usage: /work/main/.venv/bin/python bench/shortcut_audit.py [--per-scenario N] [--quick] [--json]
+       [--seed0 N] [--pairs A/B,C/D]
+With --pairs, only the scenarios of those pairs are generated (healthy's pool with them when a
+pair has healthy) and only those pairs are audited: a quicker loop while tuning one pair.
 Exit status 1 when a target is missed (after printing everything).
 """
 
@@ -43,15 +46,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print the results as JSON only")
     ap.add_argument("--top", type=int, default=5, help="top features shown per result (5)")
     ap.add_argument("--seed0", type=int, default=9000, help="first seed (9000)")
+    ap.add_argument(
+        "--pairs", default="", help="only these pairs, e.g. healthy/memory-bound-kernel,a/b"
+    )
     a = ap.parse_args(argv)
     n = 16 if a.quick else a.per_scenario
     top = min(a.top, 3) if a.quick else a.top
     slugs = list(engine.SCENARIOS)
     sigs, source = A.signatures(slugs)
+    only = [tuple(x.split("/", 1)) for x in a.pairs.split(",") if x.strip()]
+    for pr in only:
+        if len(pr) != 2 or not set(pr) <= set(slugs):
+            ap.error(f"--pairs: {'/'.join(pr)!r} is not two scenarios joined by '/'")
+    if only:
+        slugs = [s for s in slugs if any(s in pr for pr in only)]
     t0 = time.perf_counter()
     summaries = A.summarise_plan(A.plan(slugs, n, a.seed0), progress=_progress)
     t1 = time.perf_counter()
-    results = A.audit(summaries, sigs, top_k=top)
+    results = A.audit(
+        summaries,
+        sigs,
+        top_k=top,
+        pairs=[(x, y) for x, y in only] if only else None,
+        multiclass=not only,
+    )
     t2 = time.perf_counter()
     missed = [r for r in results if not r.ok]
     if a.json:
