@@ -452,7 +452,10 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
     elif slug == "allocator-stalls":
         mal, fre = q(f["malloc_ms_per_step"]), q(f["free_ms_per_step"])
         am = q(mal + fre)
-        am_c = q(max(am, f.get("alloc_ms_crit", am)))
+        idle = q(f.get("alloc_idle_ms_per_step", am))
+        # what the step loses: the stall on its critical path, measured on the events (the
+        # GPU idle the calls open, rank by rank, and where the ranks wait for each other)
+        am_c = q(step - f["alloc_fixed_step_ms"]) if "alloc_fixed_step_ms" in f else am
         nm, nf = round(f["malloc_calls_per_step"]), round(f["free_calls_per_step"])
         expected = q(step - am_c)
         api = "hip" if hw.vendor == "amd" else "cuda"
@@ -461,9 +464,23 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"step ({_pct(100 * am / step)} %); the GPU is idle while they run."
         )
         value = f"{nm + nf} {api}Malloc/{api}Free per step, {s(am)} ms"
+        if int(f["world"]) == 1:
+            crit = f"one GPU: its idle is the step's, {s(am_c)} ms per step"
+        elif p.get("family") == "pp":
+            crit = (
+                f"the step ends when the slowest stage does: the stage that stalls longest "
+                f"loses {s(am_c)} ms per step"
+            )
+        else:
+            crit = (
+                "every step the ranks meet in the gradient all-reduce, which waits for the "
+                "last rank out of backward; without its stalls since the last all-reduce the "
+                f"meeting waits for the next-slowest rank instead: {s(am_c)} ms sooner per step"
+            )
         arith = [
-            f"stall = Σ malloc + Σ free per step = {s(mal)} + {s(fre)} = {s(am)} ms",
-            f"the step waits for the rank that stalls longest: its stall = {s(am_c)} ms per step",
+            f"stall = Σ malloc + Σ free per step = {s(mal)} + {s(fre)} = {s(am)} ms; the GPU "
+            f"sits idle through them, {s(idle)} ms per step per rank",
+            crit,
             f"expected step ≈ {s(step)} − {s(am_c)} = {s(expected)} ms ({_x(step, expected)})",
         ]
         fix_text = (
