@@ -465,18 +465,23 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         )
         value = f"{nm + nf} {api}Malloc/{api}Free per step, {s(am)} ms"
         if int(f["world"]) == 1:
-            crit = f"one GPU: its idle is the step's, {s(am_c)} ms per step"
-        elif p.get("family") == "pp":
-            crit = (
-                f"the step ends when the slowest stage does: the stage that stalls longest "
-                f"loses {s(am_c)} ms per step"
-            )
+            crit = f"one GPU, no rank to wait for: the step loses all of it = {s(am_c)} ms per step"
         else:
-            crit = (
-                "every step the ranks meet in the gradient all-reduce, which waits for the "
-                "last rank out of backward; without its stalls since the last all-reduce the "
-                f"meeting waits for the next-slowest rank instead: {s(am_c)} ms sooner per step"
-            )
+            lo, hi = f.get("alloc_idle_ms_range", (idle, idle))
+            uneven = f"the {'stages' if p.get('family') == 'pp' else 'ranks'} stall unevenly, "
+            uneven += f"{s(lo)}–{s(hi)} ms in a step; "
+            if p.get("family") == "pp":
+                crit = uneven + (
+                    "the step ends when its slowest stage does: loss = the longest stage "
+                    f"stall = {s(am_c)} ms per step"
+                )
+            else:
+                crit = uneven + (
+                    "the ranks meet every step in the gradient all-reduce, which waits for the "
+                    "last one out of backward; without the stalls since the last meeting it "
+                    "waits for the last one then: meeting sooner by max(arrival) − "
+                    f"max(arrival − stall) = {s(am_c)} ms per step"
+                )
         arith = [
             f"stall = Σ malloc + Σ free per step = {s(mal)} + {s(fre)} = {s(am)} ms; the GPU "
             f"sits idle through them, {s(idle)} ms per step per rank",

@@ -458,6 +458,7 @@ class Measured:
         pre = np.zeros((len(R), S))  # stall before the rank reaches the step's meeting
         post = np.zeros((len(R), S))  # stall after it, inside the rank's window
         meet = np.zeros((len(R), S))  # when the rank's backward ends (its arrival)
+        win = np.zeros((len(R), S))  # stall inside the rank's step window
         idle_tot = 0.0
         for i, r in enumerate(R):
             w0, w1 = self.steps_ns[r]
@@ -483,6 +484,7 @@ class Measured:
             idle_tot += float(idle.sum())
             k = np.searchsorted(w0, r0, "right") - 1  # the step window each run starts in
             inw = (k >= 0) & (r0 < w1[np.maximum(k, 0)])
+            np.add.at(win[i], k[inw], idle[inw])
             ar = is_ar & (c["rank"] == r)
             if ar_ids and ar.any():
                 t_ar = ends[ar]
@@ -505,6 +507,7 @@ class Measured:
                 np.add.at(pre[i], k[inw], idle[inw])
                 meet[i] = w1
         f["alloc_idle_ms_per_step"] = idle_tot / max(S, 1) / len(R) / 1e6
+        f["alloc_idle_ms_range"] = [float(win.min() / 1e6), float(win.max() / 1e6)]
         if ar_ids:
             # each meeting comes this much sooner (any common shift of the ranks cancels)
             soon = meet.max(0) - (meet - pre).max(0)
