@@ -446,14 +446,18 @@ class Measured:
         longest in its step window."""
         c = self.c
         R, S = self.ranks, self.n_steps
-        ends = c["ts"] + c["dur"]
-        gpu = (c["tid"] == COMPUTE) | (c["tid"] == NCCL)
+        tid, rank = c["tid"], c["rank"]
+        gi = np.flatnonzero((tid == COMPUTE) | (tid == NCCL))  # GPU events, then by rank
+        ts, te, g_rank, g_tid = c["ts"][gi], c["ts"][gi] + c["dur"][gi], rank[gi], tid[gi]
+        g_aid = c["aid"][gi]
         ar_ids = {
             int(a)
-            for a in np.unique(c["aid"][(c["tid"] == NCCL) & (c["aid"] >= 0)])
+            for a in np.unique(g_aid[(g_tid == NCCL) & (g_aid >= 0)])
             if self.args[int(a)].get("Collective name") == "allreduce"
         }
-        is_ar = (c["tid"] == NCCL) & np.isin(c["aid"], list(ar_ids))
+        is_ar = (g_tid == NCCL) & np.isin(g_aid, list(ar_ids))
+        ai = np.flatnonzero(alloc)
+        a_ts, a_te, a_rank = c["ts"][ai], c["ts"][ai] + c["dur"][ai], rank[ai]
         dur = np.zeros((len(R), S))  # each rank's step window, then without the stalls (ns)
         pre = np.zeros((len(R), S))  # stall before the rank reaches the step's meeting
         post = np.zeros((len(R), S))  # stall after it, inside the rank's window
@@ -463,10 +467,10 @@ class Measured:
         for i, r in enumerate(R):
             w0, w1 = self.steps_ns[r]
             dur[i] = w1 - w0
-            g = gpu & (c["rank"] == r)
-            gs, ge = merge(c["ts"][g], ends[g])
-            m = alloc & (c["rank"] == r)
-            a, b = c["ts"][m], ends[m]
+            g = g_rank == r
+            gs, ge = merge(ts[g], te[g])
+            m = a_rank == r
+            a, b = a_ts[m], a_te[m]
             o = np.argsort(a, kind="stable")
             a, b = a[o], b[o]
             j = np.searchsorted(ge, a, "right")  # the GPU gap each call starts in (or busy j)
@@ -485,11 +489,11 @@ class Measured:
             k = np.searchsorted(w0, r0, "right") - 1  # the step window each run starts in
             inw = (k >= 0) & (r0 < w1[np.maximum(k, 0)])
             np.add.at(win[i], k[inw], idle[inw])
-            ar = is_ar & (c["rank"] == r)
+            ar = is_ar & g
             if ar_ids and ar.any():
-                t_ar = ends[ar]
-                kc = (c["tid"] == COMPUTE) & (c["rank"] == r)
-                ks, ke = c["ts"][kc], ends[kc]
+                t_ar = te[ar]
+                kc = g & (g_tid == COMPUTE)
+                ks, ke = ts[kc], te[kc]
                 for kk in range(S):
                     t = t_ar[(t_ar > w0[kk]) & (t_ar <= w1[kk])]
                     if not len(t):
