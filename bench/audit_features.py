@@ -25,6 +25,7 @@ per one of them.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 import re
@@ -270,9 +271,7 @@ def summarise(trace: Any) -> Summary:
     ]
     world = int(getattr(trace, "world", int(ev.rank.max()) + 1 if n else 1))
     threads = len(np.unique(ev.thread)) / max(world, 1)
-    p = trace.prompt
-    prompt = " | ".join(str(p.get(k) or "") for k in ("hardware", "workload", "symptom", "theory"))
-    prompt += " " + " ".join(str(v) for k, v in p.items() if k not in _PROMPT_KEYS and v)
+    prompt = prompt_text(trace.prompt)
     return Summary(
         scenario=trace.scenario,
         seed=trace.seed,
@@ -292,6 +291,85 @@ def summarise(trace: Any) -> Summary:
 _PROMPT_KEYS = ("hardware", "workload", "symptom", "theory")
 
 
+def prompt_text(p: dict[str, Any]) -> str:
+    """Everything the drill shows before the answer, as one line: hardware | workload | symptom |
+    theory, then any other prompt field."""
+    text = " | ".join(str(p.get(k) or "") for k in _PROMPT_KEYS)
+    return text + " " + " ".join(str(v) for k, v in p.items() if k not in _PROMPT_KEYS and v)
+
+
+def prompt_of(slug: str, seed: int, hardware: str | None = None) -> tuple[str, str]:
+    """(family, prompt text) of `engine.generate(slug, seed, hardware=...)` without its events:
+    the prompt is drawn from the workload before any injection (`engine._build`)."""
+    E = engine
+    hw_key, framing = E._pick(int(seed), hardware, None)
+    fam = E._family_for((slug,), int(seed))
+    p, _ = E._draw_workload(fam, int(seed), hw_key, framing)
+    return fam, prompt_text(E._prompt(fam, p, E.get_hardware(hw_key), framing))
+
+
+@dataclass
+class Concentration:
+    """A prompt word (or word pair) most of whose occurrences sit in one scenario."""
+
+    token: str
+    scenario: str
+    share: float  # of the token's occurrences, in `scenario`
+    rate: float  # of `scenario`'s prompts that hold it
+    family_name: str  # the family of most of those prompts
+    rate_in_family: float  # of `scenario`'s prompts of that family that hold it
+    others_in_family: float  # of the other scenarios' prompts of that family
+    family: bool  # the family explains it: within the family it is as common elsewhere
+
+    def describe(self) -> str:
+        return (
+            f"{self.token!r}: {self.share:.0%} of its occurrences in {self.scenario} "
+            f"({self.rate:.0%} of its prompts); within {self.family_name}: "
+            f"{self.rate_in_family:.0%} vs {self.others_in_family:.0%} of the other scenarios'"
+        )
+
+
+def prompt_concentration(
+    items: Sequence[tuple[str, str, str]], share: float = 0.8, min_rate: float = 0.05
+) -> list[Concentration]:
+    """The words and word pairs of prompts `items` ((scenario, family, text) each) with at
+    least `share` of their occurrences in one scenario and in at least `min_rate` of that
+    scenario's prompts, most concentrated first. A scenario hosted by fewer workload families
+    gets their words more often; such a token is marked `family` when, among prompts of the
+    family most of its occurrences come from, the scenario does not hold it more often than the
+    other scenarios do beyond chance (two-proportion z < 3)."""
+    toks = [prompt_words(txt) for _, _, txt in items]
+    scen = [s for s, _, _ in items]
+    fams = [f for _, f, _ in items]
+    n_of: dict[str, int] = collections.Counter(scen)
+    occ: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for s, ts in zip(scen, toks, strict=True):
+        for t in ts:
+            occ[t][s] += 1
+    out = []
+    for t, by in occ.items():
+        s, k = by.most_common(1)[0]
+        tot = sum(by.values())
+        if k < share * tot or k < min_rate * n_of[s]:
+            continue
+        fam_c = collections.Counter(f for f, sc, ts in zip(fams, scen, toks, strict=True)
+                                    if sc == s and t in ts)  # fmt: skip
+        fam = fam_c.most_common(1)[0][0]
+        own = [t in ts for f, sc, ts in zip(fams, scen, toks, strict=True) if sc == s and f == fam]
+        oth = [t in ts for f, sc, ts in zip(fams, scen, toks, strict=True) if sc != s and f == fam]
+        r_own = sum(own) / max(len(own), 1)
+        r_oth = sum(oth) / len(oth) if oth else 0.0
+        # two-proportion z: is it more common in the scenario than in its family's others?
+        pool = (sum(own) + sum(oth)) / max(len(own) + len(oth), 1)
+        se = math.sqrt(pool * (1 - pool) * (1 / max(len(own), 1) + 1 / max(len(oth), 1)))
+        z = (r_own - r_oth) / se if se > 0 else math.inf
+        out.append(
+            Concentration(t, s, k / tot, k / n_of[s], fam, r_own, r_oth, bool(oth) and z < 3)
+        )
+    out.sort(key=lambda c: (c.family, -c.share, -c.rate))
+    return out
+
+
 def summarise_plan(items: Sequence[tuple[str, int, str]], progress: Any = None) -> list[Summary]:
     out = []
     for i, (slug, seed, hw) in enumerate(items):
@@ -309,10 +387,13 @@ _TOKEN = re.compile(r"[a-z0-9_.+:/×#-]+")
 
 def prompt_tokens(s: Summary) -> dict[str, float]:
     """Words and word pairs of the prompt; numbers stay tokens ("2×2048", "8")."""
-    words = _TOKEN.findall(s.prompt.lower())
-    feats = {f"w:{w}": 1.0 for w in words}
-    feats.update({f"w2:{a} {b}": 1.0 for a, b in itertools.pairwise(words)})
-    return feats
+    return {f"w:{w}" if " " not in w else f"w2:{w}": 1.0 for w in prompt_words(s.prompt)}
+
+
+def prompt_words(text: str) -> set[str]:
+    """The words and word pairs ("a b") of a prompt text."""
+    words = _TOKEN.findall(text.lower())
+    return set(words) | {f"{a} {b}" for a, b in itertools.pairwise(words)}
 
 
 def name_set(s: Summary, ex: Exclusion) -> dict[str, float]:

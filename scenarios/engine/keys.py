@@ -452,7 +452,10 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
     elif slug == "allocator-stalls":
         mal, fre = q(f["malloc_ms_per_step"]), q(f["free_ms_per_step"])
         am = q(mal + fre)
-        am_c = q(max(am, f.get("alloc_ms_crit", am)))
+        idle = q(f.get("alloc_idle_ms_per_step", am))
+        # what the step loses: the stall on its critical path, measured on the events (the
+        # GPU idle the calls open, rank by rank, and where the ranks wait for each other)
+        am_c = q(step - f["alloc_fixed_step_ms"]) if "alloc_fixed_step_ms" in f else am
         nm, nf = round(f["malloc_calls_per_step"]), round(f["free_calls_per_step"])
         expected = q(step - am_c)
         api = "hip" if hw.vendor == "amd" else "cuda"
@@ -461,9 +464,28 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"step ({_pct(100 * am / step)} %); the GPU is idle while they run."
         )
         value = f"{nm + nf} {api}Malloc/{api}Free per step, {s(am)} ms"
+        if int(f["world"]) == 1:
+            crit = f"one GPU, no rank to wait for: the step loses all of it = {s(am_c)} ms per step"
+        else:
+            lo, hi = f.get("alloc_idle_ms_range", (idle, idle))
+            uneven = f"the {'stages' if p.get('family') == 'pp' else 'ranks'} stall unevenly, "
+            uneven += f"{s(lo)}–{s(hi)} ms in a step; "
+            if p.get("family") == "pp":
+                crit = uneven + (
+                    "the step ends when its slowest stage does: loss = the longest stage "
+                    f"stall = {s(am_c)} ms per step"
+                )
+            else:
+                crit = uneven + (
+                    "the ranks meet every step in the gradient all-reduce, which waits for the "
+                    "last one out of backward; without the stalls since the last meeting it "
+                    "waits for the last one then: meeting sooner by max(arrival) − "
+                    f"max(arrival − stall) = {s(am_c)} ms per step"
+                )
         arith = [
-            f"stall = Σ malloc + Σ free per step = {s(mal)} + {s(fre)} = {s(am)} ms",
-            f"the step waits for the rank that stalls longest: its stall = {s(am_c)} ms per step",
+            f"stall = Σ malloc + Σ free per step = {s(mal)} + {s(fre)} = {s(am)} ms; the GPU "
+            f"sits idle through them, {s(idle)} ms per step per rank",
+            crit,
             f"expected step ≈ {s(step)} − {s(am_c)} = {s(expected)} ms ({_x(step, expected)})",
         ]
         fix_text = (

@@ -390,6 +390,8 @@ class Measured:
         fre = alloc & ~mal
         f["free_calls_per_step"] = float(fre.sum() / S / nR)
         f["free_ms_per_step"] = float(self.dur[fre].sum() / S / nR / 1000)
+        if alloc.any():
+            self._alloc_stall(f, alloc)
         fetch = self.mask(names=["DataLoader worker: fetch batch"])
         f["loader_fetch_ms"] = float(self.dur[fetch].mean() / 1000) if fetch.any() else 0.0
         f["loader_worker_rows"] = len(np.unique(c["tid"][fetch])) if fetch.any() else 0
@@ -428,6 +430,98 @@ class Measured:
         else:
             f["loader_ms_min"] = f["loader_ms_max"] = 0.0
         _ = C_RT
+
+    def _alloc_stall(self, f: dict, alloc: np.ndarray) -> None:
+        """The GPU idle that the device allocator's calls open, and the step time without them.
+
+        A rank's stall: within one idle gap of its GPU (no kernel or copy on any stream), from the
+        start of the first cudaMalloc/cudaFree to the end of the last one; the host sits in the
+        allocator with nothing queued, so the GPU waits as long. A data-parallel job loses only
+        what delays its meeting: every step its ranks meet in the gradient all-reduce, which
+        waits for the last rank out of backward. Each rank's stalls since the previous meeting
+        (the last step's frees, this step's mallocs) delay its arrival; without them the meeting
+        waits for whichever rank is then the last. A rank's step window also ends after its own
+        stalls past the meeting (its frees), which the fix takes off too. A job with no
+        all-reduce (one GPU, a pipeline) loses, each step, the stall of the rank that stalls
+        longest in its step window."""
+        c = self.c
+        R, S = self.ranks, self.n_steps
+        tid, rank = c["tid"], c["rank"]
+        gi = np.flatnonzero((tid == COMPUTE) | (tid == NCCL))  # GPU events, then by rank
+        ts, te, g_rank, g_tid = c["ts"][gi], c["ts"][gi] + c["dur"][gi], rank[gi], tid[gi]
+        g_aid = c["aid"][gi]
+        ar_ids = {
+            int(a)
+            for a in np.unique(g_aid[(g_tid == NCCL) & (g_aid >= 0)])
+            if self.args[int(a)].get("Collective name") == "allreduce"
+        }
+        is_ar = (g_tid == NCCL) & np.isin(g_aid, list(ar_ids))
+        ai = np.flatnonzero(alloc)
+        a_ts, a_te, a_rank = c["ts"][ai], c["ts"][ai] + c["dur"][ai], rank[ai]
+        dur = np.zeros((len(R), S))  # each rank's step window, then without the stalls (ns)
+        pre = np.zeros((len(R), S))  # stall before the rank reaches the step's meeting
+        post = np.zeros((len(R), S))  # stall after it, inside the rank's window
+        meet = np.zeros((len(R), S))  # when the rank's backward ends (its arrival)
+        win = np.zeros((len(R), S))  # stall inside the rank's step window
+        idle_tot = 0.0
+        for i, r in enumerate(R):
+            w0, w1 = self.steps_ns[r]
+            dur[i] = w1 - w0
+            g = g_rank == r
+            gs, ge = merge(ts[g], te[g])
+            m = a_rank == r
+            a, b = a_ts[m], a_te[m]
+            o = np.argsort(a, kind="stable")
+            a, b = a[o], b[o]
+            j = np.searchsorted(ge, a, "right")  # the GPU gap each call starts in (or busy j)
+            busy = (j < len(gs)) & (gs[np.minimum(j, len(gs) - 1)] <= a)
+            a = np.where(busy, ge[np.minimum(j, len(ge) - 1)], a)  # its idle part starts after
+            j = j + busy
+            b = np.minimum(b, np.where(j < len(gs), gs[np.minimum(j, len(gs) - 1)], b))
+            ok = b > a
+            a, b, j = a[ok], b[ok], j[ok]
+            if not len(a):
+                continue
+            grp = np.flatnonzero(np.r_[True, j[1:] != j[:-1]])  # one run per GPU gap
+            r0, r1 = a[grp], np.maximum.reduceat(b, grp)
+            idle = (r1 - r0).astype(float)
+            idle_tot += float(idle.sum())
+            k = np.searchsorted(w0, r0, "right") - 1  # the step window each run starts in
+            inw = (k >= 0) & (r0 < w1[np.maximum(k, 0)])
+            np.add.at(win[i], k[inw], idle[inw])
+            ar = is_ar & g
+            if ar_ids and ar.any():
+                t_ar = te[ar]
+                kc = g & (g_tid == COMPUTE)
+                ks, ke = ts[kc], te[kc]
+                for kk in range(S):
+                    t = t_ar[(t_ar > w0[kk]) & (t_ar <= w1[kk])]
+                    if not len(t):
+                        meet[i, kk] = w1[kk]
+                        continue
+                    T = t.max()  # the step's last all-reduce ends: the optimizer may start
+                    bwd = (ks >= w0[kk]) & (ks < T)
+                    meet[i, kk] = ke[bwd].max() if bwd.any() else T
+                # each run belongs to the meeting it delays (the first one not before it)
+                km = np.searchsorted(meet[i], r0, "left")
+                np.add.at(pre[i], km[km < S], idle[km < S])
+                aft = inw & (r0 > meet[i][np.maximum(k, 0)])
+                np.add.at(post[i], k[aft], idle[aft])
+            else:
+                np.add.at(pre[i], k[inw], idle[inw])
+                meet[i] = w1
+        f["alloc_idle_ms_per_step"] = idle_tot / max(S, 1) / len(R) / 1e6
+        f["alloc_idle_ms_range"] = [float(win.min() / 1e6), float(win.max() / 1e6)]
+        if ar_ids:
+            # each meeting comes this much sooner (any common shift of the ranks cancels)
+            soon = meet.max(0) - (meet - pre).max(0)
+            prev = np.c_[np.zeros((len(R), 1)), post[:, :-1]]
+            fixed = dur - soon[None, :] - post + prev
+        else:  # the step ends when its slowest rank does: that rank's stall comes off
+            fixed = (dur.max(0) - pre.max(0))[None, :]
+        step = dur.max(0).mean()
+        f["alloc_fixed_step_ms"] = float(fixed.max(0).mean() / 1e6)
+        f["alloc_stall_crit_ms"] = float(step / 1e6 - f["alloc_fixed_step_ms"])
 
     def _kernels(self, f: dict) -> None:
         c = self.c

@@ -646,10 +646,10 @@ def build_ddp(
         sim.block(h, depth=1)
         if alloc:
             for _ in range(n_alloc):
-                dur = (alloc_ms * 1e6 * rng.lognormal(0, 0.35, R)).astype(np.int64)
+                dur = (alloc_ms * 1e6 * inj.lognormal(0, 0.35, R)).astype(np.int64)
                 sim.slice(MAIN, sim.cpu, dur + 4000, "aten::empty_strided", C_OP, 1)
                 sim.slice(MAIN, sim.cpu + 2000, dur, K.rt(hw, "Malloc"), C_RT, 2)
-                sim.cpu = sim.cpu + dur + 4000 + rng.integers(3000, 9000, R)
+                sim.cpu = sim.cpu + dur + 4000 + inj.integers(3000, 9000, R)
         # 3 forward
         if sync_every_layer:
             t_f = sim.cpu.copy()
@@ -709,9 +709,9 @@ def build_ddp(
             sim.sync_item(1, op="aten::nonzero", inner="aten::count_nonzero", dims=[[t]])
         if alloc:
             for _ in range(max(2, n_alloc - 1)):
-                dur = (alloc_ms * 6e5 * rng.lognormal(0, 0.35, R)).astype(np.int64)
+                dur = (alloc_ms * 6e5 * inj.lognormal(0, 0.35, R)).astype(np.int64)
                 sim.slice(MAIN, sim.cpu, dur, K.rt(hw, "Free"), C_RT, 1)
-                sim.cpu = sim.cpu + dur + rng.integers(3000, 9000, R)
+                sim.cpu = sim.cpu + dur + inj.integers(3000, 9000, R)
         step_name = f"ProfilerStep#{p['first_step'] + s}"
         sim.slice(MAIN, step_start, sim.cpu - step_start, step_name, C_ANN, 0)
         sim.cpu = sim.cpu + rng.integers(8000, 20000, R)

@@ -126,6 +126,43 @@ def test_the_audit_sees_a_planted_leak():
         assert top["how"].startswith("present in a 100%; others <= 0%")
 
 
+PROMPTS_PER_SCENARIO = 150
+
+
+@cache
+def _prompts() -> tuple[tuple[str, str, str], ...]:
+    """(scenario, family, prompt text) on the audit's plan, drawn without the events."""
+    plan = A.plan(SLUGS, PROMPTS_PER_SCENARIO, healthy_factor=1)
+    return tuple((s, *A.prompt_of(s, seed, hw)) for s, seed, hw in plan)
+
+
+def test_no_prompt_word_or_word_pair_belongs_to_one_scenario():
+    """No word or word pair of the prompt (hardware, workload, symptom, theory) has 80 % of its
+    occurrences in one scenario and shows in 5 % of that scenario's prompts, unless the workload
+    family explains it (a scenario hosted by fewer families sees their words more often; within
+    the family the others hold it as often). The prompt read here is the drill's."""
+    items = _prompts()
+    plan = A.plan(SLUGS, PROMPTS_PER_SCENARIO, healthy_factor=1)
+    for i in range(0, len(plan), len(plan) // 4):
+        s, seed, hw = plan[i]
+        assert A.prompt_text(engine.generate(s, seed, hardware=hw).prompt) == items[i][2]
+    leaks = [c.describe() for c in A.prompt_concentration(items) if not c.family]
+    assert not leaks, leaks
+
+
+def test_a_planted_prompt_word_pair_is_a_leak():
+    """The check itself: a word pair added to one scenario's prompts (one in eight, as a
+    hardware line drawn by scenario would: "8× MI250X") is reported, and not as the family's."""
+    items = [
+        (s, f, t + (" 8× MI250X" if s == "pipeline-bubbles" and i % 8 == 0 else ""))
+        for i, (s, f, t) in enumerate(_prompts())
+    ]
+    found = {c.token: c for c in A.prompt_concentration(items)}
+    assert "8× mi250x" in found, sorted(found)
+    c = found["8× mi250x"]
+    assert c.scenario == "pipeline-bubbles" and not c.family, c.describe()
+
+
 def test_a_declared_per_step_count_is_not_read():
     """Pipeline bubbles declare their microbatches per step: a pipeline trace gives no per-step
     counts and its step time per microbatch; a data-parallel trace keeps its counts."""
