@@ -969,18 +969,22 @@ PP_SIGMA, PP_UNIT_SIGMA = 0.06, 0.2
 
 
 def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dict:
-    """1F1B pipeline training, one stage per rank. Stage count, width, microbatch size and
-    count, depth and step count come from one distribution; a healthy schedule has m ≫ p
-    (bubble (p−1)/(m+p−1) near 10 %); a bubbly one (see `inject`) runs m ≤ p microbatches of
+    """1F1B pipeline training, one stage per rank. Stage count, width, microbatch count (of
+    2048 tokens each), depth and step count come from one distribution; a healthy schedule has
+    m ≫ p (bubble (p−1)/(m+p−1) near 10 %); a bubbly one (see `inject`) runs m ≤ p microbatches of
     the same size. Any scenario the family hosts (loader starvation, a slow stage, in-step
     read-backs, allocator churn) is injected into this same draw."""
     stages = 6 if rng.random() < 0.3 else 4
     return {
         "world": stages,
         "stages": stages,
-        "micro": int(rng.integers(25, 30) if stages == 4 else rng.integers(41, 44)),
+        "micro": int(rng.integers(25, 28) if stages == 4 else rng.integers(41, 44)),
         "hidden": int(rng.choice([4096, 5120, 6144])),
-        "mb_tokens": int(rng.choice([2048, 4096, 8192])),
+        # one 2k-token sequence per microbatch (Megatron's usual micro-batch size 1): a stage's
+        # elementwise kernels run tens of µs, not hundreds, as in real stage traces; shorter
+        # microbatches would leave the P2P hops and the step's fixed work a visible share of
+        # the idle time
+        "mb_tokens": 2048,
         "layers_per_stage": 1,
         # a profiler window of a few long steps (each runs every microbatch through every
         # stage): five, two on a deep pipeline, whose steps hold twice as many stage-microbatch
@@ -1013,6 +1017,8 @@ PP_SIN = "void at::native::vectorized_elementwise_kernel<4, at::native::sin_kern
 PP_ARANGE = "void (anonymous namespace)::elementwise_kernel_with_index<int, at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}>(int, at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}, function_traits<at::native::arange_cuda_out(c10::Scalar const&, c10::Scalar const&, c10::Scalar const&, at::Tensor&)::{lambda()#1}::operator()() const::{lambda()#2}::operator()() const::{lambda(long)#1}>::result_type*)"  # noqa: E501
 PP_CAST_LONG = "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1> >(int, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#4}::operator()() const::{lambda(long)#1}, at::detail::Array<char*, 2>, TrivialOffsetCalculator<1, unsigned int>, TrivialOffsetCalculator<1, unsigned int>, at::native::memory::LoadWithCast<1>, at::native::memory::StoreWithCast<1>)"  # noqa: E501
 PP_GEMMK1 = "void gemmk1_kernel<int, float, 256, 5, false, false, false, false, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float, 0>(cublasGemmk1Params<float, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float, biasType<cublasGemvTensorStridedBatched<float>::value_type, float>::type>)"  # noqa: E501
+PP_ADD_INT = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctorOnSelf_add<int>, at::detail::Array<char*, 2> >(int, at::native::CUDAFunctorOnSelf_add<int>, at::detail::Array<char*, 2>)"  # noqa: E501
+PP_FILL_INT = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<int>, at::detail::Array<char*, 1>)"  # noqa: E501
 PP_CAT = "void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<4u>, unsigned int, 3, 64, 64>(at::native::(anonymous namespace)::OpaqueType<4u>*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<at::native::(anonymous namespace)::OpaqueType<4u>, unsigned int, 64, 64>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)"  # noqa: E501
 # per-kernel duration spread by size: the big GEMMs and attention repeat within a few per cent
 # (the schedule's timing rests on them), small elementwise and reduction kernels vary more
@@ -1078,6 +1084,10 @@ def _pp_layer(it: Interner, hw: Hardware, p: dict) -> tuple[UnitBuilder, UnitBui
     fb.k("aten::mul", None, PP_MUL, ew(3 * t * f * 2), dims=[[t, f], [t, f]], **_ew(t * f))
     fb.gemm("aten::linear", "aten::mm", t, d, f, tf, 1)
     fb.k("aten::add", None, K.ADD, ew(3 * act), dims=[[t, d], [t, d]], **_ew(t * d))
+    # the schedule's token count for the step's loss scaling (Megatron-core's forward_step:
+    # `total_num_tokens += num_tokens`, a one-element int add on every stage)
+    fb.k("aten::add_", None, PP_ADD_INT, 1.6, 7, dims=[[], []], itype="int", grid=(1, 1, 1),
+         block=(64, 1, 1))  # fmt: skip
     # backward, in reverse: the MLP, its norm, attention, rotary, QKV, the input norm
     ev = K.BWD
     bb.gemm(ev + "MmBackward0", "aten::mm", t, f, d, tf, 1, 20)
@@ -1111,6 +1121,12 @@ def _pp_layer(it: Interner, hw: Hardware, p: dict) -> tuple[UnitBuilder, UnitBui
          "aten::_scaled_dot_product_flash_attention_backward", K.flash_names(hw)[1],
          5.0 * t * 2048 * d / (tf * 0.7e12) * 1e6 + 8, 24, grid=(t // 128, d // 128, 1),
          block=(256, 1, 1))  # fmt: skip
+    # grouped-query attention: flash's backward writes dK and dV for every query head, then
+    # sums each group of 8 into its key/value head (`at::sum_out` in mha_bwd)
+    for _ in range(2):
+        bb.k(ev + "ScaledDotProductFlashAttentionBackward0", "aten::sum", K.BIAS_GRAD,
+             ew(t * d * 2 + t * kv * 2), 8, dims=[[t, kv // 128, 8, 128]],
+             **_ew(t * kv))  # fmt: skip
     bb.k(ev + "FusedRoPEFuncBackward", None, PP_ROPE_BWD, ew(2 * act), 10, dims=rope_dims,
          grid=(t, d // 128, 1), block=(128, 1, 1))  # fmt: skip
     bb.k(ev + "FusedRoPEFuncBackward", None, PP_ROPE_BWD, ew(2 * t * kv * 2), 10,
@@ -1270,6 +1286,9 @@ def build_pp(
     starve = slug == "input-starvation" and not fixed
     alloc = slug == "allocator-stalls" and not fixed
     h2d = UnitBuilder(it, hw)
+    # the schedule's token counter for the step (`torch.zeros([], dtype=torch.int)` on device)
+    h2d.k("aten::zeros", "aten::zero_", PP_FILL_INT, 1.5, 8, dims=[[]], itype="int",
+          grid=(1, 1, 1), block=(64, 1, 1))  # fmt: skip
     for _ in range(M):  # each microbatch's token ids and labels, moved at the step's start
         for _ in range(2):
             h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)",

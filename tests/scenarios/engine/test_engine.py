@@ -244,7 +244,7 @@ def test_largest_default_trace_downloads_under_5_mb():
         tr = gen(slug, seed)
         assert tr.world == 8
         assert len(gzip.compress(E.perfetto_bytes(tr), 6)) < 5_000_000, (slug, seed)
-    # and the biggest pipelines: 4 stages × 29 microbatches, 6 stages × 43 (each microbatch runs
+    # and the biggest pipelines: 4 stages × 27 microbatches, 6 stages × 43 (each microbatch runs
     # a whole decoder layer on every stage)
     for slug, seed, world in (("sync-stalls", 36, 4), ("straggler", 17, 6), ("healthy", 23, 6)):
         tr = E.generate(slug, seed, hardware="h200")
