@@ -409,8 +409,11 @@ class Sim:
         we = np.concatenate(e_l)
         ws = self._enqueue_times(wr, np.concatenate(c_l).astype(np.int64), np.concatenate(s_l))
         n = int((t_end - 1_000_000) // 95_000_000 + 2)
-        polls = (1_000_000 + rng.integers(0, 100_000_000, (R, 1))
-                 + np.cumsum(rng.integers(99_000_000, 103_000_000, (R, n)), axis=1))  # fmt: skip
+        # the thread started with the process group, long before the profiler: its first
+        # wake-up inside the window falls anywhere in the first period
+        gaps = rng.integers(99_000_000, 103_000_000, (R, n))
+        gaps[:, 0] = 0
+        polls = 1_000_000 + rng.integers(0, 100_000_000, (R, 1)) + np.cumsum(gaps, axis=1)
         # each work is queried at the first wake-up at or after its enqueue and at every one
         # after that up to the first wake-up after its end (which sees it complete)
         parts_r, parts_i, parts_w = [], [], []
