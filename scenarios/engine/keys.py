@@ -668,7 +668,8 @@ _HOW = {
     "GPU kernel "
     "duration per correlation; queue length stays near zero.",
     "rank_skew": "Compare per-rank compute time and collective start times (HTA "
-    "get_potential_stragglers, kernel breakdown per rank).",
+    "get_potential_stragglers on data-parallel ranks; on a pipeline, the kernel breakdown per "
+    "stage, since every stage's receives wait in the fill and drain).",
     "hot_kernel_bw": "Kernel breakdown to find the hot family, then bytes moved ÷ time against HBM "
     "peak (ncu: dram throughput high, SM throughput low).",
     "sync_api_time": "nsys analyze cuda_api_sync / cuda_api_sum: count and time of "
