@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -103,6 +104,7 @@ def learner_browser(playwright, base_url: str, session, attempt_id, n_processes:
         times = [open_and_time(context, page, n_processes)[0] for _ in range(5)]
     finally:
         context.close()
+        shutil.rmtree(profile, ignore_errors=True)
     return statistics.median(times[2:])
 
 

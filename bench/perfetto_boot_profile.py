@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -260,6 +261,7 @@ def compare_browsers(p, base: str, session, attempt, world: int, rounds: int) ->
         ctx.close()
     b1.close()
     b3.close()
+    shutil.rmtree(disk, ignore_errors=True)
 
 
 def main() -> int:

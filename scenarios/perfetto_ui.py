@@ -390,8 +390,10 @@ def defaults_script() -> str:
 
 
 def index_rel() -> str:
-    """The cache-relative name of the index with the defaults (changes with the list)."""
-    return f"tracetrack/index.{defaults_version()}.html"
+    """The cache-relative name of the index with the defaults: named by the script itself, so a
+    change to the list or to the script's logic is a new file (and new compressed copies), never
+    a stale one kept because it is newer than Perfetto's index."""
+    return f"tracetrack/index.{hashlib.sha256(defaults_script().encode()).hexdigest()[:12]}.html"
 
 
 def site_index(source: Path) -> Path | None:

@@ -93,11 +93,13 @@ def key_and_cards(user, now: datetime) -> tuple[str | None, dashboard.Cards]:
     q = connection.ops.quote_name
     meta = get_user_model()._meta
     users, uid = q(meta.db_table), f"u.{q(meta.pk.column or 'id')}"
+    v_user = q(StatsVersion._meta.get_field("user").column)
+    c_user = q(Card._meta.get_field("user").column)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT v.token, v.n, c.kind, c.item, c.state, c.due FROM {users} u "
-            f"LEFT JOIN {q(StatsVersion._meta.db_table)} v ON v.user_id = {uid} "
-            f"LEFT JOIN {q(Card._meta.db_table)} c ON c.user_id = {uid} AND c.kind IN (%s, %s) "
+            f"LEFT JOIN {q(StatsVersion._meta.db_table)} v ON v.{v_user} = {uid} "
+            f"LEFT JOIN {q(Card._meta.db_table)} c ON c.{c_user} = {uid} AND c.kind IN (%s, %s) "
             f"WHERE {uid} = %s",
             [Card.Kind.SCENARIO.value, Card.Kind.MATH.value, user.pk],
         )

@@ -11,17 +11,11 @@ escaped, and numbers print as the template printed them (``str``: no thousands s
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
-
-def esc(text: Any) -> str:
-    """``django.utils.html.escape`` without its lazy-string wrapper and ``SafeString``: the same
-    characters escaped the same way (it is ``html.esc(str(text))``), at a fraction of the
-    cost over the pages' thousand-odd cells."""
-    return html.escape(str(text))
+from drills.stats.format import esc
 
 
 def confusion_svg(c: dict[str, Any]) -> SafeString:

@@ -118,7 +118,7 @@ def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
     chunks = page.body(context).split(LIVE)
     keys = _row_keys(stats["scenarios"], math)
     if len(chunks) != len(keys) + 1:
-        raise ValueError("the dashboard template marks one live cell per row")
+        raise ValueError("the drawn dashboard body (drills.stats.page) marks one live cell per row")
     return {"chunks": chunks, "keys": keys}
 
 
@@ -142,9 +142,10 @@ def _cells(keys: list[str], cards: Cards, now: datetime) -> list[str] | None:
 def draw(
     user, now: datetime, key: str | None, counters: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The page body for this state of the learner's numbers (``key``, from ``cached.key_of``),
-    drawn and stored in the cache with the numbers (read here when ``counters`` is None: from
-    the cache, else from the learner's stored row), in one cache write."""
+    """The page body for this state of the learner's numbers (``key``: from
+    ``cached.key_and_cards`` or ``cached.key_of``), drawn and stored in the cache with the
+    numbers (read here when ``counters`` is None: from the cache, else from the learner's stored
+    row), in one cache write."""
     if counters is None:
         counters = cached.part(key, "stats") or snapshot.counters(user, now)
     math = math_stats(user, now, tallies=counters["math_tallies"], cards={})

@@ -175,15 +175,15 @@ def _f2_open() -> bool:
     return "**Status:** open" in part
 
 
+def _first_seed_of_family(slug: str, families: tuple[str, ...], start: int = SEED) -> int:
+    return next(s for s in range(start, start + 200) if engine.generate(slug, s).family in families)
+
+
 @pytest.mark.xfail(
     _f2_open(),
     reason="finding F2: slow rank's last all-reduce bucket is under HTA's 1 % duration filter",
     strict=True,
 )
-def _first_seed_of_family(slug: str, families: tuple[str, ...], start: int = SEED) -> int:
-    return next(s for s in range(start, start + 200) if engine.generate(slug, s).family in families)
-
-
 def test_hta_straggler_analysis_flags_the_slow_rank(hta):
     # HTA's rule reads a data-parallel job: the ranks meet in every collective, so the fast ones
     # wait in it. On a pipeline, stage-to-stage receives wait for the fill and drain whatever
