@@ -454,8 +454,13 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         am = q(mal + fre)
         idle = q(f.get("alloc_idle_ms_per_step", am))
         # what the step loses: the stall on its critical path, measured on the events (the
-        # GPU idle the calls open, rank by rank, and where the ranks wait for each other)
-        am_c = q(step - f["alloc_fixed_step_ms"]) if "alloc_fixed_step_ms" in f else am
+        # GPU idle the calls open, rank by rank, and where the ranks wait for each other); a
+        # data-parallel step loses two printed terms, and the loss is their printed sum
+        sooner, after = q(f.get("alloc_meet_sooner_ms", 0.0)), q(f.get("alloc_post_meet_ms", 0.0))
+        if "alloc_meet_sooner_ms" in f:
+            am_c = q(sooner + after)
+        else:
+            am_c = q(f["alloc_stall_crit_ms"]) if "alloc_stall_crit_ms" in f else am
         nm, nf = round(f["malloc_calls_per_step"]), round(f["free_calls_per_step"])
         expected = q(step - am_c)
         api = "hip" if hw.vendor == "amd" else "cuda"
@@ -480,7 +485,11 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                     "the ranks meet every step in the gradient all-reduce, which waits for the "
                     "last one out of backward; without the stalls since the last meeting it "
                     "waits for the last one then: meeting sooner by max(arrival) − "
-                    f"max(arrival − stall) = {s(am_c)} ms per step"
+                    f"max(arrival − stall) = {s(sooner)} ms; each rank's step also ends "
+                    "sooner by its own stalls after the meeting, less the last step's (already "
+                    "counted in its meeting): max(window) − max(window − after + last step's "
+                    f"after) = {s(after)} ms; the step loses {s(sooner)} "
+                    f"{'+' if after >= 0 else '−'} {s(abs(after))} = {s(am_c)} ms per step"
                 )
         arith = [
             f"stall = Σ malloc + Σ free per step = {s(mal)} + {s(fre)} = {s(am)} ms; the GPU "

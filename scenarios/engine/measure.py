@@ -383,7 +383,6 @@ class Measured:
         alloc = self.mask(names=lambda n: n in ("cudaMalloc", "cudaFree", "hipMalloc", "hipFree"))
         f["alloc_calls_per_step"] = float(alloc.sum() / S / nR)
         f["alloc_ms_per_step"] = float(self.dur[alloc].sum() / S / nR / 1000)
-        f["alloc_ms_crit"] = self.crit_ms(alloc)
         mal = self.mask(names=lambda n: n in ("cudaMalloc", "hipMalloc"))
         f["malloc_calls_per_step"] = float(mal.sum() / S / nR)
         f["malloc_ms_per_step"] = float(self.dur[mal].sum() / S / nR / 1000)
@@ -463,7 +462,6 @@ class Measured:
         post = np.zeros((len(R), S))  # stall after it, inside the rank's window
         meet = np.zeros((len(R), S))  # when the rank's backward ends (its arrival)
         win = np.zeros((len(R), S))  # stall inside the rank's step window
-        idle_tot = 0.0
         for i, r in enumerate(R):
             w0, w1 = self.steps_ns[r]
             dur[i] = w1 - w0
@@ -485,7 +483,6 @@ class Measured:
             grp = np.flatnonzero(np.r_[True, j[1:] != j[:-1]])  # one run per GPU gap
             r0, r1 = a[grp], np.maximum.reduceat(b, grp)
             idle = (r1 - r0).astype(float)
-            idle_tot += float(idle.sum())
             k = np.searchsorted(w0, r0, "right") - 1  # the step window each run starts in
             inw = (k >= 0) & (r0 < w1[np.maximum(k, 0)])
             np.add.at(win[i], k[inw], idle[inw])
@@ -510,18 +507,23 @@ class Measured:
             else:
                 np.add.at(pre[i], k[inw], idle[inw])
                 meet[i] = w1
-        f["alloc_idle_ms_per_step"] = idle_tot / max(S, 1) / len(R) / 1e6
+        # the stall inside the step windows (what a step can lose), per step per rank
+        f["alloc_idle_ms_per_step"] = float(win.mean() / 1e6)
         f["alloc_idle_ms_range"] = [float(win.min() / 1e6), float(win.max() / 1e6)]
         if ar_ids:
             # each meeting comes this much sooner (any common shift of the ranks cancels)
             soon = meet.max(0) - (meet - pre).max(0)
+            # and each rank's window ends sooner by its own stalls after the meeting, less the
+            # last step's (already in `soon`: they delayed this meeting, outside this window)
             prev = np.c_[np.zeros((len(R), 1)), post[:, :-1]]
-            fixed = dur - soon[None, :] - post + prev
+            after = dur.max(0) - (dur - post + prev).max(0)
+            f["alloc_meet_sooner_ms"] = float(soon.mean() / 1e6)
+            f["alloc_post_meet_ms"] = float(after.mean() / 1e6)
+            loss = soon + after  # = step − max over ranks of (dur − soon − post + prev)
         else:  # the step ends when its slowest rank does: that rank's stall comes off
-            fixed = (dur.max(0) - pre.max(0))[None, :]
-        step = dur.max(0).mean()
-        f["alloc_fixed_step_ms"] = float(fixed.max(0).mean() / 1e6)
-        f["alloc_stall_crit_ms"] = float(step / 1e6 - f["alloc_fixed_step_ms"])
+            loss = pre.max(0)
+        # what the step loses to the stalls (ms): the step without them is step_ms − this
+        f["alloc_stall_crit_ms"] = float(loss.mean() / 1e6)
 
     def _kernels(self, f: dict) -> None:
         c = self.c

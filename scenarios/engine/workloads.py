@@ -1085,7 +1085,12 @@ def _pp_layer(it: Interner, hw: Hardware, p: dict) -> tuple[UnitBuilder, UnitBui
     fb.gemm("aten::linear", "aten::mm", t, d, f, tf, 1)
     fb.k("aten::add", None, K.ADD, ew(3 * act), dims=[[t, d], [t, d]], **_ew(t * d))
     # the schedule's token count for the step's loss scaling (Megatron-core's forward_step:
-    # `total_num_tokens += num_tokens`, a one-element int add on every stage)
+    # `total_num_tokens += num_tokens`, a one-element int add on every stage), once per
+    # microbatch. It sits in this layer template, which the pipeline draws exactly once per
+    # (step, stage, microbatch): `layers_per_stage` (1) only sizes the parameters and the
+    # optimizer, and never repeats the template. If a stage ever emits several layers, move
+    # this add out of the template into a per-microbatch unit; moving it now would change the
+    # template's unit count and so every random draw after it (the trace would change).
     fb.k("aten::add_", None, PP_ADD_INT, 1.6, 7, dims=[[], []], itype="int", grid=(1, 1, 1),
          block=(64, 1, 1))  # fmt: skip
     # backward, in reverse: the MLP, its norm, attention, rotary, QKV, the input norm
