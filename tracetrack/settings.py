@@ -111,6 +111,11 @@ else:
             # Opened per request: a connection kept open across requests holds SQLite's table
             # locks against the in-process refill threads ("database table is locked").
             "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20},
+            # The test database is a file too, not Django's shared-cache in-memory default: in
+            # shared-cache mode a read that meets another thread's write (a request beside an
+            # in-process refill) fails at once with "database table is locked" instead of
+            # waiting, a failure a SQLite install never has.
+            "TEST": {"NAME": str(VAR_DIR / "tracetrack-test.sqlite3")},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
