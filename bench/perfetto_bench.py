@@ -24,7 +24,13 @@ import statistics
 import sys
 import time
 
-from common import django_with_static_root, env_defaults, gzip_download, setup_database
+from common import (
+    django_with_static_root,
+    env_defaults,
+    gzip_download,
+    prepare_served_site,
+    setup_database,
+)
 from server import Gunicorn, signed_in_browser, signed_in_session
 
 PROBE = """() => [...document.querySelectorAll('.pf-track-tree .pf-track')]
@@ -122,18 +128,14 @@ def main() -> int:
     server = None
     try:
         from django.contrib.auth import get_user_model
-        from django.core.management import call_command
         from playwright.sync_api import sync_playwright
 
         from drills.trainer import services
         from scenarios import engine, exports, pool
         from scenarios.models import Trace
 
-        call_command("migrate", verbosity=0)
-        t0 = time.perf_counter()
-        call_command("compress_perfetto_ui", verbosity=0)
-        print(f"database: {where}; Perfetto UI compressed once in {time.perf_counter() - t0:.1f} s")
-        call_command("collectstatic", verbosity=0, interactive=False)
+        took = prepare_served_site()
+        print(f"database: {where}; Perfetto UI compressed once in {took:.1f} s")
         pool.schedule_refill = lambda scenario: None
         # A default-size 8-rank trace, as the issue measured (12-15 MB of Perfetto JSON).
         seed = next(s for s in range(1, 200) if engine.generate("straggler", s).world == 8)

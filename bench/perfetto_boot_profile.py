@@ -23,7 +23,7 @@ import sys
 import time
 from collections import defaultdict
 
-from common import django_with_static_root, env_defaults, setup_database
+from common import django_with_static_root, env_defaults, prepare_served_site, setup_database
 from server import Gunicorn, signed_in_browser, signed_in_session
 
 MILESTONES = """() => ({
@@ -284,16 +284,13 @@ def main() -> int:
     server = None
     try:
         from django.contrib.auth import get_user_model
-        from django.core.management import call_command
         from playwright.sync_api import sync_playwright
 
         from drills.trainer import services
         from scenarios import engine, pool
         from scenarios.models import Trace
 
-        call_command("migrate", verbosity=0)
-        call_command("compress_perfetto_ui", verbosity=0)
-        call_command("collectstatic", verbosity=0, interactive=False)
+        prepare_served_site()
         pool.schedule_refill = lambda scenario: None
         seed = next(s for s in range(1, 200) if engine.generate("straggler", s).world == 8)
         pool.build_trace("straggler", seed).save(force_insert=True)

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import orjson
-from common import ROOT, django_with_static_root, env_defaults, setup_database
+from common import ROOT, django_with_static_root, env_defaults, prepare_served_site, setup_database
 
 PROBE = """() => [...document.querySelectorAll('.pf-track-tree .pf-track')]
   .map(t => t.getAttribute('ref'))"""
@@ -80,13 +80,10 @@ def browser_rounds(files: dict[str, Path], rounds: int, world: int) -> None:
     server = None
     try:
         from django.contrib.auth import get_user_model
-        from django.core.management import call_command
         from playwright.sync_api import sync_playwright
         from server import Gunicorn, signed_in_browser, signed_in_session
 
-        call_command("migrate", verbosity=0)
-        call_command("compress_perfetto_ui", verbosity=0)
-        call_command("collectstatic", verbosity=0, interactive=False)
+        prepare_served_site()
         (static_root / "t").mkdir()
         for path in files.values():  # whitenoise sends the .gz sibling to a gzip client
             (static_root / "t" / path.name).write_bytes(path.read_bytes())
