@@ -104,20 +104,14 @@ def key_and_cards(user, now: datetime) -> tuple[str | None, dashboard.Cards]:
             [Card.Kind.SCENARIO.value, Card.Kind.MATH.value, user.pk],
         )
         rows = cursor.fetchall()
-    scenario_cards: dict[str, dict[str, Any]] = {}
-    math_cards: dict[str, tuple[dict[str, Any], datetime | None]] = {}
-    key = None
+    key, cards = None, []
     for token, n, kind, item, state, due in rows:
         if token is not None and key is None:
             key = _key(user.pk, StatsVersion._meta.get_field("token").to_python(token), n, now)
-        if kind is None:
-            continue
-        state = json.loads(state) if isinstance(state, str) else state
-        if kind == Card.Kind.SCENARIO:
-            scenario_cards[item] = state
-        else:
-            math_cards[item] = (state, _aware(due))
-    return key, (scenario_cards, math_cards)
+        if kind is not None:
+            state = json.loads(state) if isinstance(state, str) else state
+            cards.append((kind, item, state, None if due is None else _aware(due)))
+    return key, dashboard.split_cards(cards)
 
 
 def counters(user, now: datetime, key: str | None = "") -> dict[str, Any]:

@@ -877,11 +877,19 @@ Cards = tuple[dict[str, dict[str, Any]], dict[str, tuple[dict[str, Any], datetim
 def cards_of(user) -> Cards:
     """The learner's scenario cards (slug -> state) and mental-math family cards (family ->
     (state, due)). One query."""
+    return split_cards(
+        Card.objects.filter(user=user, kind__in=(Card.Kind.SCENARIO, Card.Kind.MATH)).values_list(
+            "kind", "item", "state", "due"
+        )
+    )
+
+
+def split_cards(rows: Iterable[tuple[str, str, dict[str, Any], datetime | None]]) -> Cards:
+    """(kind, item, state, due) card rows as ``Cards``: scenario states by slug, math (state,
+    due) by family."""
     scenario_cards: dict[str, dict[str, Any]] = {}
     math_cards: dict[str, tuple[dict[str, Any], datetime | None]] = {}
-    for kind, item, state, due in Card.objects.filter(
-        user=user, kind__in=(Card.Kind.SCENARIO, Card.Kind.MATH)
-    ).values_list("kind", "item", "state", "due"):
+    for kind, item, state, due in rows:
         if kind == Card.Kind.SCENARIO:
             scenario_cards[item] = state
         else:
