@@ -110,7 +110,16 @@ else:
             "NAME": str(VAR_DIR / "tracetrack.sqlite3"),
             # Opened per request: a connection kept open across requests holds SQLite's table
             # locks against the in-process refill threads ("database table is locked").
-            "OPTIONS": {"init_command": "PRAGMA journal_mode=WAL;", "timeout": 20},
+            # A transaction takes the write lock when it begins (BEGIN IMMEDIATE) and waits up to
+            # `timeout` seconds for it. In SQLite's default (deferred) mode a transaction that has
+            # read and then writes while another connection wrote meanwhile fails at once with
+            # "database is locked", the busy timeout not applying: a request that reads then
+            # saves inside atomic() beside an in-process refill got a 500.
+            "OPTIONS": {
+                "init_command": "PRAGMA journal_mode=WAL;",
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+            },
             # The test database is a file too, not Django's shared-cache in-memory default: in
             # shared-cache mode a read that meets another thread's write (a request beside an
             # in-process refill) fails at once with "database table is locked" instead of
