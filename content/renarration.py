@@ -80,22 +80,26 @@ def open_renarration(user, slug: str) -> Attempt | None:
 def walkthrough_trace(page: Page, user) -> Trace:
     """A stored copy of the walkthrough's own trace, served to ``user`` (the engine is
     deterministic in (scenario, seed, hardware): it is the trace the narration was written on)."""
-    assert page.scenario is not None and page.seed is not None
+    scenario, seed = page.scenario, page.seed
+    assert scenario is not None and seed is not None
     # Generating costs seconds and every re-narration of a walkthrough stores the same rows: copy
     # an earlier copy when there is one (the database, not the cache: Redis may be down).
     earlier = (
         Trace.objects.filter(
             source=Trace.Source.NARRATED,
-            scenario=page.scenario,
-            seed=page.seed,
+            scenario=scenario,
+            seed=seed,
             generator_version=engine.GENERATOR_VERSION,
             **({"hardware": page.hardware} if page.hardware else {}),
         )
         .only(*TRACE_FIELDS)
         .first()
     )
-    built = earlier or pool.build_trace(
-        page.scenario, page.seed, hardware=page.hardware, source=Trace.Source.NARRATED
+    built = earlier or pool.drawn_or_draw(
+        f"narrated:{page.slug}",
+        lambda: pool.build_trace(
+            scenario, seed, hardware=page.hardware, source=Trace.Source.NARRATED
+        ),
     )
     fields = {f: getattr(built, f) for f in TRACE_FIELDS}
     trace = Trace(source=Trace.Source.NARRATED, **fields)
@@ -120,6 +124,11 @@ def start(user, slug: str, now: datetime | None = None) -> Attempt:
         raise NotDue("Mark the walkthrough read first; it comes back the next day.")
     if entry.due > now:
         raise NotDue("This re-narration is not due yet.")
+    return _serve(user, page, slug)
+
+
+@pool.draws_outside_transaction
+def _serve(user, page: Page, slug: str) -> Attempt:
     with transaction.atomic():
         trace = walkthrough_trace(page, user)
         return trainer.start_on_trace(user, trace, kind=Attempt.Kind.RENARRATION, item=slug)

@@ -12,14 +12,18 @@ Rules live here as named functions so tests can call them directly:
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import logging
 import secrets
 import threading
 import zlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import orjson
 from celery import current_app
@@ -218,11 +222,93 @@ def claim_or_generate(user, scenario: str) -> Trace:
     return claim_from_stock(user, scenario) or generate_claimed(user, scenario)
 
 
+# ---- drawing on the request path, outside the deal's transaction --------------------------------
+# A deal runs in a transaction (the learner's lock, the one-open-attempt check, the claim). When
+# the pool has nothing and the trace must be generated on the request (seconds), generating
+# inside that transaction would hold its locks for as long: on SQLite, whose transactions take
+# the database's one write lock when they begin, every other learner's write would queue behind
+# it. So a deal that must draw leaves its transaction (``MustDraw``), the outermost deal function
+# (decorated ``draws_outside_transaction``) draws with no transaction open, and runs the deal
+# again, which takes the drawn rows (``drawn_or_draw``).
+
+
+class MustDraw(Exception):
+    """Raised inside a deal's transaction: leave it, call ``draw``, deal again."""
+
+    def __init__(self, key: str, draw: Callable[[], Any]):
+        super().__init__(key)
+        self.key, self.draw = key, draw
+
+
+@dataclass
+class _Drawn:
+    rows: dict[str, Any] = field(default_factory=dict)
+    inline: bool = False  # the last pass: draw where the deal is
+
+
+_drawn: ContextVar[_Drawn | None] = ContextVar("tracetrack_drawn", default=None)
+DRAW_PASSES = 3
+
+
+def drawn_or_draw[T](key: str, draw: Callable[[], T]) -> T:
+    """What ``draw`` returns, drawn before the current deal's transaction when the deal is run by
+    ``draws_outside_transaction`` (else drawn here). ``key`` names the draw within the deal."""
+    state = _drawn.get()
+    if state is not None:
+        if key in state.rows:
+            return state.rows.pop(key)
+        if not state.inline and connection.in_atomic_block:
+            raise MustDraw(key, draw)
+    return draw()
+
+
+def drawn_item(kind: str) -> str | None:
+    """The item (scenario, pair) of a ``kind`` ("trace", "pair") drawn for the running deal
+    before its transaction, if any: the deal's next pass deals what its first pass chose, whatever
+    the scheduler would pick now, so a draw is never wasted on a changed mind."""
+    state = _drawn.get()
+    if state is None:
+        return None
+    return next((k.split(":", 1)[1] for k in state.rows if k.startswith(f"{kind}:")), None)
+
+
+def draws_outside_transaction[**P, T](fn: Callable[P, T]) -> Callable[P, T]:
+    """Run a deal so that what it must generate on the request is generated with no transaction
+    of its open (see ``MustDraw``): a deal that must draw runs twice, the second time dealing
+    what it drew (``drawn_item``); should it need another draw, the last of ``DRAW_PASSES``
+    passes draws in place. Nested deals defer to the outermost one."""
+
+    @functools.wraps(fn)
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        if _drawn.get() is not None:
+            return fn(*args, **kwargs)
+        state = _Drawn()
+        token = _drawn.set(state)
+        try:
+            for n in range(DRAW_PASSES):
+                state.inline = n == DRAW_PASSES - 1
+                try:
+                    return fn(*args, **kwargs)
+                except MustDraw as need:
+                    state.rows[need.key] = need.draw()
+            raise AssertionError("unreachable: the last pass draws in place")
+        finally:
+            _drawn.reset(token)
+
+    return run
+
+
+def on_demand_row(scenario: str) -> Trace:
+    """An unsaved trace row of ``scenario`` generated on the request path (the pool had none)."""
+    log.warning("trace pool empty for %s: generating on the request path", scenario)
+    return build_trace(scenario, secrets.randbits(SEED_BITS), source=Trace.Source.ON_DEMAND)
+
+
 def generate_claimed(user, scenario: str) -> Trace:
     """A trace of ``scenario`` generated on the request path and claimed by ``user`` (the pool
-    had none; its refill has been asked for)."""
-    log.warning("trace pool empty for %s: generating on the request path", scenario)
-    trace = build_trace(scenario, secrets.randbits(SEED_BITS), source=Trace.Source.ON_DEMAND)
+    had none; its refill has been asked for). Drawn before the deal's transaction when the deal
+    runs ``draws_outside_transaction``."""
+    trace = drawn_or_draw(f"trace:{scenario}", lambda: on_demand_row(scenario))
     trace.claimed_at = timezone.now()
     trace.claimed_by = user
     trace.save(force_insert=True)

@@ -65,10 +65,14 @@ def deal(user, pair: str, now: datetime | None = None) -> Attempt:
     if prepared is not None:
         left, right = prepared if left_first else (prepared[1], prepared[0])
     else:
-        log.info("no prepared trial on %s for user %s: drawing it on the request", pair, user.pk)
-        left, right = generate_pair_rows(
-            pair, secrets.randbits(pool.SEED_BITS), left_first=left_first
-        )
+
+        def draw() -> tuple[Trace, Trace]:
+            log.info("no prepared trial on %s for user %s: drawing it now", pair, user.pk)
+            seed = secrets.randbits(pool.SEED_BITS)
+            return generate_pair_rows(pair, seed, left_first=left_first)
+
+        # before the deal's transaction when the deal runs `pool.draws_outside_transaction`
+        left, right = pool.drawn_or_draw(f"pair:{pair}", draw)
     for row in (left, right):
         row.claimed_at = now
         row.claimed_by = user

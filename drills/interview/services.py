@@ -17,6 +17,7 @@ from django.utils import timezone
 from drills.models import Attempt, MockInterview
 from drills.trainer import reveal
 from drills.trainer import services as trainer
+from scenarios import pool
 from scenarios.engine.catalog import lookalike_of, title_of
 
 
@@ -40,6 +41,7 @@ def attempts(interview: MockInterview) -> list[Attempt]:
     return list(interview.attempts.select_related("trace").order_by("served_at", "pk"))
 
 
+@pool.draws_outside_transaction
 def next_attempt(interview: MockInterview) -> Attempt | None:
     """The interview's open trace, or a new one while fewer than five are served; None when all
     five are served and graded."""

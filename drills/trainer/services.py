@@ -139,6 +139,7 @@ def open_attempt(user) -> Attempt | None:
     )
 
 
+@pool.draws_outside_transaction
 def start_drill(
     user,
     mode: str = Attempt.Mode.TIMED,
@@ -186,6 +187,9 @@ def _deal_scheduled(
     its refill (it stays due, so it comes back on the next drill) and the scheduler's next choice
     is dealt instead; only when ``STOCK_TRIES`` choices in a row are out of stock is the first one
     generated on the request, which costs the learner a second or more on a busy host."""
+    ready = pool.drawn_item("trace")
+    if ready is not None:  # chosen and drawn for this deal before its transaction
+        return _create(user, mode, ready, pool.generate_claimed(user, ready), interview=interview)
     if held is None:
         held = cards.load_cards(user)
     first = None
@@ -237,6 +241,7 @@ def start_on_trace(user, trace, *, kind: str, item: str = "") -> Attempt:
     )
 
 
+@pool.draws_outside_transaction
 def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
     """The learner's drill: the open attempt resumed (whatever mode was asked for), or a new one.
 
@@ -275,11 +280,12 @@ def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
                     pair_states[card.item] = card.state
                 else:
                     scenario_cards[card.item] = card
-            if mode != Attempt.Mode.PRACTICE:  # a trial is on the clock: never in practice
+            trial = pool.drawn_item("pair")  # chosen and drawn before this transaction
+            if trial is None and mode != Attempt.Mode.PRACTICE:  # trials are never practice
                 kinds = [kind for _s, _served, _sub, kind in latest[: scheduling.TRIAL_EVERY]]
                 trial = scheduling.pick_trial(pair_states, now, recent_kinds=kinds[::-1])
-                if trial is not None:
-                    return contrast.deal(user, trial, now), True
+            if trial is not None:
+                return contrast.deal(user, trial, now), True
             recent = [slug for slug, _served, _sub, _k in latest[:5]][::-1]
             return _deal_scheduled(user, mode, recent, held=scenario_cards, now=now), True
     except IntegrityError:
