@@ -214,8 +214,12 @@ def test_perfetto_only_mode_shows_no_timeline_and_no_framing(page, live_server):
     assert page.locator("[data-scenario]").get_attribute("data-scenario") == attempt.scenario
 
 
-def test_an_incomplete_diagnosis_shows_its_errors_in_place(page, live_server):
-    """htmx 2 drops 4xx responses by default; the 400 with the re-rendered form is swapped in."""
+@pytest.mark.parametrize("debug", [False, True], ids=["deployed", "make-run-debug"])
+def test_an_incomplete_diagnosis_shows_its_errors_in_place(page, live_server, settings, debug):
+    """htmx 2 drops 4xx responses by default; the 400 with the re-rendered form is swapped in.
+    Also with DEBUG on, as `make run` serves (django-htmx's debug helper, which the page must not
+    load, replaces the whole document with any 4xx answer)."""
+    settings.DEBUG = debug
     sign_up(page, live_server, username="hopper")
     attempt = start_drill(page, live_server)
     assert page.title().startswith("Drill")
@@ -225,6 +229,8 @@ def test_an_incomplete_diagnosis_shows_its_errors_in_place(page, live_server):
     assert page.is_visible("header.topbar"), "the error partial replaced the whole page"
     assert page.evaluate("document.activeElement.id") == "id_step_ms"
     assert page.locator(".has-error").count() == 7  # every field but the optional arithmetic
+    assert page.evaluate("document.styleSheets.length") >= 1
+    assert page.locator("#timeline").count() == 1
     attempt.refresh_from_db()
     assert attempt.submitted_at is None
     assert not page.errors, page.errors
