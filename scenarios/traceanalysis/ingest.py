@@ -23,7 +23,7 @@ import orjson
 
 from .convert import assemble
 from .errors import TraceError
-from .kineto import RankTrace, parse
+from .kineto import RankTrace, parse, split_ranks
 
 CHUNK = 1 << 16
 RATIO_FLOOR = 1 << 20  # below 1 MiB of output the ratio is not judged (tiny files compress well)
@@ -299,5 +299,7 @@ def load(name: str, fileobj: BinaryIO, limits: Limits) -> list[RankTrace]:
         total += r.n
         if total > limits.max_events:
             raise TraceError(f"More than {limits.max_events:,} events in all; this server's limit.")
-        ranks.append(r)
+        ranks.extend(split_ranks(r))  # a merged file: one entry per rank in it
+    if len(ranks) > limits.max_ranks:
+        raise TraceError(f"{len(ranks)} ranks; at most {limits.max_ranks} are accepted.")
     return assemble(ranks)

@@ -115,6 +115,8 @@ class RankTrace:
     thread_names: dict[tuple[int, int], str] = field(default_factory=dict)
     process_labels: dict[int, str] = field(default_factory=dict)
     skipped: int = 0
+    process_names: dict[int, str] = field(default_factory=dict)
+    sort_index: dict[int, int] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -211,6 +213,8 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
     aid_l: list[int] = []
     thread_names: dict[tuple[int, int], str] = {}
     labels: dict[int, str] = {}
+    pnames: dict[int, str] = {}
+    sort_index: dict[int, int] = {}
     skipped = 0
     kind_cache: dict[tuple[str, str], int | None] = {}
 
@@ -228,6 +232,10 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
                 thread_names[(pid, intern_id(tid_ids, ev.get("tid")))] = a["name"]
             elif nm == "process_labels" and isinstance(a.get("labels"), str):
                 labels[pid] = a["labels"]
+            elif nm == "process_name" and isinstance(a.get("name"), str):
+                pnames[pid] = a["name"]
+            elif nm == "process_sort_index":
+                sort_index[pid] = _int(a.get("sort_index"), 0)
             continue
         if ph != "X":
             continue
@@ -294,4 +302,84 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
         thread_names=thread_names,
         process_labels=labels,
         skipped=skipped,
+        process_names=pnames,
+        sort_index=sort_index,
     )
+
+
+# ---- several ranks in one file ------------------------------------------------------------------
+RANK_IN_PROCESS = re.compile(r"\brank\s*(\d+)", re.I)
+GPU_IN_PROCESS = re.compile(r"\bGPU\s*(\d+)\b")
+
+
+def split_ranks(r: RankTrace) -> list[RankTrace]:
+    """The ranks of a file that holds several, as merged exports do (TraceTrack's own Perfetto
+    download, or another tool's merge): one RankTrace each. A file whose GPU events sit on one
+    process is one rank and comes back as it is; so does one whose processes cannot be told
+    apart by rank (one process driving several GPUs).
+
+    A process is placed by the rank in its name or label ("rank 3 GPU"); else the GPU
+    processes go by their device number ("GPU 3") and the host processes, in the file's own
+    order (``process_sort_index``, then pid), pair with them one to one."""
+    gpu_mask = np.isin(r.kind, GPU_KINDS)
+    gpu_pids = sorted(set(r.pid[gpu_mask].tolist()))
+    if len(gpu_pids) < 2:
+        return [r]
+    host_pids = sorted(set(r.pid[~gpu_mask].tolist()) - set(gpu_pids))
+
+    def named_rank(pid: int) -> int | None:
+        for text in (r.process_names.get(pid, ""), r.process_labels.get(pid, "")):
+            if m := RANK_IN_PROCESS.search(text):
+                return int(m.group(1))
+        return None
+
+    rank_of: dict[int, int] = {}
+    for pid in gpu_pids + host_pids:
+        if (n := named_rank(pid)) is not None:
+            rank_of[pid] = n
+    if len(rank_of) < len(gpu_pids) + len(host_pids):
+        gpus = [p for p in gpu_pids if p not in rank_of]
+        hosts = [p for p in host_pids if p not in rank_of]
+        devices = [GPU_IN_PROCESS.search(r.process_labels.get(p, "")) for p in gpus]
+        if all(devices) and len({int(m.group(1)) for m in devices if m}) == len(gpus):
+            numbers = [int(m.group(1)) for m in devices if m]
+        else:
+            numbers = list(range(len(gpus)))
+        order = sorted(zip(numbers, gpus, strict=True))
+        hosts.sort(key=lambda p: (r.sort_index.get(p, 0), p))
+        if len(hosts) != len(order):
+            return [r]  # not one host process per GPU: nothing says which is whose
+        for (n, gpu), host in zip(order, hosts, strict=True):
+            rank_of[gpu] = rank_of[host] = n
+    ranks = sorted(set(rank_of.values()))
+    if len(ranks) < 2:
+        return [r]
+    world = max(r.world_size or 0, len(ranks), max(ranks) + 1)
+    out = []
+    for n in ranks:
+        pids = [p for p, k in rank_of.items() if k == n]
+        m = np.isin(r.pid, pids)
+        out.append(
+            RankTrace(
+                rank=n,
+                world_size=world,
+                device_name=r.device_name,
+                source=f"{r.source} (rank {n})",
+                ts=r.ts[m],
+                dur=r.dur[m],
+                kind=r.kind[m],
+                pid=r.pid[m],
+                tid=r.tid[m],
+                name=r.name[m],
+                corr=r.corr[m],
+                aid=r.aid[m],
+                names=r.names,
+                args=r.args,
+                thread_names={k: v for k, v in r.thread_names.items() if k[0] in pids},
+                process_labels={p: v for p, v in r.process_labels.items() if p in pids},
+                skipped=r.skipped if n == ranks[0] else 0,
+                process_names={p: v for p, v in r.process_names.items() if p in pids},
+                sort_index={p: v for p, v in r.sort_index.items() if p in pids},
+            )
+        )
+    return out
