@@ -8,10 +8,12 @@ from scenarios import engine
 from scenarios.engine import diagnosis as D
 
 
-def _number(label: str, help_text: str, *, positive: bool, unit: str = "ms") -> forms.FloatField:
+def _number(
+    label: str, help_text: str, *, names: str, positive: bool, unit: str = "ms"
+) -> forms.FloatField:
     """A finite number field with messages that say what to type ("NaN", "inf", "1e400", text
-    and negative times are refused beside the field)."""
-    what = f"the {label.lower()} as a number{' in ' + unit if unit else ''}, e.g. 42.5"
+    and negative times are refused beside the field); ``names`` is what the messages call it."""
+    what = f"{names} as a number{' in ' + unit if unit else ''}, e.g. 42.5"
     return forms.FloatField(
         label=label,
         min_value=0.001 if positive else 0,
@@ -43,12 +45,14 @@ class DiagnosisForm(forms.Form):
         "1 · Step time (ms)",
         f"The current step time, averaged over the steps shown. Graded ±"
         f"{D.STEP_TOLERANCE * 100:.0f} %.",
+        names="the step time",
         positive=True,
     )
     gap_ms = _number(
         "2 · Gap (ms per step)",
         "How long the GPU compute stream sits idle per step (any rank). Graded ±"
         f"{D.GAP_TOLERANCE * 100:.0f} % or ±{D.GAP_FLOOR_OF_STEP * 100:.0f} % of the step time.",
+        names="the gap per step",
         positive=False,
     )
     scenario = forms.ChoiceField(
@@ -65,6 +69,7 @@ class DiagnosisForm(forms.Form):
         "Its value on this trace",
         "In the unit the measurement names. Graded ±15 % or the measurement's own band "
         "(±3–5 points for shares, ±1 for counts, ±2 % of the step for times).",
+        names="the measurement's value on this trace",
         positive=False,
         unit="",
     )
@@ -77,6 +82,7 @@ class DiagnosisForm(forms.Form):
         "Expected step time after the fix (ms)",
         "If nothing needs fixing, the current step time. Graded ±"
         f"{D.EXPECTED_TOLERANCE * 100:.0f} %.",
+        names="the expected step time after the fix",
         positive=True,
     )
     arithmetic = forms.CharField(

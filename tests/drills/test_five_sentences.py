@@ -226,3 +226,20 @@ def test_the_migration_keeps_older_attempts_on_their_own_rule(make_user):
     assert graded.five_sentence is False and graded.rating == 3
     assert graded.step_correct is None and graded.expected_correct is None
     assert open_.five_sentence is True
+
+
+def test_the_number_fields_say_what_to_type_in_plain_words():
+    from drills.trainer.forms import DiagnosisForm
+
+    errors = DiagnosisForm(data={"gap_ms": "NaN"}).errors
+    assert errors["step_ms"] == ["Enter the step time as a number in ms, e.g. 42.5."]
+    assert errors["gap_ms"] == [
+        "Enter the gap per step as a number in ms, e.g. 42.5 — digits only, no text, NaN or "
+        "infinity."
+    ]
+    assert errors["measurement_value"] == [
+        "Enter the measurement's value on this trace as a number, e.g. 42.5."
+    ]
+    assert errors["expected_step_ms"] == [
+        "Enter the expected step time after the fix as a number in ms, e.g. 42.5."
+    ]
