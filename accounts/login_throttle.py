@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import math
 import unicodedata
 from datetime import timedelta
 
@@ -161,7 +162,20 @@ class ThrottledLoginView(LoginView):
     """The sign-in page: a locked pair gets 429 and a message instead of a password check."""
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if locked_for_s(request, request.POST.get("username")) > 0:
-            context = self.get_context_data(form=self.get_form_class()(request), locked_out=True)
+        username = request.POST.get("username")
+        wait_s = locked_for_s(request, username)
+        if wait_s > 0:
+            # The name kept (the password is not checked, and not echoed back).
+            form = self.get_form_class()(request, initial={"username": username or ""})
+            context = self.get_context_data(form=form, locked_out=True, wait=_wait_text(wait_s))
             return self.render_to_response(context, status=429)
         return super().post(request, *args, **kwargs)
+
+
+def _wait_text(seconds: float) -> str:
+    """ "8 seconds", "1 minute", "15 minutes": how long the lock has left, rounded up."""
+    s = max(1, math.ceil(seconds))
+    if s < 60:
+        return f"{s} second{'s' if s != 1 else ''}"
+    m = math.ceil(s / 60)
+    return f"{m} minute{'s' if m != 1 else ''}"

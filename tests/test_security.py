@@ -1111,6 +1111,10 @@ def test_sign_in_is_refused_after_repeated_failures_until_the_window_ends(
     locked = client.post(LOGIN, {"username": "ada", "password": PASSWORD})
     assert locked.status_code == 429 and "Too many failed sign-ins" in locked.content.decode()
     assert "_auth_user_id" not in client.session  # even the right password is not checked
+    # The page keeps the name typed, never the password, and says how long the wait is.
+    page = locked.content.decode()
+    assert 'name="username" value="ada"' in page and PASSWORD not in page
+    assert re.search(r"Try again in \d+ (seconds?|minutes?)", page), page
     # Another address, or another username from this address, is not locked.
     other = Client(REMOTE_ADDR="10.0.0.9")
     assert other.post(LOGIN, {"username": "ada", "password": PASSWORD}).status_code == 302
