@@ -52,7 +52,7 @@ def test_dashboard_totals_say_what_they_count():
     AttemptFactory(user=user)  # opened, never submitted: not a diagnosis
     html = _client(user).get("/dashboard/").content.decode()
     assert "Graded attempts only" not in html
-    assert 'Submitted diagnoses</dt><dd data-kpi="graded">2<' in html
+    assert 'Graded drills</dt><dd data-kpi="graded">2<' in html
     assert 'untimed practice</dt><dd data-kpi="practice">1<' in html
 
 

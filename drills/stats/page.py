@@ -31,12 +31,12 @@ def _head(stats: dict[str, Any], totals_accuracy: str) -> str:
     return (
         '\n<section class="card dash-head">\n'
         "  <h1>Dashboard</h1>\n"
-        '  <p class="lede">Every submitted diagnosis is graded and counts toward accuracy and the '
-        "confusion matrix, untimed practice included. Times and your schedule use only drills on "
-        "the clock. Drills you opened but never submitted are not here. "
+        '  <p class="lede">Every graded drill counts toward accuracy and the confusion matrix, '
+        "untimed practice included; one you gave up on or let run out counts as a miss. Times "
+        "and your schedule use only drills on the clock. The drill still open is not here. "
         f'<a href="{esc(reverse("stats:json"))}">stats.json</a></p>\n'
         '  <dl class="kpis">\n'
-        '    <div><dt>Submitted diagnoses</dt><dd data-kpi="graded">'
+        '    <div><dt>Graded drills</dt><dd data-kpi="graded">'
         f"{totals['graded']}</dd></div>\n"
         f'    <div><dt>Scenario accuracy</dt><dd data-kpi="accuracy">{esc(totals_accuracy)}'
         "</dd></div>\n"
