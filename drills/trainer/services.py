@@ -281,7 +281,9 @@ def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
                 else:
                     scenario_cards[card.item] = card
             trial = pool.drawn_item("pair")  # chosen and drawn before this transaction
-            if trial is None and mode != Attempt.Mode.PRACTICE:  # trials are never practice
+            # A trial is read side by side in the app, on the clock: never in practice, nor for a
+            # learner who asked to read in Perfetto (the pair stays due for a timed drill).
+            if trial is None and mode == Attempt.Mode.TIMED:
                 kinds = [kind for _s, _served, _sub, kind in latest[: scheduling.TRIAL_EVERY]]
                 trial = scheduling.pick_trial(pair_states, now, recent_kinds=kinds[::-1])
             if trial is not None:

@@ -123,6 +123,18 @@ def test_no_trial_in_practice_and_none_right_after_a_trial(learner, learner_clie
     assert "/drill/attempts/" in r["Location"], "a trial among the last two deals waits"
 
 
+def test_no_trial_in_a_perfetto_only_drill_the_pair_waits_for_a_timed_one(
+    learner, learner_client, no_refill
+):
+    confuse(learner, "launch-bound", "healthy")
+    r = learner_client.post("/drill/next/", {"mode": "perfetto"})
+    assert "/drill/attempts/" in r["Location"]
+    assert Attempt.objects.get(submitted_at__isnull=True).kind == Attempt.Kind.DRILL
+    services.close_attempt(Attempt.objects.get(submitted_at__isnull=True), "abandoned")
+    r = learner_client.post("/drill/next/", {"mode": "timed"})
+    assert TRIAL_URL.search(r["Location"]), r["Location"]
+
+
 def test_after_the_fix_exists_only_after_the_commit(
     learner, learner_client, no_refill, tasks_inline, django_capture_on_commit_callbacks
 ):
