@@ -88,9 +88,9 @@ def _scenarios(stats: dict[str, Any], table: list[dict[str, Any]]) -> str:
         '      <th scope="col" class="num">Last 10</th><th scope="col" class="num">Median time'
         f'</th><th scope="col" class="num">Under {limit} s</th>\n'
         '      <th scope="col" class="num">Step time</th><th scope="col" class="num">Gap</th>\n'
-        '      <th scope="col" class="num">Measurement</th><th scope="col" class="num">Value</th>'
+        '      <th scope="col" class="num">Measure&shy;ment</th><th scope="col" class="num">Value</th>'
         '<th scope="col" class="num">Fix</th><th scope="col" class="num">Expected win</th>\n'
-        '      <th scope="col" class="num">Retrievability</th><th scope="col">Next due</th>\n'
+        '      <th scope="col" class="num">Retriev&shy;ability</th><th scope="col">Next due</th>\n'
         "    </tr></thead>\n"
         "    <tbody>\n    "
         f"{''.join(_scenario_row(r) for r in table)}"
@@ -231,7 +231,7 @@ def _rest(stats: dict[str, Any], sentence_html: str, accuracy: str, activity_svg
         '  <h2 id="per-sentence">Accuracy per sentence over time</h2>\n'
         '  <p class="muted">Each sentence of the diagnosis, week by week: reading the numbers off '
         "the trace, not only recognising the picture.</p>\n"
-        f"  {sentence_html}\n"
+        f'  <div class="table-scroll">{sentence_html}</div>\n'
         "</section>\n\n"
         '<section class="card">\n'
         "  <h2>Accuracy over time</h2>\n"
@@ -256,12 +256,12 @@ def _math(math: list[dict[str, Any]]) -> str:
     return (
         '<section class="card">\n'
         '  <h2 id="math">Mental math by family</h2>\n'
-        '  <table class="compact" aria-describedby="math">\n'
+        '  <div class="table-scroll"><table class="compact" aria-describedby="math">\n'
         '    <thead><tr><th scope="col">Family</th><th scope="col" class="num">Attempts</th>'
         '<th scope="col" class="num">Accuracy</th><th scope="col" class="num">Retrievability'
         '</th><th scope="col">Next due</th></tr></thead>\n'
         f"    <tbody>{rows}</tbody>\n"
-        "  </table>\n"
+        "  </table></div>\n"
         "</section>\n"
     )
 

@@ -74,3 +74,28 @@ def test_drill_page_fits_390px_with_a_narrow_label_column(phone):
     for sel in (".topbar nav", ".framing"):
         box = pg.locator(sel).first.bounding_box()
         assert box["x"] >= 0 and box["x"] + box["width"] <= 391, (sel, box)
+
+
+def test_the_dashboard_fits_a_phone_and_a_1280_px_window(phone, live_server, browser):
+    """Wide tables and charts scroll inside their cards on a phone; at 1280 px the per-scenario
+    table's columns all show without scrolling."""
+    from drills.models import Attempt
+    from drills.trainer import services
+
+    services.close_attempt(Attempt.objects.get(submitted_at__isnull=True), "abandoned")
+    pg = phone
+    pg.goto(f"{live_server.url}/dashboard/")
+    pg.wait_for_selector("table.dash-table")
+    sw = pg.evaluate("() => document.documentElement.scrollWidth")
+    assert sw <= 390, (sw, overflowing(pg))
+
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    ctx.add_cookies(pg.context.cookies())
+    wide = ctx.new_page()
+    wide.goto(f"{live_server.url}/dashboard/")
+    box = wide.evaluate(
+        """() => { const s = document.querySelector('table.dash-table').parentElement;
+        return [s.clientWidth, s.scrollWidth, document.documentElement.scrollWidth]; }"""
+    )
+    ctx.close()
+    assert box[1] <= box[0] and box[2] <= 1280, box
