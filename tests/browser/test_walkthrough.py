@@ -140,3 +140,20 @@ def test_track_index_shows_progress_and_read_marks(page, live_server):
     assert page.evaluate("() => document.querySelector('.progress-bar').style.width") != "0%"
     shot(page, "index.png")
     assert not page.errors, page.errors
+
+
+@pytest.mark.parametrize("width", [1280, 1440])
+def test_the_toolbar_readout_shows_whole_in_a_walkthroughs_column(page, live_server, width):
+    """The walkthrough's timeline sits in a column narrower than a drill's: the readout ("View …",
+    "Drag to measure") takes a line of its own there rather than being cut."""
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{live_server.url}{WALKTHROUGH}")
+    page.wait_for_selector("#timeline .tt-readout")
+    cut = page.evaluate(
+        """() => [...document.querySelectorAll('#timeline .tt-readout > span')]
+        .filter(e => e.scrollWidth > e.clientWidth + 1 || e.getBoundingClientRect().left <
+                     e.closest('.tt-toolbar').getBoundingClientRect().left)
+        .map(e => e.textContent)"""
+    )
+    assert cut == [], cut
+    assert page.locator("#timeline .tt-range-out").inner_text() == "Drag to measure"
