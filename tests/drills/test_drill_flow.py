@@ -343,3 +343,18 @@ def test_drill_start_is_a_fixed_few_queries_and_reads_no_trace_bytes(
         assert f"/traces/{attempt.trace_id}/timeline.json" in html
         learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
     assert len(set(counts[1:])) == 1, counts
+
+
+def test_a_perfetto_only_reveal_says_its_time_is_after_the_loading_allowance(
+    learner_client, no_refill, settings
+):
+    settings.TRACETRACK = {**settings.TRACETRACK, "PERFETTO_LOAD_ALLOWANCE_S": 15}
+    attempt = start(learner_client, mode="perfetto")
+    Attempt.objects.filter(pk=attempt.pk).update(served_at=timezone.now() - timedelta(seconds=40))
+    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    html = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
+    assert re.search(r"· 2[56] s on the clock \(its first 15 s were Perfetto loading\)", html)
+    timed = start(learner_client)
+    learner_client.post(f"/drill/attempts/{timed.pk}/diagnosis/", right_answer(timed))
+    timed_html = learner_client.get(f"/drill/attempts/{timed.pk}/").content.decode()
+    assert "Perfetto loading" not in timed_html
