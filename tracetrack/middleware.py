@@ -1,13 +1,17 @@
-"""Refuse, with 400, any request that carries a NUL character in its path, query or form fields.
+"""Two rules for every request.
 
-No page has a use for one, the filesystem and PostgreSQL both reject NUL in strings (an
-``embedded null byte`` or "cannot contain NUL" error deep in a view would be a 500), and
-checking once here keeps every view and form free of that case.
+``RejectNulMiddleware`` refuses, with 400, any request that carries a NUL character in its path,
+query or form fields. No page has a use for one, the filesystem and PostgreSQL both reject NUL in
+strings (an ``embedded null byte`` or "cannot contain NUL" error deep in a view would be a 500),
+and checking once here keeps every view and form free of that case.
+
+``MethodNotAllowedPageMiddleware`` answers a browser that opens a POST-only address with a page.
 """
 
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import render
 
 
 def _has_nul(query) -> bool:
@@ -24,3 +28,21 @@ class RejectNulMiddleware:
         if request.method == "POST" and _has_nul(request.POST):
             return HttpResponseBadRequest("NUL characters are not accepted.")
         return self.get_response(request)
+
+
+class MethodNotAllowedPageMiddleware:
+    """A page, not an empty body, for a browser that opens an address only a form's button posts
+    to (``/accounts/logout/``, ``/renarrations/next/``, …): Django answers such a GET with a bare
+    405, which the browser shows as its own error page. The status and ``Allow`` stay."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code != 405 or request.method != "GET" or response.content:
+            return response
+        page = render(request, "405.html", {"request_path": request.path}, status=405)
+        if allow := response.get("Allow"):
+            page["Allow"] = allow
+        return page
