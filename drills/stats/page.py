@@ -88,7 +88,8 @@ def _scenarios(stats: dict[str, Any], table: list[dict[str, Any]]) -> str:
         '      <th scope="col" class="num">Last 10</th><th scope="col" class="num">Median time'
         f'</th><th scope="col" class="num">Under {limit} s</th>\n'
         '      <th scope="col" class="num">Step time</th><th scope="col" class="num">Gap</th>\n'
-        '      <th scope="col" class="num">Measure&shy;ment</th><th scope="col" class="num">Value</th>'
+        '      <th scope="col" class="num">Measure&shy;ment</th>'
+        '<th scope="col" class="num">Value</th>'
         '<th scope="col" class="num">Fix</th><th scope="col" class="num">Expected win</th>\n'
         '      <th scope="col" class="num">Retriev&shy;ability</th><th scope="col">Next due</th>\n'
         "    </tr></thead>\n"
