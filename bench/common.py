@@ -80,15 +80,24 @@ def setup_database(name: str) -> tuple[str, Callable[[], None]]:
 
 
 def trivial_urlconf() -> types.ModuleType:
-    """The project's URLs plus ``/bench/trivial/``: a signed-in view that returns "ok"."""
+    """The project's URLs plus ``/bench/trivial/``, a signed-in view that returns "ok", and
+    ``/bench/page/``, a bare signed-in page: the site's layout (``base.html``), nothing in it."""
     from django.http import HttpResponse
+    from django.shortcuts import render
     from django.urls import include, path
 
     def trivial(request):
         return HttpResponse("ok", content_type="text/plain")
 
+    def bare_page(request):
+        return render(request, "base.html")
+
     module = types.ModuleType("bench_urls")
-    module.urlpatterns = [path("bench/trivial/", trivial), path("", include("tracetrack.urls"))]
+    module.urlpatterns = [
+        path("bench/trivial/", trivial),
+        path("bench/page/", bare_page),
+        path("", include("tracetrack.urls")),
+    ]
     return module
 
 

@@ -7,7 +7,8 @@ DATABASE_URL is set (postgres://...), a ``tracetrack_bench`` database on that se
 here and dropped at the end. One learner gets N graded attempts over the last year (every
 scenario, some lookalike confusions, some practice), scenario and math cards, and a second
 learner gets a few attempts (they must not slow the first one down). Then the Django test Client
-(full middleware stack, signed in) fetches ``/dashboard/``, ``/dashboard/stats.json`` and a
+(full middleware stack, signed in) fetches ``/dashboard/``, ``/dashboard/stats.json``, a bare
+signed-in page (the site's layout with nothing in it: what the target is a multiple of) and a
 trivial signed-in view that returns "ok", interleaved, and the medians and ratios are printed;
 also the first dashboard view after each grade (a real one: a new graded attempt stored and
 counted as the live path does, in one transaction, whose time is printed too): once the worker
@@ -198,6 +199,7 @@ def main() -> int:
 
         urls = {
             "trivial": "/bench/trivial/",
+            "bare page": "/bench/page/",
             "dashboard": "/dashboard/",
             "stats.json": "/dashboard/stats.json",
         }
@@ -253,15 +255,16 @@ def main() -> int:
         # The views a learner repeats (the cache answers); the first view after each grade
         # is printed above for what it is.
         worst = max(med["dashboard"], med["stats.json"], med["after grade, drawn ahead"])
-        ratio = worst / med["trivial"]
+        page = med["bare page"]
         print(
-            f"slowest dashboard view: {worst * 1000:.1f} ms = {ratio:.1f}x trivial "
-            "(target: <= 3x a bare authenticated page)"
+            f"slowest dashboard view: {worst * 1000:.1f} ms = {worst / page:.1f}x a bare signed-in "
+            f"page (target: <= 3x), {worst / med['trivial']:.1f}x the 'ok' view"
         )
         first = med["after grade, not drawn"]
         print(
             f"first view after a grade, before the worker: {first * 1000:.1f} ms = "
-            f"{first / med['trivial']:.1f}x trivial"
+            f"{first / page:.1f}x a bare signed-in page, "
+            f"{first / med['trivial']:.1f}x the 'ok' view"
         )
         return 0
     finally:
