@@ -96,7 +96,8 @@ def walkthrough_trace(page: Page, user) -> Trace:
         .first()
     )
     built = earlier or pool.drawn_or_draw(
-        f"narrated:{page.slug}",
+        "narrated",
+        page.slug,
         lambda: pool.build_trace(
             scenario, seed, hardware=page.hardware, source=Trace.Source.NARRATED
         ),
@@ -109,6 +110,7 @@ def walkthrough_trace(page: Page, user) -> Trace:
     return trace
 
 
+@pool.draws_outside_transaction
 def start(user, slug: str, now: datetime | None = None) -> Attempt:
     """Serve the walkthrough's trace as a re-narration (resuming an open one). Raises NotDue
     unless the walkthrough is read and its re-narration is due."""
@@ -124,11 +126,6 @@ def start(user, slug: str, now: datetime | None = None) -> Attempt:
         raise NotDue("Mark the walkthrough read first; it comes back the next day.")
     if entry.due > now:
         raise NotDue("This re-narration is not due yet.")
-    return _serve(user, page, slug)
-
-
-@pool.draws_outside_transaction
-def _serve(user, page: Page, slug: str) -> Attempt:
     with transaction.atomic():
         trace = walkthrough_trace(page, user)
         return trainer.start_on_trace(user, trace, kind=Attempt.Kind.RENARRATION, item=slug)

@@ -235,48 +235,48 @@ def claim_or_generate(user, scenario: str) -> Trace:
 class MustDraw(Exception):
     """Raised inside a deal's transaction: leave it, call ``draw``, deal again."""
 
-    def __init__(self, key: str, draw: Callable[[], Any]):
-        super().__init__(key)
-        self.key, self.draw = key, draw
+    def __init__(self, kind: str, item: str, draw: Callable[[], Any]):
+        super().__init__(kind, item)
+        self.key, self.draw = (kind, item), draw
 
 
 @dataclass
 class _Drawn:
-    rows: dict[str, Any] = field(default_factory=dict)
-    inline: bool = False  # the last pass: draw where the deal is
+    rows: dict[tuple[str, str], Any] = field(default_factory=dict)  # (kind, item) -> drawn
+    inline: bool = False  # the second pass: draw where the deal is
 
 
 _drawn: ContextVar[_Drawn | None] = ContextVar("tracetrack_drawn", default=None)
-DRAW_PASSES = 3
 
 
-def drawn_or_draw[T](key: str, draw: Callable[[], T]) -> T:
-    """What ``draw`` returns, drawn before the current deal's transaction when the deal is run by
-    ``draws_outside_transaction`` (else drawn here). ``key`` names the draw within the deal."""
+def drawn_or_draw[T](kind: str, item: str, draw: Callable[[], T]) -> T:
+    """What ``draw`` returns for ``item`` (a scenario, a pair, a walkthrough) of ``kind``
+    ("trace", "pair", "narrated"): drawn before the current deal's transaction when the deal is
+    run by ``draws_outside_transaction``, else drawn here."""
     state = _drawn.get()
     if state is not None:
-        if key in state.rows:
-            return state.rows.pop(key)
+        if (kind, item) in state.rows:
+            return state.rows.pop((kind, item))
         if not state.inline and connection.in_atomic_block:
-            raise MustDraw(key, draw)
+            raise MustDraw(kind, item, draw)
     return draw()
 
 
 def drawn_item(kind: str) -> str | None:
-    """The item (scenario, pair) of a ``kind`` ("trace", "pair") drawn for the running deal
-    before its transaction, if any: the deal's next pass deals what its first pass chose, whatever
-    the scheduler would pick now, so a draw is never wasted on a changed mind."""
+    """The item of ``kind`` drawn for the running deal before its transaction, if any: the
+    deal's second pass deals what its first pass chose, whatever the scheduler would pick now,
+    so a draw is never wasted on a changed mind."""
     state = _drawn.get()
     if state is None:
         return None
-    return next((k.split(":", 1)[1] for k in state.rows if k.startswith(f"{kind}:")), None)
+    return next((item for k, item in state.rows if k == kind), None)
 
 
 def draws_outside_transaction[**P, T](fn: Callable[P, T]) -> Callable[P, T]:
     """Run a deal so that what it must generate on the request is generated with no transaction
     of its open (see ``MustDraw``): a deal that must draw runs twice, the second time dealing
-    what it drew (``drawn_item``); should it need another draw, the last of ``DRAW_PASSES``
-    passes draws in place. Nested deals defer to the outermost one."""
+    what it drew (``drawn_item``) and drawing in place anything else it needs. Nested deals
+    defer to the outermost one."""
 
     @functools.wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -285,13 +285,12 @@ def draws_outside_transaction[**P, T](fn: Callable[P, T]) -> Callable[P, T]:
         state = _Drawn()
         token = _drawn.set(state)
         try:
-            for n in range(DRAW_PASSES):
-                state.inline = n == DRAW_PASSES - 1
-                try:
-                    return fn(*args, **kwargs)
-                except MustDraw as need:
-                    state.rows[need.key] = need.draw()
-            raise AssertionError("unreachable: the last pass draws in place")
+            try:
+                return fn(*args, **kwargs)
+            except MustDraw as need:
+                state.rows[need.key] = need.draw()
+            state.inline = True
+            return fn(*args, **kwargs)
         finally:
             _drawn.reset(token)
 
@@ -308,7 +307,7 @@ def generate_claimed(user, scenario: str) -> Trace:
     """A trace of ``scenario`` generated on the request path and claimed by ``user`` (the pool
     had none; its refill has been asked for). Drawn before the deal's transaction when the deal
     runs ``draws_outside_transaction``."""
-    trace = drawn_or_draw(f"trace:{scenario}", lambda: on_demand_row(scenario))
+    trace = drawn_or_draw("trace", scenario, lambda: on_demand_row(scenario))
     trace.claimed_at = timezone.now()
     trace.claimed_by = user
     trace.save(force_insert=True)

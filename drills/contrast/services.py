@@ -72,7 +72,7 @@ def deal(user, pair: str, now: datetime | None = None) -> Attempt:
             return generate_pair_rows(pair, seed, left_first=left_first)
 
         # before the deal's transaction when the deal runs `pool.draws_outside_transaction`
-        left, right = pool.drawn_or_draw(f"pair:{pair}", draw)
+        left, right = pool.drawn_or_draw("pair", pair, draw)
     for row in (left, right):
         row.claimed_at = now
         row.claimed_by = user
