@@ -340,11 +340,10 @@ def split_ranks(r: RankTrace) -> list[RankTrace]:
     if len(rank_of) < len(gpu_pids) + len(host_pids):
         gpus = [p for p in gpu_pids if p not in rank_of]
         hosts = [p for p in host_pids if p not in rank_of]
-        devices = [GPU_IN_PROCESS.search(r.process_labels.get(p, "")) for p in gpus]
-        if all(devices) and len({int(m.group(1)) for m in devices if m}) == len(gpus):
-            numbers = [int(m.group(1)) for m in devices if m]
-        else:
-            numbers = list(range(len(gpus)))
+        found = [GPU_IN_PROCESS.search(r.process_labels.get(p, "")) for p in gpus]
+        numbers = [int(m.group(1)) if m else -1 for m in found]
+        if -1 in numbers or len(set(numbers)) < len(numbers):
+            numbers = list(range(len(gpus)))  # no device number, or the same one twice
         order = sorted(zip(numbers, gpus, strict=True))
         hosts.sort(key=lambda p: (r.sort_index.get(p, 0), p))
         if len(hosts) != len(order):
@@ -354,7 +353,7 @@ def split_ranks(r: RankTrace) -> list[RankTrace]:
     ranks = sorted(set(rank_of.values()))
     if len(ranks) < 2:
         return [r]
-    world = max(r.world_size or 0, len(ranks), max(ranks) + 1)
+    world = max(r.world_size or 0, ranks[-1] + 1)
     out = []
     for n in ranks:
         pids = [p for p, k in rank_of.items() if k == n]

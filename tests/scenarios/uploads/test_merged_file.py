@@ -55,6 +55,7 @@ def test_an_uploads_stored_export_uploads_again_as_the_same_ranks():
         Limits(),
     )
     again = load("export.json", io.BytesIO(to_perfetto(first)), Limits())
+    assert [r.rank for r in again] == list(range(trace.world))
     assert [r.rank for r in again] == [r.rank for r in first]
     assert [r.n for r in again] == [r.n for r in first]
 
