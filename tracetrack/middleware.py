@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
+from django.urls import reverse
 
 
 def _has_nul(query) -> bool:
@@ -40,9 +41,14 @@ class MethodNotAllowedPageMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if response.status_code != 405 or request.method != "GET" or response.content:
+        if response.status_code != 405 or request.method != "GET":
             return response
-        page = render(request, "405.html", {"request_path": request.path}, status=405)
+        if response.streaming or response.content:
+            return response
+        sign_out = request.path == reverse("logout") and request.user.is_authenticated
+        page = render(
+            request, "405.html", {"request_path": request.path, "sign_out": sign_out}, status=405
+        )
         if allow := response.get("Allow"):
             page["Allow"] = allow
         return page
