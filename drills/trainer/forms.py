@@ -43,7 +43,8 @@ class DiagnosisForm(forms.Form):
 
     step_ms = _number(
         "1 · Step time (ms)",
-        f"The current step time, averaged over the steps shown. Graded ±"
+        f"The job's step time: each step lasts as long as its slowest rank; average the "
+        f"steps shown. Graded ±"
         f"{D.STEP_TOLERANCE * 100:.0f} %.",
         names="the step time",
         positive=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.core.management import call_command
@@ -92,6 +93,10 @@ def test_the_reveal_shows_five_sentences_with_values_tolerances_and_evidence(
     shown = f"{step:,.{digits}f}".replace(",", " ")
     assert shown in html and "±10 %" in html
     assert html.count('class="show-me"') >= 5
+    # which step time that is, when one rank alone would read a little less
+    multi_rank = attempt.trace.key["facts"]["world"] > 1
+    said = f"{shown} ms (each step's slowest rank, averaged)" in unescape(html)
+    assert said == multi_rank
 
 
 def test_the_reveal_says_how_to_take_the_confirming_measurement_in_the_viewer(
