@@ -90,6 +90,10 @@ def test_a_confusion_is_followed_by_a_trial_on_that_pair(learner, learner_client
     assert pair.reviews == 1 and pair.due > timezone.now()
     html = learner_client.get(r["Location"]).content.decode()
     assert 'id="difference"' in html and f'data-side="{side}"' in html
+    # "the right trace" would read as "the correct one" too: the sides are named as places
+    title = escape(engine.title_of(trial.scenario))
+    assert re.search(rf"{re.escape(title)} was the trace on the <span[^>]*>{side}</span>", html)
+    assert f"the one on the <strong>{side}</strong>" in html and ">correct<" in html
     # A trial is no evidence on either scenario: the confusion matrix still counts one attempt.
     stats = learner_client.get("/dashboard/stats.json").json()
     assert stats["totals"]["graded"] == 1
