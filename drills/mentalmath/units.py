@@ -177,6 +177,12 @@ def parse_answer(text: str, canonical_unit: str) -> ParsedAnswer:
     if not math.isfinite(value):
         raise UnitError(f"couldn't read a finite number in {text.strip()!r}")
     want_dim, want_factor = lookup_unit(canonical_unit)
+    if value < 0:
+        # every quantity asked for (a time, a bandwidth, a size, a rate, a share, a speedup, a
+        # count) is zero or more: a minus sign is a slip, not an answer to grade
+        raise UnitError(
+            f"{DIMENSION_NAMES[want_dim]} can't be negative: {text.strip()!r} has a minus sign"
+        )
     if not unit:
         return ParsedAnswer(value=value, unit_given="")
     dim, factor = lookup_unit(unit)

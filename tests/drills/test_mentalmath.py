@@ -750,6 +750,8 @@ def test_generated_tolerance_edges(p: Problem):
         ("68 GB", "size"),
         ("68 FLOP/B", "intensity"),
         ("68x", "speedup"),
+        ("-68 ms", "a time can't be negative"),
+        ("-1", "can't be negative"),
     ],
 )
 def test_bad_input_is_not_graded(text, fragment):
@@ -770,6 +772,10 @@ def test_parse_answer_raises_unit_error():
     with pytest.raises(UnitError):
         parse_answer("68 GB/s", "ms")
     assert parse_answer("68,000 µs", "ms").value == pytest.approx(68.0)
+    assert parse_answer("+1.5x", "x").value == pytest.approx(1.5)
+    assert parse_answer("0 %", "%").value == 0.0
+    with pytest.raises(UnitError, match="a speedup can't be negative"):
+        parse_answer("-1 ×", "x")
 
 
 @settings(max_examples=200, deadline=None)
