@@ -25,7 +25,7 @@ from drills.mentalmath.forms import MathAnswerForm, MathStartForm, SprintAnswerF
 from drills.mentalmath.problem import fmt, tolerance_text
 from drills.models import Attempt, Card, MathAttempt, MathSprint
 from drills.stats.dashboard import math_stats
-from drills.stats.format import pct
+from drills.stats.format import RETRIEVABILITY_NOTE, pct
 from scenarios.models import Trace
 
 RATING_LABELS = {1: "Again", 2: "Hard", 3: "Good", 4: "Easy"}
@@ -91,6 +91,7 @@ def home(request: HttpRequest) -> HttpResponse:
         "sprint_s": svc.SPRINT_S,
         "limit_s": svc.time_limit_s(),
         "now": now,
+        "retrievability_note": RETRIEVABILITY_NOTE,
     }
     return _no_store(TemplateResponse(request, "drills/math/home.html", context))
 

@@ -34,3 +34,13 @@ def mmss(seconds: float | None) -> str:
         return "—"
     total = round(seconds)
     return f"{total // 60}:{total % 60:02d}"
+
+
+# What the retrievability column means, said wherever it is shown beside an accuracy: just after
+# a review it reads near 100 % whatever the answer was (FSRS measures recall since the last
+# review), so a fresh miss would otherwise look mastered.
+RETRIEVABILITY_NOTE = (
+    "Retrievability is the scheduler's estimate that you would answer right today. Just after "
+    "any review it reads near 100 %, right or wrong; after a miss it falls within days, so the "
+    "item comes back soon (next due)."
+)

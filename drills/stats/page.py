@@ -17,7 +17,7 @@ from typing import Any
 from django.template.defaultfilters import floatformat
 from django.urls import reverse
 
-from drills.stats.format import day_label, esc
+from drills.stats.format import RETRIEVABILITY_NOTE, day_label, esc
 
 LIVE = "<!--live-->"
 
@@ -79,6 +79,7 @@ def _scenarios(stats: dict[str, Any], table: list[dict[str, Any]]) -> str:
     return (
         '<section class="card">\n'
         '  <h2 id="per-scenario">Per scenario</h2>\n'
+        f'  <p class="muted">{esc(RETRIEVABILITY_NOTE)}</p>\n'
         '  <div class="table-scroll">\n'
         '  <table class="compact dash-table" aria-describedby="per-scenario">\n'
         "    <thead><tr>\n"

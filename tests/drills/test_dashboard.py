@@ -198,6 +198,15 @@ def test_dashboard_needs_sign_in(client):
     assert client.get("/dashboard/stats.json").status_code == 302
 
 
+def test_the_retrievability_column_says_what_it_reads_after_a_miss(learner, learner_client):
+    """Just after a miss, FSRS reads retrievability near 100 % beside 0 % accuracy: the table
+    says why, so the learner doesn't read the row as mastered."""
+    save_all([build(learner, S, B, timezone.now() - timedelta(minutes=5), elapsed=40)])
+    html = learner_client.get("/dashboard/").content.decode()
+    note = html.index("Retrievability is the scheduler&#x27;s estimate")
+    assert html.index('id="per-scenario"') < note < html.index("Retriev&shy;ability</th>")
+
+
 def _many(user, n, start=0):
     slugs = list(engine.SCENARIOS)
     rows = []

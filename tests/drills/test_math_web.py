@@ -20,6 +20,7 @@ from drills.mentalmath import FAMILIES
 from drills.mentalmath import services as math_services
 from drills.models import Attempt, Card, MathAttempt, MathSprint
 from drills.stats.dashboard import math_stats
+from drills.stats.format import RETRIEVABILITY_NOTE
 from drills.trainer import services
 from tests.conftest import right_answer
 
@@ -240,6 +241,8 @@ def test_a_wrong_answer_is_graded_wrong_and_its_family_comes_back_sooner(
     # FSRS's shortest interval is a day, so both are due tomorrow, but the miss is weaker ...
     assert missed.due - known.due < timedelta(minutes=1)
     assert missed.state["stability"] < known.state["stability"]
+    # a fresh miss reads near 100 % retrievability beside 0 % accuracy: the page says why
+    assert htmllib.escape(RETRIEVABILITY_NOTE) in learner_client.get("/math/").content.decode()
 
     # ... so tomorrow, with both due, the missed family is served first, before the unseen ones
     tomorrow = max(missed.due, known.due) + timedelta(seconds=5)
