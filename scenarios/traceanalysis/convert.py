@@ -90,6 +90,14 @@ def assemble(parsed: list[RankTrace]) -> list[RankTrace]:
                 )
     for p in parsed:
         if not np.isin(p.kind, GPU_KINDS).any():
+            if p.skipped:
+                # the GPU events may be there with fields we could not read: say so, not "record
+                # it again with CUDA on"
+                raise TraceError(
+                    f"{p.source}: no usable GPU events (kernels, memcpy or memset); "
+                    f"{p.skipped:,} event{'s' if p.skipped != 1 else ''} had no numeric "
+                    '"ts" or a missing or negative "dur" and were left out.'
+                )
             raise TraceError(
                 f"{p.source}: no GPU events (kernels, memcpy or memset). Record the trace with "
                 "ProfilerActivity.CUDA so the GPU side is in it."

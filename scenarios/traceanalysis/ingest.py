@@ -272,6 +272,11 @@ def read_files(name: str, fileobj: BinaryIO, limits: Limits) -> list[tuple[str, 
         budget.add(len(data), name)
         files = list(_members_tar(io.BytesIO(data), budget, limits, gz=False))
     else:
+        if name.lower().endswith((".gz", ".tgz")) and data.lstrip()[:1] not in (b"{", b"["):
+            raise TraceError(
+                f"{name}: the name ends in .gz but the file is not gzip data (nor plain JSON). "
+                "Upload the file as the profiler wrote it."
+            )
         budget.add(len(data), name)
         files = [(name, data)]
     if not files:

@@ -111,6 +111,24 @@ def test_bad_single_files(data, message):
         run(data)
 
 
+def test_a_gz_name_on_data_that_is_not_gzip_says_so():
+    with pytest.raises(
+        TraceError, match=r"t\.json\.gz: the name ends in \.gz but the file is not gzip"
+    ):
+        run(b"hello, not json", "t.json.gz")
+    # plain JSON under a .gz name is read as it is
+    assert [r.rank for r in run(js(rank_doc(0)), "t.json.gz")] == [0]
+
+
+def test_gpu_events_with_unreadable_times_are_named_not_called_missing():
+    doc = rank_doc(0, gpu=False)
+    doc["traceEvents"].append(
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "abc", "dur": -5}
+    )
+    with pytest.raises(TraceError, match=r'1 event had no numeric "ts" or a missing or negative'):
+        run(js(doc))
+
+
 def test_zip_bomb_rejected_before_decompressing():
     bomb = zipped({"rank-0.json": b"{" + b" " * (8 << 20) + b"}"})
     assert len(bomb) < SMALL.max_upload_bytes
