@@ -181,12 +181,17 @@ def test_walkthrough_substitutes_this_traces_numbers(learner_client):
     from content import timelines
 
     wt = content_pages.get_page("walkthrough-exposed-allreduce")
-    key = timelines.bundle(wt.scenario, wt.seed, wt.hardware)["key"]
+    bundle = timelines.bundle(wt.scenario, wt.seed, wt.hardware)
+    key = bundle["key"]
     html = learner_client.get(wt.url).content.decode()
     assert f"{key['step_ms']:.1f} ms" in html
     assert f"{key['expected_step_ms']:.1f}" in html
     for line in key["arithmetic"]:
         assert content_pages.html.escape(line) in html
+    # the prompt's theory is printed as written, not wrapped in a second attribution
+    theory = bundle["prompt"]["theory"]
+    assert f'<dd class="theory">{content_pages.html.escape(theory)}</dd>' in html
+    assert "colleague says" not in html.lower()
 
 
 def test_four_tool_pages_with_the_five_sections():
