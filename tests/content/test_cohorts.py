@@ -398,6 +398,17 @@ def test_status_rules():
     assert status(now, due, None, now) == "late"
 
 
+def test_counts_of_one_are_singular(client, people, cohort, wset):
+    goal = Assignment(cohort=cohort, walkthrough_set=wset, goal=Assignment.Goal.PAIRS)
+    goal.goal_pair_drills = 1
+    assert goal.goal_text() == "each lookalike pair drilled ≥ 1 time by the due date"
+    goal.goal_pair_drills = 3
+    assert goal.goal_text() == "each lookalike pair drilled ≥ 3 times by the due date"
+    make_attempt(people["ada"], "straggler", "bandwidth-bound-collective")
+    html = as_user(client, people["teacher"]).get(f"/cohorts/{cohort.pk}/").content.decode()
+    assert "ada</a> (1 mix-up in 1 drill, 100%)" in html
+
+
 def test_drill_goals(people, cohort, wset):
     now = timezone.now()
     a = Assignment.objects.create(
