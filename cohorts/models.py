@@ -138,7 +138,9 @@ class Assignment(models.Model):
         if self.goal == self.Goal.RETENTION:
             return f"every scenario at retrievability ≥ {self.goal_retention:.2f} by the due date"
         if self.goal == self.Goal.PAIRS:
-            return f"each lookalike pair drilled ≥ {self.goal_pair_drills} times by the due date"
+            n = self.goal_pair_drills
+            times = "time" if n == 1 else "times"
+            return f"each lookalike pair drilled ≥ {n} {times} by the due date"
         return ""
 
 

@@ -140,7 +140,7 @@ def _pair_trial(p: dict[str, Any]) -> str:
         f'      <div class="pair-text"><strong>{esc(p["titles"][0])}</strong> vs '
         f"<strong>{esc(p['titles'][1])}</strong>{lookalike}:\n"
         f'        <span class="rate">{esc(p["rate_txt"])}</span> <span class="muted">'
-        f"({p['right']} of {p['trials']} trials right)</span></div>\n"
+        f"({p['right']} of {p['trials']} trial{_plural(p['trials'])} right)</span></div>\n"
         f'      <div class="pair-trend">{p["spark_svg"]}\n'
         '        <span class="muted small">'
         f"{_trend_note(p['spark'], 'no trials in 12 weeks')}</span></div>\n"
@@ -150,12 +150,13 @@ def _pair_trial(p: dict[str, Any]) -> str:
 
 def _confusion_and_pairs(stats: dict[str, Any], confusion_svg: str, pairs: list) -> str:
     confusion = stats["confusion"]
+    total = confusion["total"]
     return (
         '<div class="dash-grid">\n'
         '<section class="card">\n'
         "  <h2>Confusion matrix</h2>\n"
         '  <p class="muted">Rows: the true scenario; columns: what you answered. The diagonal is '
-        f"right. Outlined cells are the lookalike pairs. {confusion['total']} graded attempts, "
+        f"right. Outlined cells are the lookalike pairs. {total} graded attempt{_plural(total)}, "
         f"{confusion['correct']} on the diagonal.</p>\n"
         f'  <div class="chart-scroll">{confusion_svg}</div>\n'
         "</section>\n\n"

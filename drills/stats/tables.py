@@ -25,7 +25,13 @@ def _cells(cells: list[dict[str, Any]]) -> str:
 
 def sentence_table_html(st: dict[str, Any]) -> SafeString:
     """The table of ``charts.sentence_table``'s rows: the weeks with attempts, newest first,
-    and the window's total."""
+    and the window's total; without a graded attempt in the window, a sentence saying so (a table
+    of no weeks would show only an empty total row)."""
+    if not st["weeks"]:
+        return mark_safe(
+            '<p class="muted" id="sentence-accuracy-empty">'
+            "No graded attempts in the last 12 weeks.</p>\n"
+        )
     heads = "".join(f'<th scope="col" class="num">{esc(t)}</th>' for t in st["titles"])
     rows = []
     for w in st["weeks"]:
@@ -37,11 +43,6 @@ def sentence_table_html(st: dict[str, Any]) -> SafeString:
             f'      <td class="num">{w["attempts"]}</td>\n'
             f"      {_cells(w['cells'])}\n"
             "    </tr>\n"
-        )
-    if not rows:
-        rows.append(
-            f'    <tr><td colspan="{len(st["titles"]) + 2}" class="muted">'
-            "No graded attempts in the last 12 weeks.</td></tr>\n"
         )
     return mark_safe(
         '<div class="table-scroll">\n'

@@ -141,7 +141,7 @@ def test_a_lookalike_confusion_brings_a_contrast_trial_and_the_fix_shows(
     page.goto(f"{live_server.url}/dashboard/")
     row = page.inner_text(f"[data-pair-card='{pair.item}']")
     assert engine.title_of(TRUE) in row and engine.title_of(TWIN) in row
-    assert "1 of 1 trials right" in row
+    assert "1 of 1 trial right" in row
     assert page.errors == []
 
 

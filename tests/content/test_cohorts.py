@@ -398,6 +398,36 @@ def test_status_rules():
     assert status(now, due, None, now) == "late"
 
 
+def test_without_graded_attempts_the_per_sentence_section_says_so_without_a_table(
+    client, people, cohort
+):
+    """No graded attempt in the window: the sentence alone, no table of no weeks and no empty
+    "12 weeks" total row. One graded attempt brings the table back."""
+    empty = "No graded attempts in the last 12 weeks."
+    teacher = as_user(client, people["teacher"])
+    urls = [f"/cohorts/{cohort.pk}/", f"/cohorts/{cohort.pk}/learners/{people['ada'].pk}/"]
+    for url in urls:
+        html = teacher.get(url).content.decode()
+        assert empty in html, url
+        assert 'id="sentence-accuracy"' not in html and 'data-sentence-week="total"' not in html
+    make_attempt(people["ada"], "straggler", "bandwidth-bound-collective")
+    for url in urls:
+        html = teacher.get(url).content.decode()
+        assert empty not in html, url
+        assert 'id="sentence-accuracy"' in html and 'data-sentence-week="total"' in html
+
+
+def test_counts_of_one_are_singular(client, people, cohort, wset):
+    goal = Assignment(cohort=cohort, walkthrough_set=wset, goal=Assignment.Goal.PAIRS)
+    goal.goal_pair_drills = 1
+    assert goal.goal_text() == "each lookalike pair drilled ≥ 1 time by the due date"
+    goal.goal_pair_drills = 3
+    assert goal.goal_text() == "each lookalike pair drilled ≥ 3 times by the due date"
+    make_attempt(people["ada"], "straggler", "bandwidth-bound-collective")
+    html = as_user(client, people["teacher"]).get(f"/cohorts/{cohort.pk}/").content.decode()
+    assert "ada</a> (1 mix-up in 1 drill, 100%)" in html
+
+
 def test_drill_goals(people, cohort, wset):
     now = timezone.now()
     a = Assignment.objects.create(

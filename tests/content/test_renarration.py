@@ -20,6 +20,7 @@ from drills.scheduling.cards import rebuild_user
 from drills.stats.dashboard import learner_stats
 from scenarios.engine.catalog import title_of
 from tests.conftest import right_answer
+from tests.content.test_track import assert_no_focus_directives
 
 pytestmark = pytest.mark.django_db
 
@@ -118,6 +119,7 @@ def test_after_the_commit_the_narration_sits_beside_the_graded_answer(learner_cl
     assert page.title in html and 'id="narration"' in html and 'id="sentences"' in html
     for step in page.steps:
         assert step.title in html
+    assert_no_focus_directives(html, page.steps)
     assert html.count("✓ right") == 7  # every sentence of a right answer, graded right
     # An htmx submit is sent to the same page.
     read(learner, SECOND_WALK, timedelta(days=2))

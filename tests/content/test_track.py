@@ -37,6 +37,58 @@ class LinkParser(HTMLParser):
             self.links.append(a["data-src"])
 
 
+class TextParser(HTMLParser):
+    """The text a reader sees (not attributes, scripts or styles), and each step heading's."""
+
+    HIDDEN = {"script", "style", "template"}
+
+    def __init__(self):
+        super().__init__()
+        self.chunks: list[str] = []
+        self.headings: list[str] = []
+        self._hidden = 0
+        self._heading: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.HIDDEN:
+            self._hidden += 1
+        elif tag == "h3":
+            self._heading = []
+
+    def handle_endtag(self, tag):
+        if tag in self.HIDDEN:
+            self._hidden -= 1
+        elif tag == "h3" and self._heading is not None:
+            self.headings.append(" ".join("".join(self._heading).split()))
+            self._heading = None
+
+    def handle_data(self, data):
+        if not self._hidden:
+            self.chunks.append(data)
+            if self._heading is not None:
+                self._heading.append(data)
+
+
+def visible_text(html: str) -> TextParser:
+    p = TextParser()
+    p.feed(html)
+    return p
+
+
+# A step's focus directive (full | step:N | evidence:K | rank:R): it steers the timeline only.
+FOCUS_DIRECTIVE = re.compile(r"\b(?:step|evidence|rank):\d+\b")
+
+
+def assert_no_focus_directives(html: str, steps) -> None:
+    """Step headings read as their titles, and no focus directive shows anywhere as text."""
+    text = visible_text(html)
+    headings = [h for h in text.headings if h in {s.title for s in steps}]
+    assert headings == [s.title for s in steps], text.headings
+    shown = " ".join(text.chunks)
+    assert not FOCUS_DIRECTIVE.search(shown), FOCUS_DIRECTIVE.search(shown)
+    assert "full" not in {c.strip() for c in text.chunks}
+
+
 def parse(html: str) -> LinkParser:
     p = LinkParser()
     p.feed(html)
@@ -107,6 +159,8 @@ def test_six_walkthroughs_each_with_timeline_and_perfetto(learner_client):
         assert html.count('<li class="wt-step') == len(wt.steps) >= 3
         assert f'/walkthroughs/{wt.slug}/perfetto.json"' in html
         assert "Download as Perfetto JSON" in html
+        assert_no_focus_directives(html, wt.steps)
+        assert f'data-focus="{wt.steps[1].focus}"' in html  # still there for the timeline
 
         tl = learner_client.get(f"/walkthroughs/{wt.slug}/timeline.json")
         data = json.loads(body_of(tl))
@@ -127,12 +181,17 @@ def test_walkthrough_substitutes_this_traces_numbers(learner_client):
     from content import timelines
 
     wt = content_pages.get_page("walkthrough-exposed-allreduce")
-    key = timelines.bundle(wt.scenario, wt.seed, wt.hardware)["key"]
+    bundle = timelines.bundle(wt.scenario, wt.seed, wt.hardware)
+    key = bundle["key"]
     html = learner_client.get(wt.url).content.decode()
     assert f"{key['step_ms']:.1f} ms" in html
     assert f"{key['expected_step_ms']:.1f}" in html
     for line in key["arithmetic"]:
         assert content_pages.html.escape(line) in html
+    # the prompt's theory is printed as written, not wrapped in a second attribution
+    theory = bundle["prompt"]["theory"]
+    assert f'<dd class="theory">{content_pages.html.escape(theory)}</dd>' in html
+    assert "colleague says" not in html.lower()
 
 
 def test_four_tool_pages_with_the_five_sections():

@@ -70,6 +70,7 @@ def test_a_graded_drill_shows_on_the_very_next_view(learner_client, learner, no_
     first = drill(learner_client)
     page = body(learner_client)
     assert kpi(page, "graded") == "1"
+    assert "1 graded attempt, 1 on the diagonal." in page  # singular for one
     assert body(learner_client) == page  # the second view comes from the cache ...
     key = cached.key_of(learner, timezone.now())
     assert key is not None and cached.part(key, "page") is not None

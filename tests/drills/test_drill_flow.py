@@ -10,10 +10,13 @@ from datetime import timedelta
 from unittest.mock import ANY
 
 import pytest
+from django.template.loader import render_to_string
 from django.utils import timezone
+from django.utils.html import escape
 
 from drills.models import Attempt, Card
 from scenarios import engine
+from scenarios.engine.catalog import THEORY_TEXT
 from tests.conftest import right_answer
 
 pytestmark = pytest.mark.django_db
@@ -96,6 +99,12 @@ def test_a_drill_serves_a_trace_and_nothing_that_names_the_answer(learner_client
         assert f'name="{field}"' in html
     # the tolerances are stated where the learner reads the form
     assert "±10 %" in html and "±15 %" in html
+    # a colleague's theory, when the framing has one, reads as the engine wrote it ("A colleague
+    # thinks ..."), not wrapped in a second attribution
+    if theory := attempt.trace.prompt["theory"]:
+        assert theory.startswith("A colleague ")
+        assert f'<dd class="theory">{escape(theory)}</dd>' in html
+    assert "colleague says" not in html.lower()
 
     timeline = learner_client.get(f"/traces/{attempt.trace_id}/timeline.json")
     body = timeline.content
@@ -118,6 +127,19 @@ def test_a_drill_serves_a_trace_and_nothing_that_names_the_answer(learner_client
     # every event of the trace, plus the profiler's own span (cat "Trace"), as torch writes it
     slices = [e for e in trace["traceEvents"] if e["ph"] == "X" and e.get("cat") != "Trace"]
     assert len(slices) == attempt.trace.n_events
+
+
+def test_each_colleague_theory_is_printed_as_the_engine_wrote_it():
+    """The theories already say who holds them ("A colleague thinks ..."): the prompt prints them
+    under a plain label, without a second "A colleague says" or quotation marks around them."""
+    for theory in THEORY_TEXT.values():
+        prompt = {"hardware": "H100", "workload": "DDP", "symptom": "slow", "theory": theory}
+        html = render_to_string("scenarios/_prompt.html", {"prompt": prompt})
+        assert theory.startswith("A colleague ")
+        assert f'<dt>Theory</dt><dd class="theory">{escape(theory)}</dd>' in html
+        assert html.lower().count("colleague") == 1 and "“" not in html
+    html = render_to_string("scenarios/_prompt.html", {"prompt": {**prompt, "theory": None}})
+    assert 'class="theory"' not in html
 
 
 def test_committing_a_diagnosis_grades_it_and_reveals_the_truth(learner_client, no_refill):

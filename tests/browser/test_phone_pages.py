@@ -1,0 +1,130 @@
+"""The pages with wide tables on a phone-sized screen (390 px wide): the page itself never scrolls
+sideways (a wide table scrolls inside its card, a long link wraps). The same pages at 1280 px are
+screenshotted too. Screenshots go to test-artifacts/viewer/ (git-ignored). The drill page's own
+phone test is test_drill_phone.py."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from cohorts.models import Cohort, Membership
+from scenarios.uploads import Upload
+from tests.browser.test_drill_phone import ARTIFACTS
+from tests.conftest import PASSWORD
+from tests.content.test_cohorts import make_attempt
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# (true scenario, answered): a right and a wrong answer each, over two weeks
+ANSWERS = [
+    ("straggler", "straggler"),
+    ("straggler", "bandwidth-bound-collective"),
+    ("exposed-allreduce", "exposed-allreduce"),
+    ("input-starvation", "launch-bound"),
+    ("recompilation", "recompilation"),
+    ("pipeline-bubbles", "allocator-stalls"),
+]
+
+
+def sticking_out(page) -> list[str]:
+    """The outermost elements whose right edge passes the viewport, leaving out those inside a
+    container that scrolls or clips them (what makes the page itself scroll sideways)."""
+    return page.evaluate(
+        """() => { const W = document.documentElement.clientWidth, out = [];
+        const clipped = (e) => { for (let a = e.parentElement; a && a !== document.body;
+            a = a.parentElement) if (getComputedStyle(a).overflowX !== 'visible') return true;
+          return false; };
+        for (const e of document.querySelectorAll('body *')) {
+          const r = e.getBoundingClientRect();
+          if (r.width && r.right > W + 1 && getComputedStyle(e).position !== 'fixed'
+              && !clipped(e)) out.push(e.tagName + '.' + e.className + ' ' + Math.round(r.right));
+        }
+        return out.slice(0, 8); }"""
+    )
+
+
+@pytest.fixture
+def world(people):
+    """teacher runs a cohort of which ada is a member; ada has graded drills over two weeks and an
+    upload with a realistic (long) file name."""
+    ada, teacher = people["ada"], people["teacher"]
+    cohort = Cohort.objects.create(name="Spring performance engineering", created_by=teacher)
+    cohort.instructors.add(teacher)
+    Membership.objects.create(cohort=cohort, user=ada)
+    now = timezone.now()
+    for i, (scenario, answer) in enumerate(ANSWERS):
+        make_attempt(ada, scenario, answer, when=now - timedelta(days=2 * i, hours=1))
+    Upload.objects.create(
+        owner=ada,
+        filename="llama-8b-ddp-rank0.pt.trace.json.gz",
+        size_bytes=2_000_000,
+        status=Upload.Status.READY,
+        expires_at=now + timedelta(days=7),
+        raw=b"",
+        n_ranks=8,
+    )
+    return {"cohort": cohort, "ada": ada, "teacher": teacher}
+
+
+def signed_in(browser, live_server, username: str, width: int):
+    ctx = browser.new_context(viewport={"width": width, "height": 844})
+    page = ctx.new_page()
+    page.set_default_timeout(30_000)
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    return ctx, page
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_wide_pages_fit_the_window(browser, live_server, world, width):
+    cohort, ada = world["cohort"], world["ada"]
+    pages = {
+        "teacher": {
+            "cohort": f"/cohorts/{cohort.pk}/",
+            "cohort-learner": f"/cohorts/{cohort.pk}/learners/{ada.pk}/",
+        },
+        "ada": {
+            "uploads": "/traces/upload/",
+            "walkthrough": "/walkthroughs/walkthrough-exposed-allreduce/",
+            "drill-home": "/drill/",
+            "dashboard": "/dashboard/",
+        },
+    }
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    too_wide = {}
+    for username, urls in pages.items():
+        ctx, page = signed_in(browser, live_server, username, width)
+        errors: list[str] = []
+        page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+        for name, url in urls.items():
+            page.goto(live_server.url + url)
+            assert "login" not in page.url, (name, page.url)
+            if name == "walkthrough":
+                page.wait_for_selector("#timeline canvas")
+            page.screenshot(path=str(ARTIFACTS / f"{name}-{width}px.png"), full_page=True)
+            sw, inner = page.evaluate(
+                "() => [document.documentElement.scrollWidth, window.innerWidth]"
+            )
+            if sw > inner:
+                too_wide[name] = (sw, inner, sticking_out(page))
+        ctx.close()
+        assert not errors, errors
+    assert not too_wide, "\n".join(f"{name}: {v}" for name, v in too_wide.items())
+
+
+def test_the_cohort_page_shows_its_data(browser, live_server, world):
+    """The phone test above is not measuring empty pages: the tables it fits hold rows."""
+    cohort = world["cohort"]
+    ctx, page = signed_in(browser, live_server, "teacher", 390)
+    page.goto(f"{live_server.url}/cohorts/{cohort.pk}/")
+    assert page.locator("#sentence-accuracy tbody tr[data-sentence-week]").count() >= 2
+    assert page.locator("#scenario-grid tbody tr").count() == 1
+    page.goto(f"{live_server.url}/cohorts/{cohort.pk}/learners/{world['ada'].pk}/")
+    assert page.locator("text=No drills yet.").count() == 0
+    ctx.close()
