@@ -170,7 +170,18 @@ class ExtensionForm(forms.ModelForm):
 
 
 class CoInstructorForm(forms.Form):
-    username = forms.CharField(label="Co-instructor's username", max_length=150)
+    username = forms.CharField(
+        label="Co-instructor's username",
+        max_length=150,
+        error_messages={
+            "required": "Give the username of the instructor to add.",
+            "max_length": "Usernames have at most %(limit_value)d characters; "
+            "this one has %(show_value)d.",
+        },
+    )
+    # A refused name is shown again for correcting, cut to this many characters (a longer one is
+    # refused for its length, and the message says how long it was).
+    TYPED_KEPT = 300
 
     def __init__(self, *args, cohort: Cohort, **kwargs):
         super().__init__(*args, **kwargs)
@@ -191,3 +202,7 @@ class CoInstructorForm(forms.Form):
             raise forms.ValidationError(f"{name} already teaches this cohort.")
         self.user = user
         return name
+
+    def typed_username(self) -> str:
+        """What was typed, as far as ``TYPED_KEPT`` characters."""
+        return str(self.data.get("username", ""))[: self.TYPED_KEPT]

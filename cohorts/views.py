@@ -173,7 +173,9 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
         "invite_url": request.build_absolute_uri(
             reverse("cohorts:join_link", kwargs={"code": cohort.join_code})
         ),
-        "co_form": CoInstructorForm(cohort=cohort),
+        "co_form": CoInstructorForm(
+            cohort=cohort, initial={"username": request.session.pop(_co_typed_key(cohort), "")}
+        ),
         "drawn": _drawn_numbers(cohort, grid),
     }
     return TemplateResponse(request, "cohorts/detail.html", context)
@@ -416,6 +418,11 @@ def extension_delete(request, cohort_id: int, assignment_id: int, extension_id: 
 # --------------------------------------------------------------------------- membership admin
 
 
+def _co_typed_key(cohort: Cohort) -> str:
+    """The session key of the co-instructor name refused on ``cohort``'s page."""
+    return f"cohorts:{cohort.pk}:co-instructor-typed"
+
+
 @require_POST
 def add_instructor(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
@@ -428,6 +435,8 @@ def add_instructor(request: HttpRequest, cohort_id: int) -> HttpResponse:
     else:
         for error in form.errors.get("username", []):
             messages.error(request, str(error))  # ErrorList yields the messages as str
+        # The cohort page's next view shows the name again as typed, for correcting.
+        request.session[_co_typed_key(cohort)] = form.typed_username()
     return redirect("cohorts:detail", cohort_id=cohort.pk)
 
 
