@@ -115,15 +115,19 @@ class AssignmentForm(forms.ModelForm):
         if due is not None and cutoff is not None and cutoff < due:
             self.add_error("cutoff_at", "The cut-off must be on or after the due date.")
         goal = data.get("goal") or ""
-        if goal == Assignment.Goal.RETENTION and data.get("goal_retention") is None:
+        if goal == Assignment.Goal.RETENTION and self._left_blank("goal_retention"):
             self.add_error("goal_retention", "Give the retrievability target X for this goal.")
-        if goal == Assignment.Goal.PAIRS and data.get("goal_pair_drills") is None:
+        if goal == Assignment.Goal.PAIRS and self._left_blank("goal_pair_drills"):
             self.add_error("goal_pair_drills", "Give the number of drills k per lookalike pair.")
         if goal != Assignment.Goal.RETENTION:
             data["goal_retention"] = None
         if goal != Assignment.Goal.PAIRS:
             data["goal_pair_drills"] = None
         return data
+
+    def _left_blank(self, name: str) -> bool:
+        """The field was left empty (a value given but refused has its own error already)."""
+        return name not in self.errors and self.cleaned_data.get(name) is None
 
 
 class LearnerChoiceField(forms.ModelChoiceField):
