@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django import forms
@@ -9,6 +10,7 @@ from django.utils import timezone
 
 from accounts.roles import is_instructor
 from content.models import WalkthroughSet
+from content.renarration import FIRST_DELAY
 
 from .models import JOIN_ALPHABET, Assignment, Cohort, Extension, normalise_code
 
@@ -25,6 +27,34 @@ def _dt_field(label: str, required: bool = True, help_text: str = "") -> forms.D
         help_text=help_text,
         error_messages={"invalid": "Enter a date and time like 2026-03-01 17:00."},
     )
+
+
+def utc_text(when: datetime) -> str:
+    """A moment as the assignment forms take it: "2026-03-01 17:00 UTC"."""
+    return f"{when.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
+def span_text(span: timedelta) -> str:
+    """A span as product text says it: "a day", "2 days", "an hour", "12 hours"."""
+    day, hour = timedelta(days=1), timedelta(hours=1)
+    if span % day:
+        n = -(-span // hour)
+        return "an hour" if n == 1 else f"{n} hours"
+    n = span // day
+    return "a day" if n == 1 else f"{n} days"
+
+
+# A walkthrough's re-narration comes back this long after it is read (content.renarration), so an
+# assignment that asks for re-narration is due at least this long from when it is made.
+RENARRATION_LEAD = FIRST_DELAY
+
+
+def earliest_renarration_due(now: datetime) -> datetime:
+    """The earliest due date an assignment with re-narration takes when made at ``now``: now plus
+    RENARRATION_LEAD, rounded up to the minute (the form's precision, so it can be typed)."""
+    earliest = now + RENARRATION_LEAD
+    minute = earliest.replace(second=0, microsecond=0)
+    return minute if minute == earliest else minute + timedelta(minutes=1)
 
 
 class CohortForm(forms.ModelForm):
@@ -90,8 +120,9 @@ class AssignmentForm(forms.ModelForm):
     renarration = forms.BooleanField(
         required=False,
         label="Ask for re-narration",
-        help_text="A walkthrough counts once read and re-narrated: its trace comes back the day "
-        "after reading, narration hidden, for the five sentences. Leave a day before the due date.",
+        help_text=f"A walkthrough counts once read and re-narrated: its trace comes back "
+        f"{span_text(RENARRATION_LEAD)} after reading, narration hidden, for the five sentences. "
+        f"The due date must be at least {span_text(RENARRATION_LEAD)} away.",
     )
 
     class Meta:
@@ -109,9 +140,19 @@ class AssignmentForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
+        now = timezone.now()
         due, cutoff = data.get("due_at"), data.get("cutoff_at")
-        if due is not None and due <= timezone.now():
+        if due is not None and due <= now:
             self.add_error("due_at", "The due date is in the past: pick a time after now.")
+        elif due is not None and data.get("renarration"):
+            earliest = earliest_renarration_due(now)
+            if due < earliest:
+                lead = span_text(RENARRATION_LEAD)
+                self.add_error(
+                    "due_at",
+                    f"With re-narration, each walkthrough comes back {lead} after it is read: "
+                    f"pick a due date at least {lead} away, {utc_text(earliest)} or later.",
+                )
         if due is not None and cutoff is not None and cutoff < due:
             self.add_error("cutoff_at", "The cut-off must be on or after the due date.")
         goal = data.get("goal") or ""
