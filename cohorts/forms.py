@@ -6,13 +6,21 @@ from typing import Any
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.roles import is_instructor
 from content.models import WalkthroughSet
 from content.renarration import FIRST_DELAY
 
-from .models import JOIN_ALPHABET, Assignment, Cohort, Extension, normalise_code
+from .models import (
+    JOIN_ALPHABET,
+    Assignment,
+    Cohort,
+    Extension,
+    normalise_code,
+    open_assignment,
+)
 
 DT_WIDGET = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 DT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
@@ -55,6 +63,15 @@ def earliest_renarration_due(now: datetime) -> datetime:
     earliest = now + RENARRATION_LEAD
     minute = earliest.replace(second=0, microsecond=0)
     return minute if minute == earliest else minute + timedelta(minutes=1)
+
+
+def already_assigned_text(existing: Assignment) -> str:
+    return (
+        f"{existing.walkthrough_set.title} is already assigned to this cohort, due "
+        f"{utc_text(existing.due_at)}. To give learners more time, give them an extension "
+        "(“Give a learner an extension” under that assignment on this page). The set can be "
+        "assigned again once that due date has passed."
+    )
 
 
 class CohortForm(forms.ModelForm):
@@ -137,6 +154,10 @@ class AssignmentForm(forms.ModelForm):
             "renarration",
         ]
 
+    def __init__(self, *args, cohort: Cohort, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cohort = cohort
+
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
@@ -164,11 +185,37 @@ class AssignmentForm(forms.ModelForm):
             data["goal_retention"] = None
         if goal != Assignment.Goal.PAIRS:
             data["goal_pair_drills"] = None
+        self._refuse_while_assigned(now)
         return data
 
     def _left_blank(self, name: str) -> bool:
         """The field was left empty (a value given but refused has its own error already)."""
         return name not in self.errors and self.cleaned_data.get(name) is None
+
+    def _refuse_while_assigned(self, now: datetime) -> bool:
+        """True, with the error on the form, when the chosen set already has an assignment in
+        this cohort that is not yet due (``open_assignment``)."""
+        wset = self.cleaned_data.get("walkthrough_set")
+        existing = open_assignment(self.cohort, wset, now) if wset is not None else None
+        if existing is None:
+            return False
+        self.add_error("walkthrough_set", already_assigned_text(existing))
+        return True
+
+    def save_for(self, user: User) -> Assignment | None:
+        """Save the valid form as ``user``'s assignment to the cohort; None, with the error on
+        the form, when the set was assigned to the cohort meanwhile (another instructor's
+        submission). The cohort's row lock makes the check and the insert one step: of two
+        submissions at once the second waits for the first, then sees its assignment."""
+        with transaction.atomic():
+            Cohort.objects.select_for_update().only("pk").get(pk=self.cohort.pk)
+            if self._refuse_while_assigned(timezone.now()):
+                return None
+            assignment = self.save(commit=False)
+            assignment.cohort = self.cohort
+            assignment.created_by = user
+            assignment.save()
+        return assignment
 
 
 class LearnerChoiceField(forms.ModelChoiceField):

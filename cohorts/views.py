@@ -364,15 +364,12 @@ def _assign_page(request, cohort, form, ext_forms=None, status=200) -> HttpRespo
 
 
 @require_http_methods(["GET", "POST"])
-def assign(request: HttpRequest, cohort_id: int) -> HttpResponse:
+def assign(request: SignedInRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
-    form = AssignmentForm(request.POST or None)
+    form = AssignmentForm(request.POST or None, cohort=cohort)
     if request.method == "POST":
-        if form.is_valid():
-            assignment = form.save(commit=False)
-            assignment.cohort = cohort
-            assignment.created_by = request.user
-            assignment.save()
+        assignment = form.save_for(request.user) if form.is_valid() else None
+        if assignment is not None:
             messages.success(request, f"Assigned {assignment.walkthrough_set.title}.")
             return redirect("cohorts:assign", cohort_id=cohort.pk)
         return _assign_page(request, cohort, form, status=400)
@@ -388,7 +385,11 @@ def extend(request: SignedInRequest, cohort_id: int, assignment_id: int) -> Http
     form = ExtensionForm(request.POST, assignment=assignment, prefix=f"ext{assignment.pk}")
     if not form.is_valid():
         return _assign_page(
-            request, cohort, AssignmentForm(), ext_forms={assignment.pk: form}, status=400
+            request,
+            cohort,
+            AssignmentForm(cohort=cohort),
+            ext_forms={assignment.pk: form},
+            status=400,
         )
     learner = form.cleaned_data["learner"]
     Extension.objects.update_or_create(

@@ -1,12 +1,16 @@
-"""The assign form: re-narration's minimum lead time, and one error per goal number. Personas as
-in tests/content/test_cohorts.py."""
+"""The assign form: one open assignment of a set per cohort (also under two instructors at once),
+re-narration's minimum lead time, and one error per goal number. Personas as in
+tests/content/test_cohorts.py."""
 
 from __future__ import annotations
 
 import re
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
+from django.test import Client
 from django.utils import timezone
 
 from cohorts import forms as cohort_forms
@@ -48,6 +52,119 @@ def errors_of(html: str, field: str) -> str:
     return re.sub(r"<[^>]+>", " ", errors.group(1)) if errors else ""
 
 
+# --------------------------------------------------------------------------- 1. assigned once
+
+
+@pytest.mark.django_db
+def test_a_set_still_open_in_the_cohort_is_not_assigned_again(client, people, cohort, wset):
+    client.force_login(people["teacher"])
+    first_due = (timezone.now() + timedelta(days=5)).replace(hour=12, minute=0)
+    assert post_assign(client, cohort, walkthrough_set=wset.pk, due_at=dt(first_due)).status_code
+    assert Assignment.objects.count() == 1
+
+    second_due = first_due + timedelta(days=3)
+    resp = post_assign(
+        client,
+        cohort,
+        walkthrough_set=wset.pk,
+        due_at=dt(second_due),
+        cutoff_at=dt(second_due + timedelta(days=1)),
+        goal="pairs",
+        goal_pair_drills="7",
+        renarration="on",
+    )
+    html = resp.content.decode()
+    assert resp.status_code == 400
+    assert Assignment.objects.count() == 1
+    error = errors_of(html, "walkthrough_set")
+    assert (
+        f"Lookalikes is already assigned to this cohort, due {first_due:%Y-%m-%d %H:%M} UTC."
+        in error
+    )
+    # It names the extension feature as the page itself calls it.
+    assert "“Give a learner an extension”" in error
+    assert "<summary>Give a learner an extension</summary>" in html
+    assert "assigned again once that due date has passed" in error
+    # What was typed is still there.
+    assert f'value="{dt(second_due)}"' in html
+    assert f'value="{dt(second_due + timedelta(days=1))}"' in html
+    assert re.search(r'<option value="pairs" selected>', html)
+    assert re.search(r'name="goal_pair_drills" value="7"', html)
+    assert re.search(r'name="renarration"[^>]* checked', html)
+    assert re.search(rf'<option value="{wset.pk}" selected>', html)
+
+
+@pytest.mark.django_db
+def test_another_set_or_another_cohort_is_not_a_duplicate(client, people, cohort, wset):
+    other_set = WalkthroughSet.objects.create(slug="other", title="Other", walkthroughs=WALKS)
+    other_cohort = Cohort.objects.create(name="Autumn perf", created_by=people["teacher"])
+    other_cohort.instructors.add(people["teacher"])
+    client.force_login(people["teacher"])
+    due = dt(timezone.now() + timedelta(days=3))
+    for c, s in [(cohort, wset), (cohort, other_set), (other_cohort, wset)]:
+        assert post_assign(client, c, walkthrough_set=s.pk, due_at=due).status_code == 302
+    assert Assignment.objects.count() == 3
+
+
+@pytest.mark.django_db
+def test_once_the_old_due_date_has_passed_the_set_can_be_assigned_again(
+    client, people, cohort, wset
+):
+    now = timezone.now()
+    Assignment.objects.create(cohort=cohort, walkthrough_set=wset, due_at=now - timedelta(hours=1))
+    client.force_login(people["teacher"])
+    resp = post_assign(client, cohort, walkthrough_set=wset.pk, due_at=dt(now + timedelta(days=3)))
+    assert resp.status_code == 302
+    assert Assignment.objects.filter(cohort=cohort, walkthrough_set=wset).count() == 2
+    # ... and the new one, open now, blocks a third.
+    resp = post_assign(client, cohort, walkthrough_set=wset.pk, due_at=dt(now + timedelta(days=4)))
+    assert resp.status_code == 400 and "already assigned" in resp.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_form_checked_before_another_instructor_saved_is_refused_at_save(people, cohort, wset):
+    """The check runs again under the cohort's lock: a form validated while the set was free
+    and saved after another instructor assigned it gets the form error, not a second row."""
+    due = timezone.now() + timedelta(days=3)
+    form = AssignmentForm({"walkthrough_set": wset.pk, "due_at": dt(due)}, cohort=cohort)
+    assert form.is_valid(), form.errors
+    Assignment.objects.create(cohort=cohort, walkthrough_set=wset, due_at=due)  # the other one
+    assert form.save_for(people["teacher"]) is None
+    assert "already assigned to this cohort" in str(form.errors["walkthrough_set"])
+    assert Assignment.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_instructors_assigning_at_once_make_one_assignment(people, cohort, wset):
+    due = dt(timezone.now() + timedelta(days=3))
+    barrier = threading.Barrier(2)
+    statuses: list[int] = []
+    errors: list[BaseException] = []
+
+    def submit(who: str) -> None:
+        try:
+            c = Client()
+            c.force_login(people[who])
+            barrier.wait(10)
+            resp = post_assign(c, cohort, walkthrough_set=wset.pk, due_at=due)
+            statuses.append(resp.status_code)
+            if resp.status_code == 400:
+                assert "already assigned to this cohort" in resp.content.decode()
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=submit, args=(w,)) for w in ("teacher", "coteacher")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert sorted(statuses) == [302, 400]
+    assert Assignment.objects.filter(cohort=cohort, walkthrough_set=wset).count() == 1
+
+
 # --------------------------------------------------------------------------- 2. re-narration
 
 
@@ -67,7 +184,7 @@ def test_earliest_renarration_due_rounds_up_to_the_minute():
 
 
 @pytest.mark.django_db
-def test_renarration_needs_the_lead_time_before_the_due_date(wset, monkeypatch):
+def test_renarration_needs_the_lead_time_before_the_due_date(cohort, wset, monkeypatch):
     now = datetime(2026, 3, 1, 17, 0, 30, tzinfo=UTC)
     monkeypatch.setattr(cohort_forms.timezone, "now", lambda: now)
 
@@ -75,7 +192,7 @@ def test_renarration_needs_the_lead_time_before_the_due_date(wset, monkeypatch):
         data = {"walkthrough_set": wset.pk, "due_at": dt(due)}
         if renarrate:
             data["renarration"] = "on"
-        return AssignmentForm(data)
+        return AssignmentForm(data, cohort=cohort)
 
     soon = form(now + timedelta(hours=16), renarrate=True)
     assert not soon.is_valid()
