@@ -1,16 +1,26 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.roles import is_instructor
 from content.models import WalkthroughSet
+from content.renarration import FIRST_DELAY
 
-from .models import JOIN_ALPHABET, Assignment, Cohort, Extension, normalise_code
+from .models import (
+    JOIN_ALPHABET,
+    Assignment,
+    Cohort,
+    Extension,
+    normalise_code,
+    open_assignment,
+)
 
 DT_WIDGET = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 DT_FORMATS = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S"]
@@ -24,6 +34,43 @@ def _dt_field(label: str, required: bool = True, help_text: str = "") -> forms.D
         input_formats=DT_FORMATS,
         help_text=help_text,
         error_messages={"invalid": "Enter a date and time like 2026-03-01 17:00."},
+    )
+
+
+def utc_text(when: datetime) -> str:
+    """A moment as the assignment forms take it: "2026-03-01 17:00 UTC"."""
+    return f"{when.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
+def span_text(span: timedelta) -> str:
+    """A span as product text says it: "a day", "2 days", "an hour", "12 hours"."""
+    day, hour = timedelta(days=1), timedelta(hours=1)
+    if span % day:
+        n = -(-span // hour)
+        return "an hour" if n == 1 else f"{n} hours"
+    n = span // day
+    return "a day" if n == 1 else f"{n} days"
+
+
+# A walkthrough's re-narration comes back this long after it is read (content.renarration), so an
+# assignment that asks for re-narration is due at least this long from when it is made.
+RENARRATION_LEAD = FIRST_DELAY
+
+
+def earliest_renarration_due(now: datetime) -> datetime:
+    """The earliest due date an assignment with re-narration takes when made at ``now``: now plus
+    RENARRATION_LEAD, rounded up to the minute (the form's precision, so it can be typed)."""
+    earliest = now + RENARRATION_LEAD
+    minute = earliest.replace(second=0, microsecond=0)
+    return minute if minute == earliest else minute + timedelta(minutes=1)
+
+
+def already_assigned_text(existing: Assignment) -> str:
+    return (
+        f"{existing.walkthrough_set.title} is already assigned to this cohort, due "
+        f"{utc_text(existing.due_at)}. To give learners more time, give them an extension "
+        "(“Give a learner an extension” under that assignment on this page). The set can be "
+        "assigned again once that due date has passed."
     )
 
 
@@ -90,8 +137,9 @@ class AssignmentForm(forms.ModelForm):
     renarration = forms.BooleanField(
         required=False,
         label="Ask for re-narration",
-        help_text="A walkthrough counts once read and re-narrated: its trace comes back the day "
-        "after reading, narration hidden, for the five sentences. Leave a day before the due date.",
+        help_text=f"A walkthrough counts once read and re-narrated: its trace comes back "
+        f"{span_text(RENARRATION_LEAD)} after reading, narration hidden, for the five sentences. "
+        f"The due date must be at least {span_text(RENARRATION_LEAD)} away.",
     )
 
     class Meta:
@@ -106,24 +154,68 @@ class AssignmentForm(forms.ModelForm):
             "renarration",
         ]
 
+    def __init__(self, *args, cohort: Cohort, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cohort = cohort
+
     def clean(self) -> dict[str, Any]:
         super().clean()
         data = self.cleaned_data
+        now = timezone.now()
         due, cutoff = data.get("due_at"), data.get("cutoff_at")
-        if due is not None and due <= timezone.now():
+        if due is not None and due <= now:
             self.add_error("due_at", "The due date is in the past: pick a time after now.")
+        elif due is not None and data.get("renarration"):
+            earliest = earliest_renarration_due(now)
+            if due < earliest:
+                lead = span_text(RENARRATION_LEAD)
+                self.add_error(
+                    "due_at",
+                    f"With re-narration, each walkthrough comes back {lead} after it is read: "
+                    f"pick a due date at least {lead} away, {utc_text(earliest)} or later.",
+                )
         if due is not None and cutoff is not None and cutoff < due:
             self.add_error("cutoff_at", "The cut-off must be on or after the due date.")
         goal = data.get("goal") or ""
-        if goal == Assignment.Goal.RETENTION and data.get("goal_retention") is None:
+        if goal == Assignment.Goal.RETENTION and self._left_blank("goal_retention"):
             self.add_error("goal_retention", "Give the retrievability target X for this goal.")
-        if goal == Assignment.Goal.PAIRS and data.get("goal_pair_drills") is None:
+        if goal == Assignment.Goal.PAIRS and self._left_blank("goal_pair_drills"):
             self.add_error("goal_pair_drills", "Give the number of drills k per lookalike pair.")
         if goal != Assignment.Goal.RETENTION:
             data["goal_retention"] = None
         if goal != Assignment.Goal.PAIRS:
             data["goal_pair_drills"] = None
+        self._refuse_while_assigned(now)
         return data
+
+    def _left_blank(self, name: str) -> bool:
+        """The field was left empty (a value given but refused has its own error already)."""
+        return name not in self.errors and self.cleaned_data.get(name) is None
+
+    def _refuse_while_assigned(self, now: datetime) -> bool:
+        """True, with the error on the form, when the chosen set already has an assignment in
+        this cohort that is not yet due (``open_assignment``)."""
+        wset = self.cleaned_data.get("walkthrough_set")
+        existing = open_assignment(self.cohort, wset, now) if wset is not None else None
+        if existing is None:
+            return False
+        self.add_error("walkthrough_set", already_assigned_text(existing))
+        return True
+
+    def save_for(self, user: User) -> Assignment | None:
+        """Save the valid form as ``user``'s assignment to the cohort; None, with the error on
+        the form, when the set was assigned to the cohort meanwhile (another instructor's
+        submission). The cohort's row lock makes the check and the insert one step: of two
+        submissions at once the second waits for the first, then sees its assignment."""
+        with transaction.atomic():
+            Cohort.objects.select_for_update().only("pk").get(pk=self.cohort.pk)
+            if self._refuse_while_assigned(timezone.now()):
+                return None
+            assignment = self.save(commit=False)
+            assignment.cohort = self.cohort
+            assignment.created_by = user
+            assignment.save()
+        return assignment
 
 
 class LearnerChoiceField(forms.ModelChoiceField):
@@ -170,7 +262,18 @@ class ExtensionForm(forms.ModelForm):
 
 
 class CoInstructorForm(forms.Form):
-    username = forms.CharField(label="Co-instructor's username", max_length=150)
+    username = forms.CharField(
+        label="Co-instructor's username",
+        max_length=150,
+        error_messages={
+            "required": "Give the username of the instructor to add.",
+            "max_length": "Usernames have at most %(limit_value)d characters; "
+            "this one has %(show_value)d.",
+        },
+    )
+    # A refused name is shown again for correcting, cut to this many characters (a longer one is
+    # refused for its length, and the message says how long it was).
+    TYPED_KEPT = 300
 
     def __init__(self, *args, cohort: Cohort, **kwargs):
         super().__init__(*args, **kwargs)
@@ -191,3 +294,7 @@ class CoInstructorForm(forms.Form):
             raise forms.ValidationError(f"{name} already teaches this cohort.")
         self.user = user
         return name
+
+    def typed_username(self) -> str:
+        """What was typed, as far as ``TYPED_KEPT`` characters."""
+        return str(self.data.get("username", ""))[: self.TYPED_KEPT]

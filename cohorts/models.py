@@ -7,6 +7,7 @@ with ``get_object_or_404`` so anything outside the requesting user's scope answe
 from __future__ import annotations
 
 import secrets
+from datetime import datetime
 
 from django.conf import settings
 from django.db import IntegrityError, models, transaction
@@ -89,6 +90,12 @@ class Membership(models.Model):
         return f"{self.user_id} in {self.cohort_id}"
 
 
+class AssignmentQuerySet(models.QuerySet["Assignment"]):
+    def open_at(self, when: datetime) -> AssignmentQuerySet:
+        """Assignments not yet due at ``when``."""
+        return self.filter(due_at__gt=when)
+
+
 class Assignment(models.Model):
     class Goal(models.TextChoices):
         NONE = "", "No drill goal"
@@ -112,6 +119,8 @@ class Assignment(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = AssignmentQuerySet.as_manager()
 
     class Meta:
         ordering = ["due_at", "pk"]
@@ -142,6 +151,21 @@ class Assignment(models.Model):
             times = "time" if n == 1 else "times"
             return f"each lookalike pair drilled ≥ {n} {times} by the due date"
         return ""
+
+
+def open_assignment(
+    cohort: Cohort, walkthrough_set: WalkthroughSet, now: datetime
+) -> Assignment | None:
+    """The cohort's assignment of ``walkthrough_set`` not yet due at ``now``, if any. While one is
+    open the set is not assigned to the cohort again: learners would get two cards with different
+    due dates and rules, and the progress grid two columns. No unique constraint can say "not yet
+    due" (a constraint cannot read the clock): writers take the cohort's row lock instead."""
+    return (
+        Assignment.objects.filter(cohort=cohort, walkthrough_set=walkthrough_set)
+        .open_at(now)
+        .select_related("walkthrough_set")
+        .first()
+    )
 
 
 class Extension(models.Model):

@@ -173,7 +173,9 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
         "invite_url": request.build_absolute_uri(
             reverse("cohorts:join_link", kwargs={"code": cohort.join_code})
         ),
-        "co_form": CoInstructorForm(cohort=cohort),
+        "co_form": CoInstructorForm(
+            cohort=cohort, initial={"username": request.session.pop(_co_typed_key(cohort), "")}
+        ),
         "drawn": _drawn_numbers(cohort, grid),
     }
     return TemplateResponse(request, "cohorts/detail.html", context)
@@ -362,15 +364,12 @@ def _assign_page(request, cohort, form, ext_forms=None, status=200) -> HttpRespo
 
 
 @require_http_methods(["GET", "POST"])
-def assign(request: HttpRequest, cohort_id: int) -> HttpResponse:
+def assign(request: SignedInRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
-    form = AssignmentForm(request.POST or None)
+    form = AssignmentForm(request.POST or None, cohort=cohort)
     if request.method == "POST":
-        if form.is_valid():
-            assignment = form.save(commit=False)
-            assignment.cohort = cohort
-            assignment.created_by = request.user
-            assignment.save()
+        assignment = form.save_for(request.user) if form.is_valid() else None
+        if assignment is not None:
             messages.success(request, f"Assigned {assignment.walkthrough_set.title}.")
             return redirect("cohorts:assign", cohort_id=cohort.pk)
         return _assign_page(request, cohort, form, status=400)
@@ -386,7 +385,11 @@ def extend(request: SignedInRequest, cohort_id: int, assignment_id: int) -> Http
     form = ExtensionForm(request.POST, assignment=assignment, prefix=f"ext{assignment.pk}")
     if not form.is_valid():
         return _assign_page(
-            request, cohort, AssignmentForm(), ext_forms={assignment.pk: form}, status=400
+            request,
+            cohort,
+            AssignmentForm(cohort=cohort),
+            ext_forms={assignment.pk: form},
+            status=400,
         )
     learner = form.cleaned_data["learner"]
     Extension.objects.update_or_create(
@@ -416,6 +419,11 @@ def extension_delete(request, cohort_id: int, assignment_id: int, extension_id: 
 # --------------------------------------------------------------------------- membership admin
 
 
+def _co_typed_key(cohort: Cohort) -> str:
+    """The session key of the co-instructor name refused on ``cohort``'s page."""
+    return f"cohorts:{cohort.pk}:co-instructor-typed"
+
+
 @require_POST
 def add_instructor(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
@@ -428,6 +436,8 @@ def add_instructor(request: HttpRequest, cohort_id: int) -> HttpResponse:
     else:
         for error in form.errors.get("username", []):
             messages.error(request, str(error))  # ErrorList yields the messages as str
+        # The cohort page's next view shows the name again as typed, for correcting.
+        request.session[_co_typed_key(cohort)] = form.typed_username()
     return redirect("cohorts:detail", cohort_id=cohort.pk)
 
 
