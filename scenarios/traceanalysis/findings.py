@@ -114,10 +114,14 @@ def _finding(slug, title, measured, threshold, severity, evidence, detail=""):
     }
 
 
-def _schedule_bubble(a: dict) -> tuple[int, int, float] | None:
-    """(p, m, (p−1)/(m+p−1)) of a pipeline trace: p the world size (one stage per rank), m the
-    microbatches per step, read from the send/recv kernels of the steps analysed (the first and
-    last stage move 2 per microbatch, middle stages 4). None when it cannot be read."""
+def _schedule_bubble(a: dict) -> tuple[int, int, int, float] | None:
+    """(p, m, v, (p−1)/(v·m+p−1)) of a pipeline trace: p the world size (one stage per rank), m
+    the microbatches per step and v the model chunks per stage, read from the send/recv kernels
+    of the steps analysed. A middle stage moves 4 per microbatch and chunk; the first and last
+    stages 2 fewer per microbatch (the model's first forward and last backward stay on the
+    device), so m = (most − fewest) ÷ 2 and v = most ÷ 4m: v = 1 for plain 1F1B, 2 and more for
+    an interleaved schedule. With two stages (no middle one), v is taken as 1. None when it
+    cannot be read."""
     p = int(a.get("world_size") or 0)
     per: list[float] = []
     for pr in a["per_rank"]:
@@ -127,8 +131,12 @@ def _schedule_bubble(a: dict) -> tuple[int, int, float] | None:
             per.append(n / n_steps)
     if p < 2 or not per:
         return None
-    m = max(1, round(min(per) / 2))
-    return p, m, (p - 1) / (m + p - 1)
+    m, v = max(1, round(min(per) / 2)), 1
+    if p >= 3 and len(per) == p:
+        m2 = round((max(per) - min(per)) / 2)
+        if m2 >= 1:
+            m, v = m2, max(1, round(max(per) / (4 * m2)))
+    return p, m, v, (p - 1) / (v * m + p - 1)
 
 
 def evaluate(a: dict) -> list[dict]:
@@ -329,32 +337,38 @@ def evaluate(a: dict) -> list[dict]:
                 )
             )
 
-    # pipeline bubbles: point-to-point traffic and a large idle share that differs by stage
+    # pipeline bubbles: point-to-point traffic and a large idle share that differs by stage; a
+    # stage that waits inside a receive kernel (exposed communication) computes no more than an
+    # idle one, so that wait counts too (an interleaved schedule's stages wait mostly so)
     idle = [
         max(
             0.0,
             s["idle_ms"] - s["idle_input_ms"] - s["idle_compile_ms"] - s["idle_allocator_ms"],
         )
         / s["step_ms"]
+        + (s["exposed_comm_ms"] / s["step_ms"] if p2p else 0.0)
         if s["step_ms"] > 0
         else 0.0
         for _, s in steps
     ]
     sched = _schedule_bubble(a) if p2p else None
-    if p2p and median(idle) >= BUBBLE_SHARE and (sched is None or sched[2] >= BUBBLE_SCHEDULE):
+    if p2p and median(idle) >= BUBBLE_SHARE and (sched is None or sched[3] >= BUBBLE_SCHEDULE):
         r, s = _median_step(steps)
-        why = (
-            f"{sched[1]} microbatches through {sched[0]} stages: the schedule alone idles "
-            f"(p−1)/(m+p−1) = {sched[2]:.0%} of each stage's step; "
-            if sched
-            else "point-to-point send/recv between ranks; "
-        )
+        why = "point-to-point send/recv between ranks; "
+        if sched:
+            p_, m_, v_, bubble = sched
+            chunks = f" × {v_} model chunks" if v_ > 1 else ""
+            vm = f"{v_}·m" if v_ > 1 else "m"
+            why = (
+                f"{m_} microbatches{chunks} through {p_} stages: the schedule alone idles "
+                f"(p−1)/({vm}+p−1) = {bubble:.0%} of each stage's step; "
+            )
         out.append(
             _finding(
                 "pipeline-bubbles",
                 "Pipeline stages sit idle waiting for each other",
-                f"{why}GPU idle median {median(idle):.0%} of the step (besides waits on data, "
-                "compiler, allocator)",
+                f"{why}GPU idle or waiting in receives median {median(idle):.0%} of the step "
+                "(besides waits on data, compiler, allocator)",
                 f"send/recv present, idle >= {BUBBLE_SHARE:.0%} of the step and a schedule "
                 f"bubble (p−1)/(m+p−1) >= {BUBBLE_SCHEDULE:.0%}",
                 median(idle),

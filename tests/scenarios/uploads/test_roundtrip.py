@@ -44,6 +44,30 @@ def _pipeline_seeds(slug: str, n: int) -> list[int]:
     return [s for s in range(1, 60) if engine.generate(slug, s).family == "pp"][:n]
 
 
+def _interleaved_seeds(slug: str, n: int) -> list[int]:
+    return [
+        s
+        for s in range(1, 80)
+        if engine.generate(slug, s).family == "pp"
+        and "interleaved" in engine.generate(slug, s).prompt["workload"]
+    ][:n]
+
+
+def test_an_interleaved_pipeline_is_read_with_its_chunks():
+    """Two model chunks per stage: a healthy job with three microbatches per stage reads as
+    healthy (its schedule bubble, 11-12 %, is under the rule's 20 %), and the bubbly one with
+    p microbatches is named, its stages waiting mostly inside receive kernels."""
+    for seed in _interleaved_seeds("healthy", 2):
+        top, _, found = verdict("healthy", seed)
+        assert top, (seed, found)
+    for seed in _interleaved_seeds("pipeline-bubbles", 2):
+        data = upload_bytes("pipeline-bubbles", seed)
+        found = analyse(load("job.zip", io.BytesIO(data), Limits()))["findings"]
+        p = engine.generate("pipeline-bubbles", seed).world
+        assert found[0]["slug"] == "pipeline-bubbles", (seed, [f["slug"] for f in found])
+        assert f"{p} microbatches × 2 model chunks through {p} stages" in found[0]["measured"]
+
+
 def test_read_backs_in_a_deep_pipeline_are_not_called_bubbles():
     """A deep 1F1B schedule (m ≫ p) idles ~10 % by construction; read-backs add idle on top. The
     bubble rule asks what the schedule itself predicts, (p−1)/(m+p−1), so the stall is named for
@@ -56,6 +80,12 @@ def test_read_backs_in_a_deep_pipeline_are_not_called_bubbles():
         found = analyse(load("job.zip", io.BytesIO(data), Limits()))["findings"]
         assert found[0]["slug"] == "pipeline-bubbles", (seed, [f["slug"] for f in found])
         tr = engine.generate("pipeline-bubbles", seed)
-        m, p = round(tr.key.facts["microbatches"]), tr.world
-        # the schedule is read off the send/recv kernels: the trace's own m and p
-        assert f"{m} microbatches through {p} stages" in found[0]["measured"], found[0]
+        blocks, p = round(tr.key.facts["microbatches"]), tr.world
+        # the schedule is read off the send/recv kernels: the trace's own m, p and chunks (an
+        # interleaved schedule runs two forward blocks per microbatch)
+        said = (
+            f"{blocks // 2} microbatches × 2 model chunks through {p} stages"
+            if "interleaved" in tr.prompt["workload"]
+            else f"{blocks} microbatches through {p} stages"
+        )
+        assert said in found[0]["measured"], found[0]
