@@ -63,6 +63,7 @@ def _step(key: Key) -> float:
 
 
 _PP_RE = re.compile(r"(\d+) stages \(one per rank\)")
+_CHUNKS_RE = re.compile(r"\((\d+) model chunks per stage\)")
 _MFU_RE = re.compile(r"6 × ([\d.]+)e9 × (\d+) ÷")
 
 
@@ -169,6 +170,12 @@ def _bubble(key: Key, prompt: Prompt) -> Built:
     p, m = int(found.group(1)), int(_positive(key, "microbatches"))
     if p < 2 or m < 1:
         raise NoPractice("this trace's pipeline has fewer than two stages")
+    chunks = _CHUNKS_RE.search(str(prompt.get("workload", "")))
+    if chunks:
+        # an interleaved schedule: the timeline's forward blocks are v per microbatch
+        v = int(chunks.group(1))
+        given = {"p": p, "m": max(1, m // v), "v": v}
+        return [("bubble", "interleaved", given), ("bubble", "interleave-speedup", given)]
     return [("bubble", "share", {"p": p, "m": m}), ("bubble", "relative", {"p": p, "m": m})]
 
 

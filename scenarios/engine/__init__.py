@@ -42,7 +42,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "15"
+GENERATOR_VERSION = "16"
 
 __all__ = [
     "FAMILIES",
@@ -198,7 +198,13 @@ def _describe(family: str, p: dict, hw: Hardware) -> str:
         )
     return (
         f"pipeline-parallel training: {p['stages']} stages (one per rank), microbatches of "
-        f"{p['mb_tokens']} tokens, 1F1B schedule, hidden {p['hidden']}"
+        f"{p['mb_tokens']} tokens, "
+        + (
+            f"interleaved 1F1B schedule ({p['chunks']} model chunks per stage)"
+            if p.get("chunks", 1) > 1
+            else "1F1B schedule"
+        )
+        + f", hidden {p['hidden']}"
     )
 
 

@@ -172,14 +172,16 @@ SIGNATURES: dict[str, Signature] = {
     ),
     "pipeline-bubbles": Signature(
         # the cause is the microbatch count: m ≤ p microbatches per step where a healthy
-        # schedule has m ≫ p. A reader confirms the bubble by counting them (forward blocks per
-        # step on a stage) against the stages, so that count is signature; and since every
+        # schedule has m ≫ p (with an interleaved schedule of v chunks per stage, v·m forward
+        # blocks per step: 2p where a healthy one runs 6p). A reader confirms the bubble by
+        # counting them (forward blocks per step on a stage) against the stages, so that count
+        # is signature; and since every
         # kernel, launch, op and send/recv of a step is repeated per microbatch, per-step counts
         # (and the step time) follow it: the audit reads them per microbatch instead. Microbatch
         # sizes, stages, widths and everything else come from the healthy job's distributions.
         per="## forward ##",
-        note="warm-up and drain idle on every stage, near (p-1)/(m+p-1) of the step, with the "
-        "stage waiting in receive kernels",
+        note="warm-up and drain idle on every stage, near (p-1)/(v*m+p-1) of the step (v model "
+        "chunks per stage, 1 without interleaving), with the stage waiting in receive kernels",
     ),
     "allocator-stalls": Signature(
         names=("cudaMalloc", "cudaFree", "hipMalloc", "hipFree"),

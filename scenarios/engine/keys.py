@@ -299,7 +299,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         waiting = [r for r in M.ranks if r != slow]
         nccl = M.mask(tid=NCCL)
         if "stages" in p:  # a pipeline: the receives of the steady state, not the fill's
-            nccl = nccl & _steady(M, nccl, 2 * p["stages"])
+            # (an interleaved schedule's warm-up and drain run every chunk: v times longer)
+            nccl = nccl & _steady(M, nccl, 2 * p["stages"] * int(p.get("chunks", 1)))
         ev += _per_step_spans(M, waiting, NCCL, nccl, "waits")
     elif slug == "memory-bound-kernel":
         tbps = round(f["score_chain_tbps"], 2)
@@ -392,59 +393,66 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             3,
         )
     elif slug == "pipeline-bubbles" or (slug == "healthy" and "stages" in p):
-        P, m = p["stages"], p["micro"]
-        theory = (P - 1) / (m + P - 1)
+        P, m, v = p["stages"], p["micro"], int(p.get("chunks", 1))
+        # an interleaved schedule runs v model chunks per stage: the bubble is (p−1)/(v·m+p−1)
+        vm, vtxt = v * m, (f"{v}·" if v > 1 else "")
+        mtxt = f"{m} microbatches × {v} model chunks" if v > 1 else f"{m} microbatches"
+        theory = (P - 1) / (vm + P - 1)
         idle = round(float(np.mean(f["compute_idle_frac_per_rank"])), 2)
         busy = q(step * (1 - idle))
         if slug == "healthy":
             expected = step
             sig = (
-                f"{P} stages, {m} microbatches: a thin warm-up and drain, every stage idle "
-                f"{_pct(100 * idle)} % of a {s(step)} ms step (theory (p−1)/(m+p−1) = "
+                f"{P} stages, {mtxt}: a thin warm-up and drain, every stage idle "
+                f"{_pct(100 * idle)} % of a {s(step)} ms step (theory (p−1)/({vtxt}m+p−1) = "
                 f"{_pct(100 * theory)} %); no stalls — nothing worth fixing."
             )
-            value = f"stage idle {_pct(100 * idle)} %, matches (p−1)/(m+p−1)"
+            value = f"stage idle {_pct(100 * idle)} %, matches (p−1)/({vtxt}m+p−1)"
             arith = [
-                f"bubble share = (p−1)/(m+p−1) = {P - 1}/{m + P - 1} = {theory:.2f}; "
+                f"bubble share = (p−1)/({vtxt}m+p−1) = {P - 1}/{vm + P - 1} = {theory:.2f}; "
                 f"measured {idle:.2f}",
                 f"no avoidable time found: expected step = current step = {s(step)} ms",
             ]
             fix_text = (
-                f"Nothing to change: with m = {m} ≫ p = {P} the bubble is only "
+                f"Nothing to change: with {vtxt}m = {vm} ≫ p = {P} the bubble is only "
                 f"{_pct(100 * theory)} % of the step."
             )
         else:
             m2 = 2 * m
-            sched = q(busy * (m + P - 1) / m)
+            sched = q(busy * (vm + P - 1) / vm)
             other = q(max(0.0, step - sched))
             # half-size microbatches halve the big kernels, not the small ones or the launch
             # gaps between kernels: twice the microbatches pay those twice
             fixed = q(_pp_fixed_ms(M))
-            new_sched = q((busy + fixed) * (m2 + P - 1) / m2)
+            new_sched = q((busy + fixed) * (v * m2 + P - 1) / (v * m2))
             expected = q(new_sched + other)
             mb2 = p["mb_tokens"] // 2
             sig = (
-                f"{P} stages, {m} microbatches: warm-up and drain leave every stage idle "
-                f"{_pct(100 * idle)} % of the step (theory (p−1)/(m+p−1) = "
+                f"{P} stages, {mtxt}: warm-up and drain leave every stage idle "
+                f"{_pct(100 * idle)} % of the step (theory (p−1)/({vtxt}m+p−1) = "
                 f"{_pct(100 * theory)} %), in a staircase that repeats every step."
             )
-            value = f"stage idle {_pct(100 * idle)} % vs (p−1)/(m+p−1) = {_pct(100 * theory)} %"
+            value = (
+                f"stage idle {_pct(100 * idle)} % vs (p−1)/({vtxt}m+p−1) = {_pct(100 * theory)} %"
+            )
             arith = [
-                f"bubble share = (p−1)/(m+p−1) = {P - 1}/{m + P - 1} = {theory:.2f}; "
+                f"bubble share = (p−1)/({vtxt}m+p−1) = {P - 1}/{vm + P - 1} = {theory:.2f}; "
                 f"measured {idle:.2f}",
                 f"useful work per stage = step × (1 − idle) = {s(step)} × {1 - idle:.2f} = "
-                f"{s(busy)} ms; the schedule takes work × (m+p−1)/m = {s(sched)} ms, the rest "
+                f"{s(busy)} ms; the schedule takes work × ({vtxt}m+p−1)/{vtxt}m = {s(sched)} ms, "
+                "the rest "
                 f"of the step (batch, optimizer, loss) {s(other)} ms",
                 f"small kernels and launch gaps per step {s(fixed)} ms do not shrink with the "
                 f"microbatch: work at m = {m2} ≈ {s(busy)} + {s(fixed)} ms",
                 f"m = {m2} microbatches of {mb2} tokens (same global batch): step "
-                f"≈ ({s(busy)} + {s(fixed)}) × {m2 + P - 1}/{m2} + {s(other)} = "
+                f"≈ ({s(busy)} + {s(fixed)}) × {v * m2 + P - 1}/{v * m2} + {s(other)} = "
                 f"{s(expected)} ms ({_x(step, expected)})",
             ]
+            more = "" if v > 1 else " or interleave 2 model chunks per stage"
             fix_text = (
                 f"Split each microbatch in two (m {m} → {m2}, {mb2} tokens each, "
-                "same global batch) or interleave 2 model chunks per stage: the bubble falls "
-                f"from {theory:.2f} to {(P - 1) / (m2 + P - 1):.2f} of the step, "
+                f"same global batch){more}: the bubble falls "
+                f"from {theory:.2f} to {(P - 1) / (v * m2 + P - 1):.2f} of the step, "
                 f"{s(step)} → {s(expected)} ms."
             )
         ev += [_step_span(M, M.ranks[-1], k_mid, COMPUTE, "last stage idles in the warm-up")]

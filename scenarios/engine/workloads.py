@@ -215,10 +215,12 @@ def inject(
             # the fix replays the step as a graph: no Python between the kernels
             p["cpu_us"] = 0.5 if fixed else slow
     elif family == "pp" and slug == "pipeline-bubbles":
-        # microbatches of the drawn size, too few of them for the stages: m <= p (the count per
-        # step is the signature; sizes, stages and width stay the drawn ones)
-        P, mbt = p["stages"], p["mb_tokens"]
-        m = int(inj.integers(max(3, P // 2), P + 1))
+        # microbatches of the drawn size, too few of them for the stages: m <= p, or with an
+        # interleaved schedule m = p, the fewest it runs, where the bubble is still
+        # (p−1)/(2p+p−1) ≈ 27-29 % (the count per step is the signature; sizes, stages, chunks and
+        # width stay the drawn ones)
+        P, mbt, v = p["stages"], p["mb_tokens"], int(p.get("chunks", 1))
+        m = int(inj.integers(max(3, P // 2), P + 1)) if v == 1 else P
         p["micro"] = m
         if fixed:  # each microbatch split in two: the same global batch, twice the microbatches
             p["micro"], p["mb_tokens"] = 2 * m, mbt // 2
@@ -975,7 +977,7 @@ def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dic
     the same size. Any scenario the family hosts (loader starvation, a slow stage, in-step
     read-backs, allocator churn) is injected into this same draw."""
     stages = 6 if rng.random() < 0.3 else 4
-    return {
+    p = {
         "world": stages,
         "stages": stages,
         "micro": int(rng.integers(25, 28) if stages == 4 else rng.integers(41, 44)),
@@ -994,6 +996,14 @@ def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dic
         "first_step": int(rng.choice([2, 4, 5, 10, 101, 550, 1009, 2001])),
         "workers": int(rng.choice([4, 6, 8])),
     }
+    # an interleaved schedule (Megatron's virtual pipeline: two one-layer model chunks per
+    # stage) fills the pipeline with a few microbatches, three per stage, where plain 1F1B needs
+    # six or seven for the same thin bubble, (p−1)/(v·m+p−1) ≈ 11-12 %. Drawn on a side stream,
+    # so a plain job's other draws stay what they were.
+    side = np.random.default_rng(_stream_key(rng))
+    if side.random() < 0.35:
+        p["chunks"], p["micro"], p["layers_per_stage"] = 2, 3 * stages, 2
+    return p
 
 
 # ---- a pipeline stage's kernels: one dense decoder layer (RMSNorm, rotary, grouped-query
@@ -1142,6 +1152,61 @@ def _pp_layer(it: Interner, hw: Hardware, p: dict) -> tuple[UnitBuilder, UnitBui
     return fb, bb, n_att
 
 
+def _pp_schedule(
+    P: int, m: int, v: int
+) -> tuple[list[list[tuple[bool, int]]], list[list[tuple[bool, int, int] | None]], list, list]:
+    """Each stage's 1F1B order over its units (forward?, unit), with v model chunks per stage
+    (Megatron's interleaved schedule; v = 1 is plain 1F1B): unit u = chunk × m + microbatch.
+    Also, per op, what it waits for ((forward?, stage, unit) done, or None) and whether it
+    receives and sends: a forward of chunk c comes from the previous stage (from the last stage's
+    chunk c − 1 on the first stage), a backward from the next stage (on the last stage, from its
+    own forward of the last chunk or the first stage's chunk c + 1)."""
+    n = v * m
+    orders: list[list[tuple[bool, int]]] = []
+    for s in range(P):
+        if v == 1:
+            warm = min(P - s - 1, m)
+            fw = list(range(m))
+            bw = list(range(m))
+        else:
+            # microbatches go through the chunks in groups of p (of m, when m < p or does not
+            # divide by p: a group of all of them)
+            g = P if m % P == 0 else m
+            warm = min((P - s - 1) * 2 + (v - 1) * g, n)
+            fw = [((k // g) % v) * m + (k // (g * v)) * g + k % g for k in range(n)]
+            bw = [(v - 1 - (k // g) % v) * m + (k // (g * v)) * g + k % g for k in range(n)]
+        seq = [(True, fw[k]) for k in range(warm)]
+        f, bk = warm, 0
+        while bk < n:
+            if f < n:
+                seq.append((True, fw[f]))
+                f += 1
+            seq.append((False, bw[bk]))
+            bk += 1
+        orders.append(seq)
+    deps: list[list[tuple[bool, int, int] | None]] = []
+    recv: list[list[bool]] = []
+    send: list[list[bool]] = []
+    for s in range(P):
+        d_s, r_s, s_s = [], [], []
+        for fwd, u in orders[s]:
+            c = u // m
+            first, last = s == 0 and c == 0, s == P - 1 and c == v - 1
+            if fwd:
+                d = None if first else (True, s - 1, u) if s > 0 else (True, P - 1, u - m)
+                r_s.append(not first)
+                s_s.append(not last)
+            else:
+                d = (True, s, u) if last else (False, s + 1, u) if s < P - 1 else (False, 0, u + m)
+                r_s.append(not last)
+                s_s.append(not first)
+            d_s.append(d)
+        deps.append(d_s)
+        recv.append(r_s)
+        send.append(s_s)
+    return orders, deps, recv, send
+
+
 def _pp_sigma(u: Units) -> np.ndarray:
     """Per-unit duration spread: steady big kernels, noisier small ones."""
     g = u.gpu_us
@@ -1158,7 +1223,10 @@ def build_pp(
 ) -> Sim:
     inj = rng if inj is None else inj
     fixed = bool(p.get("fixed"))
-    P, M = p["stages"], p["micro"]
+    # the schedule's unit is one model chunk of one microbatch on one stage: with an interleaved
+    # schedule (v chunks per stage) a step runs v × m of them, without one m
+    P, V, M_real = p["stages"], int(p.get("chunks", 1)), p["micro"]
+    M = V * M_real
     sim = Sim(P, hw, rng, it)
     d, t = p["hidden"], p["mb_tokens"]
     fb, bb, n_att = _pp_layer(it, hw, p)
@@ -1196,24 +1264,13 @@ def build_pp(
     p["p2p_us"] = p2p_us
     p2p_ns = int(p2p_us * 1000)
     S, J = p["steps"], 2 * M
-    # 1F1B order per stage: op j of stage s runs forward or backward of microbatch mb[s, j]
-    orders: list[list[tuple[bool, int]]] = []
-    for s in range(P):
-        warm = min(P - s - 1, M)
-        seq = [(True, i) for i in range(warm)]
-        f, bk = warm, 0
-        while bk < M:
-            if f < M:
-                seq.append((True, f))
-                f += 1
-            seq.append((False, bk))
-            bk += 1
-        orders.append(seq)
+    # 1F1B order per stage: op j of stage s runs forward or backward of unit mb[s, j]; what each
+    # op waits for (dep_of), and whether it receives or sends activations or gradients
+    orders, dep_of, recv_l, send_l = _pp_schedule(P, M_real, V)
     is_f = np.array([[fw for fw, _ in o] for o in orders])  # (P, J)
     mb = np.array([[i for _, i in o] for o in orders])
     st_ = np.arange(P)[:, None]
-    has_recv = (is_f & (st_ > 0)) | (~is_f & (st_ < P - 1))
-    has_send = (is_f & (st_ < P - 1)) | (~is_f & (st_ > 0))
+    has_recv, has_send = np.array(recv_l), np.array(send_l)
     j_of = np.zeros((2, P, M), np.int64)  # [forward?, stage, microbatch] -> op index
     j_of[is_f.astype(int), np.broadcast_to(st_, (P, J)), mb] = np.arange(J)[None, :]
     jF, jB = j_of[1], j_of[0]
@@ -1294,7 +1351,7 @@ def build_pp(
     # the schedule's token counter for the step (`torch.zeros([], dtype=torch.int)` on device)
     h2d.k("aten::zeros", "aten::zero_", PP_FILL_INT, 1.5, 8, dims=[[]], itype="int",
           grid=(1, 1, 1), block=(64, 1, 1))  # fmt: skip
-    for _ in range(M):  # each microbatch's token ids and labels, moved at the step's start
+    for _ in range(M_real):  # each microbatch's token ids and labels, moved at the step's start
         for _ in range(2):
             h2d.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)",
                        t * 8, hw.pcie_gbps * 0.9, dims=[[1, t]])  # fmt: skip
@@ -1327,7 +1384,8 @@ def build_pp(
         t_step = sim.cpu.copy()
         # the batch: the loader's __next__ on the main thread (long when the loader starves)
         sim.cpu = sim.cpu + 1000
-        est = float(gtot[step].sum(axis=1).max())
+        # the schedule's length: a stage's GPU work stretched by the warm-up and drain
+        est = float(gtot[step].sum(axis=1).max()) * (M + P - 1) / M
         alloc_ms = max(2.5, est / 1e6 * alloc_frac)
         wait = (
             np.full(P, est * rng.uniform(0.6, 1.1), np.int64)
@@ -1382,10 +1440,8 @@ def build_pp(
                 while pos[s] < J:
                     j = pos[s]
                     fwd, i = seq[j]
-                    if fwd:
-                        dep = 0 if s == 0 else f_done[s - 1][i]
-                    else:
-                        dep = f_done[s][i] if s == P - 1 else b_done[s + 1][i]
+                    d_on = dep_of[s][j]
+                    dep = 0 if d_on is None else (f_done if d_on[0] else b_done)[d_on[1]][d_on[2]]
                     if dep < 0:
                         break
                     fc, sh = free_c[s], shift[s]

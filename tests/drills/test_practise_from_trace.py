@@ -43,8 +43,14 @@ def expected_numbers(key: dict, prompt: dict, family: str) -> dict[str, float]:
     f, step = key["facts"], key["step_ms"]
     slug = key["scenario"]
     if family == "bubble":
-        # stages from the workload line, microbatches as counted on the timeline
-        return {"p": int(PP.search(prompt["workload"]).group(1)), "m": int(f["microbatches"])}
+        # stages from the workload line, microbatches as counted on the timeline (forward
+        # blocks per step; an interleaved schedule runs v of them per microbatch, v in the line)
+        p, blocks = int(PP.search(prompt["workload"]).group(1)), int(f["microbatches"])
+        chunks = re.search(r"\((\d+) model chunks per stage\)", prompt["workload"])
+        if chunks:
+            v = int(chunks.group(1))
+            return {"p": p, "m": blocks // v, "v": v}
+        return {"p": p, "m": blocks}
     if family == "launch-overhead":
         return {
             "kernels": f["kernels_per_step"],
@@ -247,6 +253,26 @@ def test_every_framing_a_trace_offers_builds_an_answerable_problem(slug):
             assert p.answer == pytest.approx(solve(p.family, p.framing, p.given), rel=1e-9)
             assert p.answer > 0 and p.hardware == trace.hardware
             assert_this_traces_numbers(p.to_dict(), key, trace.prompt)
+
+
+def test_an_interleaved_pipeline_practises_the_interleaved_bubble():
+    """Its forward blocks are two per microbatch: the problem states the microbatches, the
+    chunks and the stages, and its answer is the bubble the reveal's arithmetic shows."""
+    for slug in ("healthy", "pipeline-bubbles"):
+        trace = next(
+            t
+            for t in (engine.generate(slug, s) for s in range(1, 200))
+            if "interleaved 1F1B" in t.prompt["workload"]
+        )
+        key = trace.key.to_dict()
+        p = from_trace.problem_from_key(key, trace.prompt, hardware=trace.hardware)
+        assert (p.family, p.framing) == ("bubble", "interleaved")
+        P, v = trace.world, 2
+        assert p.given == {"p": P, "m": int(key["facts"]["microbatches"]) // v, "v": v}
+        assert f"{v} model chunks per device" in p.prompt
+        share = (P - 1) / (v * p.given["m"] + P - 1)  # the key's share of the step
+        assert p.answer == pytest.approx(100 * share / (1 - share), rel=1e-9)
+        assert f"{P - 1}/{v * p.given['m'] + P - 1}" in key["arithmetic"][0]
 
 
 def test_healthy_traces_practise_their_own_arithmetic():

@@ -112,6 +112,77 @@ def test_healthy_trips_nothing(seed):
     assert tr.key.measurement == "none" and tr.key.fix == "none"
 
 
+def _interleaved(slug: str, n: int) -> list:
+    """The first `n` pipeline traces of `slug` (seeds from 1) drawn with an interleaved schedule."""
+    out = []
+    for seed in range(1, 200):
+        if E._family(slug, seed) == "pp":
+            tr = gen(slug, seed)
+            if "interleaved 1F1B" in tr.prompt["workload"]:
+                out.append(tr)
+                if len(out) == n:
+                    break
+    return out
+
+
+def test_a_healthy_pipeline_with_few_microbatches_is_common():
+    """An interleaved schedule (two model chunks per stage) runs only three microbatches per
+    stage and is healthy: six forward blocks per stage and step, a thin bubble, nothing flagged.
+    About a third of pipeline jobs are drawn so, whatever the scenario."""
+    pp = [s for s in range(1, 120) if E._family("healthy", s) == "pp"]
+    share = np.mean(["interleaved" in gen("healthy", s).prompt["workload"] for s in pp])
+    assert 0.2 <= share <= 0.5, share
+    for tr in _interleaved("healthy", 3):
+        P, units = tr.world, _micro(tr)
+        assert units == 2 * 3 * P
+        theory = (P - 1) / (units + P - 1)
+        idle = float(np.mean(tr.key.facts["compute_idle_frac_per_rank"]))
+        assert theory < 0.125 and abs(idle - theory) < 0.06, (tr.seed, idle, theory)
+        assert flags(tr.key.facts) == set() and tr.key.fix == "none"
+        assert "3 · " not in tr.key.signature and "× 2 model chunks" in tr.key.signature
+
+
+def test_bubbles_in_an_interleaved_job_come_from_p_microbatches():
+    """The same job with m = p microbatches: v·m = 2p forward blocks per stage and step, and a
+    bubble near (p−1)/(2p+p−1), which the key's arithmetic writes with the chunks."""
+    for tr in _interleaved("pipeline-bubbles", 3):
+        P, units = tr.world, _micro(tr)
+        assert units == 2 * P
+        theory = (P - 1) / (units + P - 1)
+        idle = float(np.mean(tr.key.facts["compute_idle_frac_per_rank"]))
+        assert theory > 0.25 and abs(idle - theory) < 0.05, (tr.seed, idle, theory)
+        assert f"(p−1)/(2·m+p−1) = {P - 1}/{units + P - 1}" in tr.key.arithmetic[0]
+        fx = E.generate("pipeline-bubbles", tr.seed, fixed=True)
+        assert fx.key.step_ms < tr.key.step_ms
+        assert abs(fx.key.step_ms / tr.key.expected_step_ms - 1) < 0.07
+
+
+@pytest.mark.parametrize("shape", [(4, 12, 2), (6, 18, 2), (4, 4, 2), (4, 25, 1), (6, 3, 1)])
+def test_pipeline_schedule_runs_every_unit_once_in_dependency_order(shape):
+    """Each stage runs every (chunk, microbatch) forward and backward once, and walking the
+    stages' orders only ever needs what an earlier op produced: the schedule cannot stall."""
+    from scenarios.engine.workloads import _pp_schedule
+
+    P, m, v = shape
+    orders, deps, recv, send = _pp_schedule(P, m, v)
+    for s in range(P):
+        for fwd in (True, False):
+            assert sorted(u for f, u in orders[s] if f is fwd) == list(range(v * m))
+    done: set[tuple[bool, int, int]] = set()
+    pos, left = [0] * P, sum(map(len, orders))
+    while left:
+        moved = False
+        for s in range(P):
+            while pos[s] < len(orders[s]) and (deps[s][pos[s]] is None or deps[s][pos[s]] in done):
+                fwd, u = orders[s][pos[s]]
+                done.add((fwd, s, u))
+                pos[s], left, moved = pos[s] + 1, left - 1, True
+        assert moved, "stalled"
+    # only the very first forward and the very last backward of the model skip the wire
+    n_ops = 2 * v * m * P
+    assert sum(map(sum, recv)) == sum(map(sum, send)) == n_ops - 2 * m
+
+
 def _healthy_kind(tr) -> str:
     w = tr.prompt["workload"]
     return "pp" if "pipeline-parallel" in w else ("ddp" if "DDP" in w else "infer")
@@ -126,7 +197,8 @@ def test_healthy_draws_all_three_workloads():
 
 @pytest.mark.parametrize("hardware", list(E.HARDWARE))
 def test_healthy_pipeline_is_deep_and_quiet(hardware):
-    """A healthy pipeline has m ≫ p: a thin bubble near (p−1)/(m+p−1), nothing flagged."""
+    """A healthy pipeline has m ≫ p (or, interleaved, v·m ≫ p with m = 3p): a thin bubble near
+    (p−1)/(v·m+p−1), nothing flagged. The forward blocks a stage runs per step are v·m."""
     seeds = [s for s in range(1, 40) if _healthy_kind(gen("healthy", s)) == "pp"][:2]
     assert seeds
     for seed in seeds:
@@ -138,7 +210,7 @@ def test_healthy_pipeline_is_deep_and_quiet(hardware):
         theory = (tr.world - 1) / (m + tr.world - 1)
         idle = float(np.mean(f["compute_idle_frac_per_rank"]))
         # per-microbatch jitter adds a few points of idle to the schedule's bubble
-        assert theory < 0.11 and abs(idle - theory) < 0.08, (seed, hardware, idle, theory)
+        assert theory < 0.125 and abs(idle - theory) < 0.08, (seed, hardware, idle, theory)
         assert flags(f) == set(), (seed, hardware, flags(f))
         assert tr.n_events <= 300_000
         assert k.expected_step_ms == k.step_ms and k.measurement == "none"
