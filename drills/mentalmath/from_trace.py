@@ -174,7 +174,7 @@ def _bubble(key: Key, prompt: Prompt) -> Built:
     if chunks:
         # an interleaved schedule: the timeline's forward blocks are v per microbatch
         v = int(chunks.group(1))
-        given = {"p": p, "m": max(1, m // v), "v": v}
+        given: Given = {"p": p, "m": max(1, m // v), "v": v}
         return [("bubble", "interleaved", given), ("bubble", "interleave-speedup", given)]
     return [("bubble", "share", {"p": p, "m": m}), ("bubble", "relative", {"p": p, "m": m})]
 
