@@ -132,7 +132,7 @@ def test_a_lookalike_confusion_brings_a_contrast_trial_and_the_fix_shows(
     page.click("#trial-form button[type=submit]")
     page.wait_for_selector("#difference")
     assert page.get_attribute(".truth-side", "data-side") == side
-    assert "right" in page.inner_text("#reveal .verdict")
+    assert "— correct" in page.inner_text("#reveal .verdict")
     trial.refresh_from_db()
     assert trial.scenario_correct and trial.measurement_correct
     screenshot(page, "contrast-reveal.png")
