@@ -79,6 +79,12 @@ def _per_step_spans(
     return out
 
 
+def _bubble_share(stages: int, units: int) -> float:
+    """The share of a 1F1B step its warm-up and drain idle: (p−1)/(u+p−1), u the forward blocks
+    a stage runs per step (the microbatches, times the model chunks when interleaved)."""
+    return (stages - 1) / (units + stages - 1)
+
+
 def _steady(M: Measured, mask: np.ndarray, trim: int) -> np.ndarray:
     """The events of ``mask`` that are neither among the first nor the last ``trim`` of their
     rank's step: a pipeline's steady state, where every stage waits only for its neighbours (the
@@ -397,7 +403,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         # an interleaved schedule runs v model chunks per stage: the bubble is (p−1)/(v·m+p−1)
         vm, vtxt = v * m, (f"{v}·" if v > 1 else "")
         mtxt = f"{m} microbatches × {v} model chunks" if v > 1 else f"{m} microbatches"
-        theory = (P - 1) / (vm + P - 1)
+        theory = _bubble_share(P, vm)
         idle = round(float(np.mean(f["compute_idle_frac_per_rank"])), 2)
         busy = q(step * (1 - idle))
         if slug == "healthy":
@@ -452,7 +458,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             fix_text = (
                 f"Split each microbatch in two (m {m} → {m2}, {mb2} tokens each, "
                 f"same global batch){more}: the bubble falls "
-                f"from {theory:.2f} to {(P - 1) / (v * m2 + P - 1):.2f} of the step, "
+                f"from {theory:.2f} to {_bubble_share(P, v * m2):.2f} of the step, "
                 f"{s(step)} → {s(expected)} ms."
             )
         ev += [_step_span(M, M.ranks[-1], k_mid, COMPUTE, "last stage idles in the warm-up")]

@@ -1162,19 +1162,16 @@ def _pp_schedule(
     chunk c − 1 on the first stage), a backward from the next stage (on the last stage, from its
     own forward of the last chunk or the first stage's chunk c + 1)."""
     n = v * m
+    # the k-th forward and backward of every stage: microbatches go through the chunks in
+    # groups of p (of m, when m < p or does not divide by p); with v = 1 simply k
+    g = P if m % P == 0 else m
+    fw = [((k // g) % v) * m + (k // (g * v)) * g + k % g for k in range(n)]
+    bw = [(v - 1 - (k // g) % v) * m + (k // (g * v)) * g + k % g for k in range(n)]
     orders: list[list[tuple[bool, int]]] = []
     for s in range(P):
-        if v == 1:
-            warm = min(P - s - 1, m)
-            fw = list(range(m))
-            bw = list(range(m))
-        else:
-            # microbatches go through the chunks in groups of p (of m, when m < p or does not
-            # divide by p: a group of all of them)
-            g = P if m % P == 0 else m
-            warm = min((P - s - 1) * 2 + (v - 1) * g, n)
-            fw = [((k // g) % v) * m + (k // (g * v)) * g + k % g for k in range(n)]
-            bw = [(v - 1 - (k // g) % v) * m + (k // (g * v)) * g + k % g for k in range(n)]
+        # forwards before the first backward: plain 1F1B fills the stages below; interleaved
+        # fills them twice over plus every other chunk's group
+        warm = min(P - s - 1 if v == 1 else (P - s - 1) * 2 + (v - 1) * g, n)
         seq = [(True, fw[k]) for k in range(warm)]
         f, bk = warm, 0
         while bk < n:
