@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import posixpath
+import re
 import tarfile
 import zipfile
 import zlib
@@ -27,6 +28,7 @@ from .kineto import RankTrace, parse, split_ranks
 
 CHUNK = 1 << 16
 RATIO_FLOOR = 1 << 20  # below 1 MiB of output the ratio is not judged (tiny files compress well)
+_NON_SPACE = re.compile(rb"\S")  # the first byte of a document that is not white space
 
 
 @dataclass(frozen=True)
@@ -272,7 +274,8 @@ def read_files(name: str, fileobj: BinaryIO, limits: Limits) -> list[tuple[str, 
         budget.add(len(data), name)
         files = list(_members_tar(io.BytesIO(data), budget, limits, gz=False))
     else:
-        if name.lower().endswith((".gz", ".tgz")) and data.lstrip()[:1] not in (b"{", b"["):
+        first = _NON_SPACE.search(data)  # (not data.lstrip(): that copies the whole upload)
+        if name.lower().endswith((".gz", ".tgz")) and (first is None or first[0] not in b"{["):
             raise TraceError(
                 f"{name}: the name ends in .gz but the file is not gzip data (nor plain JSON). "
                 "Upload the file as the profiler wrote it."
