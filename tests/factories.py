@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import functools
 import itertools
+from datetime import timedelta
 
 import factory
 from django.contrib.auth import get_user_model
@@ -20,6 +21,7 @@ from drills import summaries
 from drills.models import Attempt, MathAttempt
 from scenarios import pool
 from scenarios.models import Trace
+from scenarios.uploads import Upload
 
 BASE_SEED = 1
 _seeds = itertools.count(10_000)
@@ -87,3 +89,16 @@ def graded_math_answer(user, *, correct: bool = True, family: str = "busbw", whe
     )
     summaries.record_math_attempt(answer)
     return answer
+
+
+def ready_upload(owner, **fields):
+    """A processed upload row of ``owner``'s (READY, a day before it expires, no raw bytes kept),
+    with ``fields`` set over those defaults."""
+    defaults = {
+        "filename": "trace.json",
+        "size_bytes": 2,
+        "status": Upload.Status.READY,
+        "expires_at": timezone.now() + timedelta(days=1),
+        "raw": b"",
+    }
+    return Upload.objects.create(owner=owner, **{**defaults, **fields})

@@ -40,8 +40,8 @@ from drills.models import Attempt, Card, MathAttempt, MathSprint, MockInterview
 from drills.trainer import services
 from scenarios import engine, perfetto_ui
 from scenarios.models import Trace
-from scenarios.uploads import Upload
 from tests.conftest import PASSWORD, needs_postgres, right_answer
+from tests.factories import ready_upload
 
 pytestmark = pytest.mark.django_db
 
@@ -221,13 +221,10 @@ def world(people, cheap_scheduler) -> World:
     assert r.status_code == 302, r.content[:500]
     extension = Extension.objects.get(assignment=assignment, learner=ada)
     # A's uploaded trace, processed.
-    upload = Upload.objects.create(
-        owner=ada,
+    upload = ready_upload(
+        ada,
         filename="mine.json",
-        size_bytes=2,
-        status=Upload.Status.READY,
         expires_at=now + timedelta(days=1),
-        raw=b"",
         timeline_gz=gzip.compress(b'{"slices": {}}'),
         perfetto_gz=gzip.compress(b'{"traceEvents": []}'),
         analysis={},

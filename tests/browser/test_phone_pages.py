@@ -12,10 +12,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from cohorts.models import Cohort, Membership
-from scenarios.uploads import Upload
 from tests.browser.test_drill_phone import ARTIFACTS
 from tests.conftest import PASSWORD
 from tests.content.test_cohorts import make_attempt
+from tests.factories import ready_upload
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -59,13 +59,11 @@ def world(people):
     for i, (scenario, answer) in enumerate(ANSWERS):
         with transaction.atomic():  # a grade's counters are patched in its transaction
             make_attempt(ada, scenario, answer, when=now - timedelta(days=2 * i, hours=1))
-    Upload.objects.create(
-        owner=ada,
+    ready_upload(
+        ada,
         filename="llama-8b-ddp-rank0.pt.trace.json.gz",
         size_bytes=2_000_000,
-        status=Upload.Status.READY,
         expires_at=now + timedelta(days=7),
-        raw=b"",
         n_ranks=8,
     )
     return {"cohort": cohort, "ada": ada, "teacher": teacher}

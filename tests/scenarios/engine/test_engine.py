@@ -139,7 +139,7 @@ def test_a_healthy_pipeline_with_few_microbatches_is_common():
         idle = float(np.mean(tr.key.facts["compute_idle_frac_per_rank"]))
         assert theory < 0.125 and abs(idle - theory) < 0.06, (tr.seed, idle, theory)
         assert flags(tr.key.facts) == set() and tr.key.fix == "none"
-        assert "3 · " not in tr.key.signature and "× 2 model chunks" in tr.key.signature
+        assert "× 2 model chunks" in tr.key.signature
 
 
 def test_bubbles_in_an_interleaved_job_come_from_p_microbatches():
