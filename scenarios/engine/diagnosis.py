@@ -99,7 +99,8 @@ _M = [
         "Duration: an all-reduce's bus bandwidth is bytes × 2(n−1)/n ÷ duration in µs ÷ 1000 "
         "GB/s ((n−1)/n for all-gather or reduce-scatter). Use each collective's shortest copy "
         "across ranks (the longer ones include waiting for the others) and compare with the "
-        "link in the framing.",
+        "link in the framing. A pipeline has only sends and receives: divide a large send's "
+        "bytes by its own Duration (a receive may start after its data has arrived).",
         floor=5,
     ),
     Measurement(
@@ -391,16 +392,35 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
         )
         nbytes = nel * db
         bw = nbytes * fac / np.maximum(dur[nccl_idx], 1)  # bytes per ns = GB/s
-        big = nbytes >= np.median(nbytes)
         rk = rank_c[nccl_idx]
-        per = [np.flatnonzero(rk == r) for r in ranks]
-        n_c = min(len(p) for p in per)
+        p2p = np.array([c in ("send", "recv") for c in coll])
+        if (~p2p).any():
+            # collectives: the same collective has the same index on every rank; its shortest
+            # copy is the transfer (the others include waiting for the last rank)
+            sel = ~p2p
+            big = nbytes >= np.median(nbytes[sel])
+            per = [np.flatnonzero(sel & (rk == r)) for r in ranks]
+            n_c = min(len(p) for p in per)
+        else:
+            # a pipeline's sends and receives pair different ranks, so no index lines them up
+            # across ranks; a receive can start after its data has arrived and then lasts only
+            # the copy out of the staging buffer: read the sends, each its own transfer
+            sel = np.array([c == "send" for c in coll])
+            big = nbytes >= np.median(nbytes[sel]) if sel.any() else np.zeros(len(coll), bool)
+            per, n_c = [], 0
         if n_c:
             mat = np.stack([bw[p[:n_c]] for p in per])  # (R, collectives) in issue order
             bigc = np.stack([big[p[:n_c]] for p in per]).all(axis=0)
             fastest = mat.max(axis=0)[bigc] if bigc.any() else mat.max(axis=0)
             rank_med = [float(np.median(mat[i][bigc] if bigc.any() else mat[i])) for i in range(nR)]
             put("busbw", float(np.median(fastest)), min(rank_med), max(rank_med))
+        elif (sel & big).any():
+            rank_med = [
+                float(np.median(bw[sel & big & (rk == r)]))
+                for r in ranks
+                if (sel & big & (rk == r)).any()
+            ]
+            put("busbw", float(np.median(bw[sel & big])), min(rank_med), max(rank_med))
         else:
             put("busbw", 0.0)
     else:

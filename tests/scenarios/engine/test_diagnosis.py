@@ -174,6 +174,29 @@ def test_bus_bandwidth_is_bytes_over_time_on_the_fastest_rank(traces):
     assert 0.02 * trace.hw.scaleup_gbps < value < 0.9 * trace.hw.scaleup_gbps
 
 
+@pytest.mark.parametrize(
+    ("slug", "seed", "hw"), [("input-starvation", 1, "h100"), ("healthy", 7, "a100")]
+)
+def test_bus_bandwidth_on_a_pipeline_reads_its_sends(slug, seed, hw):
+    """A pipeline has only sends and receives, which pair different ranks: no index lines them
+    up across ranks, and a receive whose data has already arrived lasts a few µs. The value is a
+    large send's bytes over its own duration, never the terabytes per second of a short recv."""
+    trace = engine.generate(slug, seed, hardware=hw)
+    assert trace.family == "pp"
+    sizes = {"BFloat16": 2, "Float": 4, "Half": 2}
+    sends = [
+        (a["In msg nelems"] * sizes[a["dtype"]], e - s)
+        for r in read_export(trace).values()
+        for _n, s, e, a in r["nccl_kernels"]
+        if a["Collective name"] == "send"
+    ]
+    big = statistics.median(b for b, _ in sends)
+    bws = [b / (d * 1e-6) / 1e9 for b, d in sends if b >= big]
+    value = trace.key.grading["measurements"]["busbw"]["value"]
+    assert value == pytest.approx(statistics.median(bws), rel=2e-3)
+    assert value < trace.hw.scaleup_gbps
+
+
 # --------------------------------------------------------------------------- catalogues
 
 
