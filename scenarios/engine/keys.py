@@ -282,11 +282,17 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         nxt = q(f.get("slowest_other_rank_ms", med))
         extra = q(mx - nxt)
         expected = q(step - extra)
+        # a pipeline has no all-reduce: its stages wait for the slow one in sends and receives
+        pp = "stages" in p
+        who, where = (
+            ("stages", "in their sends and receives") if pp else ("ranks", "inside the all-reduce")
+        )
         sig = (
             f"Rank {slow} computes {s(mx)} ms per step against a median of {s(med)} ms "
-            f"(+{_pct(100 * (mx - med) / med)} %); its NCCL kernels start last and are the "
-            f"shortest ({s(f['rank_nccl_ms'][slow])} ms/step vs up to "
-            f"{s(max(f['rank_nccl_ms']))} ms on the ranks waiting for it)."
+            f"(+{_pct(100 * (mx - med) / med)} %); its NCCL kernels "
+            + ("are the " if pp else "start last and are the ")
+            + f"shortest ({s(f['rank_nccl_ms'][slow])} ms/step vs up to "
+            f"{s(max(f['rank_nccl_ms']))} ms on the {who} waiting for it)."
         )
         value = f"rank {slow} compute +{_pct(100 * (mx - med) / med)} % over the median rank"
         arith = [
@@ -298,8 +304,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         ]
         fix_text = (
             f"Cordon rank {slow}'s node (check clocks and thermals, ECC/Xid errors) and rerun on "
-            f"a healthy GPU: the other {len(rc) - 1} ranks stop waiting {s(extra)} ms per step "
-            f"inside the all-reduce, step {s(step)} → {s(expected)} ms."
+            f"a healthy GPU: the other {len(rc) - 1} {who} stop waiting {s(extra)} ms per step "
+            f"{where}, step {s(step)} → {s(expected)} ms."
         )
         ev += [_step_span(M, slow, k_mid, COMPUTE, "slow rank's compute")]
         waiting = [r for r in M.ranks if r != slow]
