@@ -625,13 +625,18 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
     else:  # healthy
         expected = step
         if p["world"] > 1:
+            # two idle shares: no kernel on either stream (NCCL counts as busy), and the compute
+            # stream alone (the graded gap and idle share): say which is which
+            c_idle = _pct(100 * float(np.mean(f["compute_idle_frac_per_rank"])))
             sig = (
-                f"GPU idle {_pct(100 * f['gpu_idle_frac'])} % of a {s(step)} ms step, "
+                f"GPU idle {_pct(100 * f['gpu_idle_frac'])} % of a {s(step)} ms step with no "
+                f"kernel on either stream (the compute stream alone idles {c_idle} %), "
                 f"communication {_pct(f['overlap_pct'])} % overlapped, ranks within "
                 f"{f['compute_skew_pct']:.1f} %; no stalls — nothing to fix."
             )
             value = (
-                f"GPU idle {_pct(100 * f['gpu_idle_frac'])} %, overlap {_pct(f['overlap_pct'])} %"
+                f"GPU idle {_pct(100 * f['gpu_idle_frac'])} % (compute stream {c_idle} %), "
+                f"overlap {_pct(f['overlap_pct'])} %"
             )
             nb = round(p["params"] / 1e9, 1)
             tok = p["batch"] * p["seq"]
@@ -642,9 +647,9 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 f"no avoidable time found: expected step = current step = {s(step)} ms",
             ]
             fix_text = (
-                f"Nothing to change: the GPU is busy {_pct(100 - 100 * f['gpu_idle_frac'])} % "
-                f"of the step at ~{_pct(100 * mfu)} % MFU and {_pct(f['overlap_pct'])} % of "
-                "the all-reduce hides under backward."
+                "Nothing to change: a kernel runs on the GPU "
+                f"{_pct(100 - 100 * f['gpu_idle_frac'])} % of the step at ~{_pct(100 * mfu)} % "
+                f"MFU and {_pct(f['overlap_pct'])} % of the all-reduce hides under backward."
             )
         else:
             busy = q(step * (1 - f["gpu_idle_frac"]))

@@ -37,3 +37,50 @@ def test_a_data_parallel_straggler_still_waits_in_the_all_reduce():
     assert {e["args"]["Collective name"] for e in nccl_kernels(t)} == {"allreduce"}
     assert "inside the all-reduce" in t.key.fix_text
     assert "start last" in t.key.signature
+
+
+def _union_len(iv: list[tuple[float, float]], w0: float, w1: float) -> float:
+    total, end = 0.0, w0
+    for s, e in sorted((max(s, w0), min(e, w1)) for s, e in iv if e > w0 and s < w1):
+        if e > end:
+            total += e - max(s, end)
+            end = e
+    return total
+
+
+def idle_shares(trace) -> tuple[float, float]:
+    """(no kernel on either stream, compute stream alone): idle share of the step windows, %."""
+    doc = orjson.loads(E.perfetto_bytes(trace))
+    ev = doc["traceEvents"]
+    flows = {e["id"]: e["pid"] for e in ev if e["ph"] == "s" and e.get("cat") == "ac2g"}
+    gpu_of = {flows[e["id"]]: e["pid"] for e in ev if e["ph"] == "f" and e["id"] in flows}
+    win = tot_any = tot_comp = 0.0
+    for cpu, gpu in gpu_of.items():
+        steps = [
+            (e["ts"], e["ts"] + e["dur"])
+            for e in ev
+            if e["ph"] == "X" and e["pid"] == cpu and e["name"].startswith("ProfilerStep#")
+        ]
+        comp = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e["ph"] == "X" and e["pid"] == gpu]
+        comp7 = [
+            (e["ts"], e["ts"] + e["dur"])
+            for e in ev
+            if e["ph"] == "X" and e["pid"] == gpu and e["tid"] == 7
+        ]
+        for w0, w1 in steps:
+            win += w1 - w0
+            tot_any += w1 - w0 - _union_len(comp, w0, w1)
+            tot_comp += w1 - w0 - _union_len(comp7, w0, w1)
+    return 100 * tot_any / win, 100 * tot_comp / win
+
+
+def test_a_healthy_data_parallel_key_says_which_idle_share_it_quotes():
+    """The graded idle share is the compute stream's; a bare "GPU idle 1 %" next to a graded
+    10 % reads as a contradiction. Both are named, each true of the export."""
+    t = gen("healthy", 3, "h100")
+    any_idle, comp_idle = idle_shares(t)
+    assert comp_idle - any_idle > 5  # the two bases differ enough to matter here
+    assert f"GPU idle {any_idle:.0f} %" in t.key.signature
+    assert "no kernel on either stream" in t.key.signature
+    assert f"compute stream alone idles {comp_idle:.0f} %" in t.key.signature
+    assert f"(compute stream {comp_idle:.0f} %)" in t.key.measurement_value
