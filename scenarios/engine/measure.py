@@ -275,6 +275,13 @@ class Measured:
         bb = np.stack([busbw[x[:n_c]] for x in per_n]) if n_c else np.zeros((1, 1))
         bigc = np.stack([big[x[:n_c]] for x in per_n]).all(0) if n_c else np.ones(1, bool)
         f["busbw_gbps"] = float(np.median(bb.max(0)[bigc])) if bigc.any() else 0.0
+        # one large collective to show the arithmetic on: the one at the median of the fastest
+        # copies' bus bandwidths, its bytes and its shortest copy across ranks
+        if n_c and bigc.any():
+            cand = np.flatnonzero(bigc)
+            j = int(cand[np.argsort(bb.max(0)[cand], kind="stable")[len(cand) // 2]])
+            f["coll_ref_bytes"] = float(nbytes[per_n[0][j]])
+            f["coll_ref_ms"] = float(min(self.dur[m][x[j]] for x in per_n) / 1000)
         # pure transfer time per collective (its shortest per-rank kernel), per step and for the
         # step's last collective (what stays after backward once the others overlap)
         tr_ms = (
