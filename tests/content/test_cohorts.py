@@ -441,6 +441,18 @@ def test_lookalike_pairs_are_named_by_their_titles(client, people, cohort):
     assert pair and "↔" in pair.group(1)
 
 
+def test_a_learners_last_drills_name_scenarios_by_their_titles(client, people, cohort):
+    """ "Last 20 drills" listed "bandwidth-bound-collective" / "straggler" (slugs) under True and
+    Answered."""
+    make_attempt(people["ada"], "bandwidth-bound-collective", "straggler")
+    url = f"/cohorts/{cohort.pk}/learners/{people['ada'].pk}/"
+    html = as_user(client, people["teacher"]).get(url).content.decode()
+    recent = html[html.index("Last 20 drills") :]
+    assert "<td>Genuinely bandwidth-bound collective</td>" in recent
+    assert ">Straggler rank</td>" in recent
+    assert "<td>bandwidth-bound-collective</td>" not in recent and ">straggler</td>" not in recent
+
+
 def test_drill_goals(people, cohort, wset):
     now = timezone.now()
     a = Assignment.objects.create(
