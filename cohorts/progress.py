@@ -346,6 +346,7 @@ def confusion(
         result.leaders.append(
             {
                 "pair": (a, b),
+                "titles": (engine.title_of(a), engine.title_of(b)),
                 "top": [
                     {
                         "user_id": uid,
@@ -685,6 +686,7 @@ class MemberNumbers:
             result.leaders.append(
                 {
                     "pair": (a, b),
+                    "titles": (engine.title_of(a), engine.title_of(b)),
                     "top": [
                         {
                             "user_id": self.uids[i],

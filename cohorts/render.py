@@ -185,7 +185,10 @@ def confusion_table(conf) -> SafeString:
             f'<span class="muted">{escape(Truncator(t.title).chars(26))}</span></th>\n'
             f'    {cells}\n    <td class="num">{row["total"]}</td></tr>\n'
         )
-    pairs = "; ".join(f"{escape(a)} ↔ {escape(b)}" for a, b in conf.pairs)
+    named = {s.slug: s.title for s in conf.scenarios}
+    pairs = "; ".join(
+        f"{escape(named.get(a, a))} ↔ {escape(named.get(b, b))}" for a, b in conf.pairs
+    )
     return mark_safe(
         '<div class="scroll">\n'
         '<table class="confusion" aria-label="Confusion matrix: rows are the true scenario, '

@@ -247,18 +247,27 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
         "rows": [(s, stats.get(s.slug) or progress.ScenarioCell()) for s in scen],
         "confusion_html": render.confusion_table(progress.confusion([learner.pk], counts=counts)),
         "assignments": progress.learner_assignments(learner, now, cohort=cohort),
-        "recent": Attempt.objects.filter(user=learner)
-        .graded()
-        .order_by("-submitted_at")
-        .values(
-            "pk",
-            "scenario",
-            "answer_scenario",
-            "scenario_correct",
-            "elapsed_s",
-            "submitted_at",
-            "kind",
-        )[:20],
+        "recent": [
+            # the names on the drill form, not the slugs
+            {
+                **a,
+                "scenario_title": title_of(a["scenario"]),
+                "answer_title": title_of(a["answer_scenario"]) if a["answer_scenario"] else "",
+                "kind_label": Attempt.Kind(a["kind"]).label,
+            }
+            for a in Attempt.objects.filter(user=learner)
+            .graded()
+            .order_by("-submitted_at")
+            .values(
+                "pk",
+                "scenario",
+                "answer_scenario",
+                "scenario_correct",
+                "elapsed_s",
+                "submitted_at",
+                "kind",
+            )[:20]
+        ],
         "titles": {s.slug: s.title for s in scen},
         "interviews": shared_interviews(cohort).filter(user=learner).order_by("-finished_at"),
         "sentence_html": sentence_table_html(

@@ -428,6 +428,31 @@ def test_counts_of_one_are_singular(client, people, cohort, wset):
     assert "ada</a> (1 mix-up in 1 drill, 100%)" in html
 
 
+def test_lookalike_pairs_are_named_by_their_titles(client, people, cohort):
+    """The confusion legend and "who confuses the lookalike pairs most" said
+    "bandwidth-bound-collective ↔ straggler": the internal slugs, not the names on the form."""
+    make_attempt(people["ada"], "straggler", "bandwidth-bound-collective")
+    for url in (f"/cohorts/{cohort.pk}/", f"/cohorts/{cohort.pk}/learners/{people['ada'].pk}/"):
+        html = as_user(client, people["teacher"]).get(url).content.decode()
+        assert "bandwidth-bound-collective ↔" not in html and "↔ straggler" not in html, url
+        assert "Straggler rank" in html and "Genuinely bandwidth-bound collective" in html
+    html = as_user(client, people["teacher"]).get(f"/cohorts/{cohort.pk}/").content.decode()
+    pair = re.search(r"<li><strong>([^<]*Straggler rank[^<]*)</strong>", html)
+    assert pair and "↔" in pair.group(1)
+
+
+def test_a_learners_last_drills_name_scenarios_by_their_titles(client, people, cohort):
+    """ "Last 20 drills" listed "bandwidth-bound-collective" / "straggler" (slugs) under True and
+    Answered."""
+    make_attempt(people["ada"], "bandwidth-bound-collective", "straggler")
+    url = f"/cohorts/{cohort.pk}/learners/{people['ada'].pk}/"
+    html = as_user(client, people["teacher"]).get(url).content.decode()
+    recent = html[html.index("Last 20 drills") :]
+    assert "<td>Genuinely bandwidth-bound collective</td>" in recent
+    assert ">Straggler rank</td>" in recent
+    assert "<td>bandwidth-bound-collective</td>" not in recent and ">straggler</td>" not in recent
+
+
 def test_drill_goals(people, cohort, wset):
     now = timezone.now()
     a = Assignment.objects.create(

@@ -168,3 +168,16 @@ def test_after_the_fix_exists_only_after_the_commit(
     # Shown again: the stored twin, not a new one.
     learner_client.get(url)
     assert Trace.objects.filter(source=Trace.Source.FIXED).count() == 1
+
+
+def test_a_trial_given_up_says_no_measurement_was_chosen(learner, learner_client, no_refill):
+    """Given up before answering: no "— — it does not tell these two apart" about a measurement
+    the learner never named."""
+    confuse(learner, "launch-bound", "healthy")
+    learner_client.post("/drill/next/", {"mode": "timed"})
+    trial = Attempt.objects.get(kind=Attempt.Kind.CONTRAST)
+    r = learner_client.post(f"/drill/attempts/{trial.pk}/abandon/")
+    html = learner_client.get(r["Location"]).content.decode()
+    assert "You picked <strong>nothing</strong>" in html
+    assert "Measurement: <strong>none chosen</strong>" in html
+    assert "does not tell these two apart" not in html

@@ -89,7 +89,7 @@ def test_the_reveal_shows_five_sentences_with_values_tolerances_and_evidence(
     g = attempt.trace.key["grading"]
     step = g["step_ms"]
     # as the page writes it: digits by size, thousands grouped with a space ("2 014")
-    digits = 0 if step >= 100 else 1 if step >= 10 else 2
+    digits = 0 if step >= 10_000 else 1 if step >= 10 else 2
     shown = f"{step:,.{digits}f}".replace(",", " ")
     assert shown in html and "±10 %" in html
     assert html.count('class="show-me"') >= 5
@@ -97,6 +97,17 @@ def test_the_reveal_shows_five_sentences_with_values_tolerances_and_evidence(
     multi_rank = attempt.trace.key["facts"]["world"] > 1
     said = f"{shown} ms (each step's slowest rank, averaged)" in unescape(html)
     assert said == multi_rank
+
+
+def test_the_reveal_writes_step_times_with_the_arithmetic_s_decimal():
+    """The table's "144 ms" beside the arithmetic's "164.8 − 20.3 = 144.5 ms" did not add up."""
+    from drills.trainer.reveal import _num
+
+    assert _num(144.5, "ms") == "144.5 ms"
+    assert _num(164.776, "ms") == "164.8 ms"
+    assert _num(2014.34, "ms") == "2 014.3 ms"
+    assert _num(10_000_000, "ms") == "10 000 000 ms"
+    assert _num(3.456, "%") == "3.46 %"
 
 
 def test_the_reveal_says_how_to_take_the_confirming_measurement_in_the_viewer(
