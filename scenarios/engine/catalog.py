@@ -266,7 +266,7 @@ FIXES: dict[str, str] = {
     "more_microbatches": "More microbatches per step or an interleaved schedule",
     "allocator_conf": "Stop churning the allocator: expandable segments, no empty_cache() per step",
     "fewer_comm_bytes": "Send fewer bytes: bf16 gradients / compression / more compute per byte",
-    "pad_shapes": "Pad or bucket input shapes (or mark them dynamic) so the compiler stops",
+    "pad_shapes": "Pad or bucket input shapes (or mark them dynamic) to stop recompiles",
     "bigger_batch": "Raise the per-GPU batch size",
     "faster_kernels": "Swap in faster GEMM kernels / tune matmul precision",
     "none": "No change: the job is healthy",
