@@ -79,6 +79,9 @@ def test_bad_upload_fails_with_a_message_and_stores_nothing(learner_client):
     up = Upload.objects.get()
     assert up.status == Upload.Status.FAILED
     assert "truncated" in up.error and "truncated" in page.content.decode()
+    # the notice stays in the list until it expires: it says so, rather than "nothing was kept"
+    notice = page.content.decode().split('id="upload-error"', 1)[1].split("</p>", 1)[0]
+    assert f"deleted on {timezone.localtime(up.expires_at):%Y-%m-%d}" in notice
     assert bytes(up.timeline_gz) == b"" and bytes(up.perfetto_gz) == b"" and up.analysis is None
     assert learner_client.get(reverse("scenarios:upload_timeline", args=[up.pk])).status_code == 404
 
