@@ -385,16 +385,40 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         value = (
             f"{f['syncs_per_step']:.0f} {sync_api} per step, {s(refill)} ms GPU refill gap per step"
         )
+        # two bases: the gap right after each read-back (the product), and, off a pipeline,
+        # every GPU gap from the step's first read-back to one layer past its last (the queue
+        # refills slowly behind each one), on the rank that loses most: the step's loss
+        cost = f"cost = in-step syncs × refill gap = {n_in} × {per:.2f} ms = {s(refill)} ms "
+        every = "every GPU gap from the step's first read-back to one layer past its last"
+        if int(f["world"]) == 1:
+            loss = f"{s(refill_c)} ms per step"
+            cost += "per step, the gaps right after each read-back; " + (
+                f"counting {every} (the queue refills slowly behind each), the GPU idles "
+                f"{s(refill_c)} ms per step, and one GPU has no rank to wait for: the step "
+                "loses all of it"
+                if refill_c > refill
+                else "one GPU has no rank to wait for: the step loses all of it"
+            )
+        elif "stages" in p:
+            loss = f"{s(refill_c)} ms per step on the stage that loses most"
+            cost += (
+                f"per stage on average; {s(refill_c)} ms on the stage that loses most (the step "
+                "waits for it)"
+            )
+        else:
+            loss = f"{s(refill_c)} ms per step on the rank that loses most"
+            cost += (
+                "per rank on average, the gaps right after each read-back; counting "
+                f"{every}, {s(refill_c)} ms on the rank that loses most (the step waits for it)"
+            )
         arith = [
-            f"cost = in-step syncs × refill gap = {n_in} × {per:.2f} ms = {s(refill)} ms "
-            f"per rank on average, {s(refill_c)} ms on the rank that loses most (the step waits "
-            "for it)",
+            cost,
             f"expected step ≈ {s(step)} − {s(refill_c)} = {s(expected)} ms ({_x(step, expected)})",
         ]
         fix_text = (
             f"Remove the {n_in} per-layer .nonzero() read-backs (keep routing on the GPU with a "
             "static-shape mask) and log the loss every N steps: the CPU runs ahead again and "
-            f"the {s(refill)} ms of refill gaps go, step {s(step)} → {s(expected)} ms."
+            f"the GPU idle they open goes ({loss}), step {s(step)} → {s(expected)} ms."
         )
         ev += _span(
             M,

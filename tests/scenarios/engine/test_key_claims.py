@@ -114,3 +114,21 @@ def test_bandwidth_bound_quotes_the_bus_bandwidth_it_grades():
     graded = t.key.grading["measurements"]["busbw"]["value"]
     assert abs(bw - graded) <= 1
     assert f"busbw {bw:.0f} GB/s" in t.key.signature
+
+
+def test_sync_stalls_on_one_gpu_names_no_second_rank():
+    """A decode trace has one rank: no "per rank on average" beside "the rank that loses most"
+    (MI300X seed 1 read 8.7 and 9.9 ms as two ranks). The two figures have two bases, the gap
+    right after each read-back and every gap after the first one, and each says which it is."""
+    t = gen("sync-stalls", 1, "mi300x")
+    doc = orjson.loads(E.perfetto_bytes(t))
+    assert len({e["pid"] for e in doc["traceEvents"] if e.get("cat") == "kernel"}) == 1
+    for text in (t.key.signature, t.key.fix_text, *t.key.arithmetic):
+        assert "rank" not in text.replace("no rank to wait for", ""), text
+    cost = t.key.arithmetic[0]
+    assert "the gaps right after each read-back" in cost
+    assert "every GPU gap from the step's first read-back" in cost
+    # the figure the step loses is the one the expected step subtracts, and the fix quotes it
+    lost = t.key.arithmetic[1].split("−")[1].split("=")[0].strip()
+    assert f"the GPU idles {lost} ms per step" in cost
+    assert f"({lost} ms per step)" in t.key.fix_text
