@@ -438,20 +438,38 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         busy = q(step * (1 - idle))
         if slug == "healthy":
             expected = step
+            i_pct, t_pct = _pct(100 * idle), _pct(100 * theory)
+            # the formula counts the warm-up and drain only: say how the measured idle compares
+            if i_pct == t_pct:
+                vs, why = "matches", ""
+            elif abs(idle - theory) < 0.015:  # within rounding of the two-digit share
+                vs, why = "close to", ""
+            else:
+                pts = abs(int(i_pct) - int(t_pct))
+                vs = f"{pts} point{'s' if pts > 1 else ''} " + (
+                    "above" if int(i_pct) > int(t_pct) else "below"
+                )
+                why = (
+                    "; the formula counts the warm-up and drain only, the stages also idle "
+                    "outside them"
+                    if int(i_pct) > int(t_pct)
+                    else ""
+                )
+            formula = f"(p−1)/({vtxt}m+p−1) = {t_pct} %"
             sig = (
                 f"{P} stages, {mtxt}: a thin warm-up and drain, every stage idle "
-                f"{_pct(100 * idle)} % of a {s(step)} ms step (theory (p−1)/({vtxt}m+p−1) = "
-                f"{_pct(100 * theory)} %); no stalls — nothing worth fixing."
+                f"{i_pct} % of a {s(step)} ms step, {vs} the bubble's {formula}{why}; no "
+                "stalls — nothing worth fixing."
             )
-            value = f"stage idle {_pct(100 * idle)} %, matches (p−1)/({vtxt}m+p−1)"
+            value = f"stage idle {i_pct} %, {vs} {formula}"
             arith = [
                 f"bubble share = (p−1)/({vtxt}m+p−1) = {P - 1}/{vm + P - 1} = {theory:.2f}; "
-                f"measured {idle:.2f}",
+                f"measured idle {idle:.2f}",
                 f"no avoidable time found: expected step = current step = {s(step)} ms",
             ]
             fix_text = (
-                f"Nothing to change: with {vtxt}m = {vm} ≫ p = {P} the bubble is only "
-                f"{_pct(100 * theory)} % of the step."
+                f"Nothing to change: with {vtxt}m = {vm} ≫ p = {P} the warm-up and drain take "
+                f"only {t_pct} % of the step in theory ({i_pct} % idle measured)."
             )
         else:
             m2 = 2 * m

@@ -132,3 +132,23 @@ def test_sync_stalls_on_one_gpu_names_no_second_rank():
     lost = t.key.arithmetic[1].split("−")[1].split("=")[0].strip()
     assert f"the GPU idles {lost} ms per step" in cost
     assert f"({lost} ms per step)" in t.key.fix_text
+
+
+def test_a_healthy_pipeline_key_does_not_call_13_and_10_percent_a_match():
+    """The measured stage idle and the bubble formula are both printed, and the words say how
+    they compare: 13 % against (p−1)/(m+p−1) = 10 % is "3 points above", not "matches"."""
+    import re
+
+    t = gen("healthy", 7, "h100")
+    m = re.match(r"(\d+) stages, (\d+) microbatches:", t.key.signature)
+    assert m, t.key.signature
+    p, mb = (int(x) for x in m.groups())
+    theory = round(100 * (p - 1) / (mb + p - 1))
+    _, comp_idle = idle_shares(t)  # the compute stream's idle share of the export
+    measured = round(comp_idle)
+    assert abs(measured - theory) >= 2  # the two differ by more than rounding here
+    value = t.key.measurement_value
+    assert "matches" not in value and "matches" not in t.key.signature
+    assert f"stage idle {measured} %" in value
+    assert f"= {theory} %" in value
+    assert f"{measured - theory} points above" in value
