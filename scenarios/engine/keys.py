@@ -212,11 +212,26 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"worker{'s' if w > 1 else ''} each need {s(fetch)} ms per batch."
         )
         value = f"{s(wait)} ms of {s(step)} ms per step waiting in DataLoader __next__"
-        arith = [
-            f"step = data wait on the rank that waits longest + "
-            f"{'the rest of its step' if skew else 'compute'} = {s(wait_c)} + "
-            f"{s(rest)} = {s(step)} ms",
-        ]
+        # a pipeline's rest of the step is its schedule: the stages compute part of it and wait
+        # in the warm-up, the drain and their sends and receives the rest
+        pp = "stages" in p
+        what, under = (
+            ("schedule", "the {} ms schedule") if pp else ("compute", "the {} ms of compute")
+        )
+        if pp:
+            comp_pp = q(f["compute_ms"])
+            arith = [
+                f"step = data wait on the stage that waits longest + the rest of the step = "
+                f"{s(wait_c)} + {s(rest)} = {s(step)} ms; the rest is the pipeline schedule, of "
+                f"which each stage's GPU computes {s(comp_pp)} ms on average and waits "
+                f"{s(q(rest - comp_pp))} ms in the warm-up, the drain and its sends and receives",
+            ]
+        else:
+            arith = [
+                f"step = data wait on the rank that waits longest + "
+                f"{'the rest of its step' if skew else 'compute'} = {s(wait_c)} + "
+                f"{s(rest)} = {s(step)} ms",
+            ]
         if skew:
             arith.append(
                 f"that rank's GPU computes {s(late_c)} ms per step; fed on time, all ranks start "
@@ -225,14 +240,15 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             )
         arith += [
             f"loading keeps up at {s(fetch)} ms per batch ÷ {w} worker{'s' if w > 1 else ''} = "
-            f"{s(per)} ms per step, slower than the {s(compute)} ms of compute",
-            f"with {k} workers prefetching: step ≈ max(compute, load ÷ {k}) = max({s(compute)}, "
+            f"{s(per)} ms per step, slower than " + under.format(s(compute)),
+            f"with {k} workers prefetching: step ≈ max({what}, load ÷ {k}) = max({s(compute)}, "
             f"{s(fetch_k)}) = {s(expected)} ms ({_x(step, expected)})",
         ]
         fix_text = (
             f"DataLoader(num_workers={w} → {k}, prefetch_factor=2, persistent_workers=True, "
             f"pin_memory=True): {s(fetch)} ms per batch ÷ {k} = {s(fetch_k)} ms, hidden under "
-            f"{s(compute)} ms of compute; step {s(step)} → {s(expected)} ms."
+            + under.format(s(compute))
+            + f"; step {s(step)} → {s(expected)} ms."
         )
         ev += _per_step_spans(
             M,

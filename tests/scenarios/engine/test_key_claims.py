@@ -152,3 +152,46 @@ def test_a_healthy_pipeline_key_does_not_call_13_and_10_percent_a_match():
     assert f"stage idle {measured} %" in value
     assert f"= {theory} %" in value
     assert f"{measured - theory} points above" in value
+
+
+def compute_busy_ms(trace) -> float:
+    """The compute stream's busy time per step window, mean over ranks and steps (ms)."""
+    doc = orjson.loads(E.perfetto_bytes(trace))
+    ev = doc["traceEvents"]
+    flows = {e["id"]: e["pid"] for e in ev if e["ph"] == "s" and e.get("cat") == "ac2g"}
+    gpu_of = {flows[e["id"]]: e["pid"] for e in ev if e["ph"] == "f" and e["id"] in flows}
+    busy: list[float] = []
+    for cpu, gpu in gpu_of.items():
+        comp7 = [
+            (e["ts"], e["ts"] + e["dur"])
+            for e in ev
+            if e["ph"] == "X" and e["pid"] == gpu and e["tid"] == 7
+        ]
+        for e in ev:
+            if e["ph"] == "X" and e["pid"] == cpu and e["name"].startswith("ProfilerStep#"):
+                busy.append(_union_len(comp7, e["ts"], e["ts"] + e["dur"]) / 1000)
+    return sum(busy) / len(busy)
+
+
+def test_input_starvation_on_a_pipeline_does_not_call_the_schedule_compute():
+    """On a pipeline the step after the data wait is the schedule: H100 seed 1 called its
+    243.6 ms "compute" while the compute stream is busy 208.5 ms; the rest is waiting in the
+    warm-up, drain, sends and receives. The key says so, and no longer calls it compute."""
+    import re
+
+    t = gen("input-starvation", 1, "h100")
+    assert t.family == "pp"
+    first = t.key.arithmetic[0]
+    m = re.search(r"= ([\d.]+) \+ ([\d.]+) = ([\d.]+) ms", first)
+    assert m, first
+    rest = float(m.group(2))
+    busy = compute_busy_ms(t)
+    assert rest - busy > 10  # the schedule is longer than its compute here
+    assert "+ compute" not in first
+    m2 = re.search(r"computes ([\d.]+) ms on average and waits ([\d.]+) ms", first)
+    assert m2, first
+    assert abs(float(m2.group(1)) - busy) < 0.1
+    assert abs(float(m2.group(1)) + float(m2.group(2)) - rest) < 0.05
+    for text in (*t.key.arithmetic, t.key.fix_text):
+        assert f"{rest:.1f} ms of compute" not in text, text
+        assert "max(compute," not in text, text
