@@ -448,6 +448,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         P, m, v = p["stages"], p["micro"], int(p.get("chunks", 1))
         # an interleaved schedule runs v model chunks per stage: the bubble is (p−1)/(v·m+p−1)
         vm, vtxt = v * m, (f"{v}·" if v > 1 else "")
+        den = f"({vtxt}m)" if v > 1 else "m"  # (2·m+p−1)/(2·m), never "/2·m"
         mtxt = f"{m} microbatches × {v} model chunks" if v > 1 else f"{m} microbatches"
         theory = _bubble_share(P, vm)
         idle = round(float(np.mean(f["compute_idle_frac_per_rank"])), 2)
@@ -509,7 +510,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 f"bubble share = (p−1)/({vtxt}m+p−1) = {P - 1}/{vm + P - 1} = {theory:.2f}; "
                 f"measured {idle:.2f}",
                 f"useful work per stage = step × (1 − idle) = {s(step)} × {1 - idle:.2f} = "
-                f"{s(busy)} ms; the schedule takes work × ({vtxt}m+p−1)/{vtxt}m = {s(sched)} ms, "
+                f"{s(busy)} ms; the schedule takes work × ({vtxt}m+p−1)/{den} = {s(sched)} ms, "
                 "the rest "
                 f"of the step (batch, optimizer, loss) {s(other)} ms",
                 f"small kernels and launch gaps per step {s(fixed)} ms do not shrink with the "

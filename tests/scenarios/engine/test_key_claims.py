@@ -195,3 +195,15 @@ def test_input_starvation_on_a_pipeline_does_not_call_the_schedule_compute():
     for text in (*t.key.arithmetic, t.key.fix_text):
         assert f"{rest:.1f} ms of compute" not in text, text
         assert "max(compute," not in text, text
+
+
+def test_an_interleaved_fraction_brackets_its_denominator():
+    """A fraction printed "(2·m+p−1)/2·m" reads as ((2·m+p−1)/2)·m: bracket the denominator."""
+    import re
+
+    t = gen("pipeline-bubbles", 0, "a100")
+    assert "2 model chunks" in t.key.signature
+    texts = (t.key.signature, t.key.measurement_value, t.key.fix_text, *t.key.arithmetic)
+    assert any("(2·m+p−1)/(2·m)" in x for x in texts)
+    for x in texts:
+        assert not re.search(r"/\d+·m", x), x
