@@ -164,7 +164,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         nb = max(1, round(f["colls_per_step"]))
         xfer = q(f["coll_transfer_ms_per_step"])
         last = q(f["coll_transfer_last_ms"])
-        bwd = q(f["compute_ms"] * 2 / 3)
+        comp = q(f["compute_ms"])
+        bwd = q(comp * 2 / 3)  # from the printed compute
         expected = q(step - xfer + last)
         sig = (
             f"Every rank runs its {nb} gradient all-reduces back to back after backward: "
@@ -176,7 +177,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"exposed comm = comm × (1 − overlap) = {s(comm)} × (1 − {ov:.2f}) = {s(exp)} ms",
             f"after the slowest rank's backward the {nb} all-reduces move their bytes back to "
             f"back: transfer = Σ each collective's shortest kernel across ranks = {s(xfer)} ms",
-            f"backward ≈ ⅔ of {s(f['compute_ms'])} ms compute = {s(bwd)} ms, enough to hide all "
+            f"backward ≈ ⅔ of {s(comp)} ms compute = {s(bwd)} ms, enough to hide all "
             f"but the last bucket, whose {s(last)} ms stays after backward",
             f"expected step ≈ {s(step)} − {s(xfer)} + {s(last)} = {s(expected)} ms "
             f"({_x(step, expected)})",

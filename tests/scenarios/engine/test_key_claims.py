@@ -207,3 +207,16 @@ def test_an_interleaved_fraction_brackets_its_denominator():
     assert any("(2·m+p−1)/(2·m)" in x for x in texts)
     for x in texts:
         assert not re.search(r"/\d+·m", x), x
+
+
+def test_exposed_allreduce_two_thirds_compute_from_the_printed_compute():
+    """A100 seed 1 printed "⅔ of 110.2 ms compute = 73.4 ms" (⅔ of the unrounded 110.16):
+    the result is computed from the operand the reader sees."""
+    import re
+
+    t = gen("exposed-allreduce", 1, "a100")
+    line = next(a for a in t.key.arithmetic if "⅔" in a)
+    m = re.search(r"⅔ of ([\d.]+) ms compute = ([\d.]+) ms", line)
+    assert m, line
+    assert m.group(1) == "110.2"
+    assert m.group(2) == f"{float(m.group(1)) * 2 / 3:.1f}" == "73.5"
