@@ -598,7 +598,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         # one large collective, its shortest copy across ranks (the others include waiting)
         gb1 = round(f.get("coll_ref_bytes", f["coll_bytes_each"]) / 1e9, 3)
         t1 = round(f.get("coll_ref_ms", f["coll_ms_each"]), 2)
-        fac = 2 * (n - 1) / n
+        fac = round(2 * (n - 1) / n, 2)  # as printed
         bw = round(gb1 * fac / t1 * 1000)
         xfer = q(f["coll_transfer_ms_per_step"])
         half = q(xfer / 2)
@@ -634,8 +634,9 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"{gb1:.3f} GB × {fac:.2f} ÷ {t1:.2f} ms "
             f"= {bw:.0f} GB/s, {_pct(100 * bw / hw.scaleup_gbps)} % of the "
             f"{hw.scaleup_gbps:.0f} GB/s link",
-            f"{round(f['colls_per_step'])} such all-reduces per step ({gb:.2f} GB of gradients): "
-            f"transfer per step = {s(xfer)} ms, queued back to back past the end of backward",
+            f"{round(f['colls_per_step'])} all-reduces per step move {gb:.2f} GB of gradients "
+            f"in all: transfer per step = {s(xfer)} ms, queued back to back past the end of "
+            "backward",
             f"the last bucket waits for the slowest rank of each step to finish backward: lag = "
             f"its GPU compute − the average rank's = {s(c_max)} − {s(c_avg)} = {s(lag)} ms",
             f"{how_half}: {s(xfer)} ÷ 2 = {s(half)} ms of transfer, the queue ends "

@@ -220,3 +220,35 @@ def test_exposed_allreduce_two_thirds_compute_from_the_printed_compute():
     assert m, line
     assert m.group(1) == "110.2"
     assert m.group(2) == f"{float(m.group(1)) * 2 / 3:.1f}" == "73.5"
+
+
+def test_bandwidth_bound_counts_all_reduces_and_their_bytes_alike():
+    """MI300X seed 3 said "4 such all-reduces per step (0.91 GB)" after one of 0.201 GB: the
+    all-reduces differ in size, and 4 × 0.201 is 0.80. The line gives their count and their
+    total bytes per step, both true of the export."""
+    import re
+
+    t = gen("bandwidth-bound-collective", 3, "mi300x")
+    sizes = {"BFloat16": 2, "Float": 4, "Half": 2}
+    doc = orjson.loads(E.perfetto_bytes(t))
+    steps = {
+        e["pid"]: 0 for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")
+    }
+    for e in doc["traceEvents"]:
+        if e.get("name", "").startswith("ProfilerStep#"):
+            steps[e["pid"]] += 1
+    n_steps = max(steps.values())
+    by_rank: dict[int, list[float]] = {}
+    for e in nccl_kernels(t):
+        a = e["args"]
+        by_rank.setdefault(e["pid"], []).append(a["In msg nelems"] * sizes[a["dtype"]] / 1e9)
+    one = next(iter(by_rank.values()))
+    assert len({round(x, 3) for x in one}) > 1  # the all-reduces differ in size
+    count = len(one) / n_steps
+    total = sum(sum(v) for v in by_rank.values()) / len(by_rank) / n_steps
+    line = t.key.arithmetic[1]
+    assert "such" not in line
+    m = re.match(r"(\d+) all-reduces per step move ([\d.]+) GB of gradients in all", line)
+    assert m, line
+    assert int(m.group(1)) == round(count)
+    assert abs(float(m.group(2)) - total) < 0.006
