@@ -207,10 +207,12 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         fetch_k = q(fetch / k)
         expected = max(compute, fetch_k)
         sig = (
-            f"Every step on every rank opens with {s(wait)} ms inside the DataLoader __next__ "
-            f"(min {s(f['loader_ms_min'])}, max {s(f['loader_ms_max'])} ms) while the GPU "
-            f"idles: {_pct(100 * wait / step)} % of each {s(step)} ms step; {w} loader "
-            f"worker{'s' if w > 1 else ''} each need {s(fetch)} ms per batch."
+            f"Every step on every rank opens with {s(wait)} ms on average inside the DataLoader "
+            f"__next__ (min {s(f['loader_ms_min'])}, max {s(f['loader_ms_max'])} ms over all "
+            f"ranks and steps) while the GPU idles: {_pct(100 * wait / step)} % of each "
+            f"{s(step)} ms step; "
+            + (f"{w} loader workers each need" if w > 1 else "a single loader worker needs")
+            + f" {s(fetch)} ms per batch."
         )
         value = f"{s(wait)} ms of {s(step)} ms per step waiting in DataLoader __next__"
         # a pipeline's rest of the step is its schedule: the stages compute part of it and wait
