@@ -718,7 +718,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 f"MFU and {_pct(f['overlap_pct'])} % of the all-reduce hides under backward."
             )
         else:
-            busy = q(step * (1 - f["gpu_idle_frac"]))
+            b_frac = round(1 - f["gpu_idle_frac"], 2)  # as printed
+            busy = q(step * b_frac)
             sig = (
                 f"GPU busy {_pct(100 - 100 * f['gpu_idle_frac'])} % of a {s(step)} ms decode "
                 "step with large batched kernels and the launch queue full; no stalls — nothing "
@@ -726,8 +727,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             )
             value = f"GPU idle {_pct(100 * f['gpu_idle_frac'])} %"
             arith = [
-                f"GPU busy = step × (1 − idle) = {s(step)} × "
-                f"{1 - f['gpu_idle_frac']:.2f} = {s(busy)} ms",
+                f"GPU busy = step × (1 − idle) = {s(step)} × {b_frac:.2f} = {s(busy)} ms",
                 f"no avoidable time found: expected step = current step = {s(step)} ms",
             ]
             fix_text = (

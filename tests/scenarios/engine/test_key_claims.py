@@ -274,3 +274,16 @@ def test_input_starvation_min_and_max_wait_cover_every_rank():
     assert m, t.key.signature
     assert float(m.group(1)) == round(min(every), 1)
     assert float(m.group(2)) == round(max(every), 1)
+
+
+def test_a_healthy_decode_key_multiplies_the_factor_it_prints():
+    """H200 seed 9 printed "9.06 × 0.91 = 8.27 ms", a product of the unrounded busy share
+    (9.06 × 0.91 = 8.24): the busy time is computed from the printed factor."""
+    import re
+
+    t = gen("healthy", 9, "h200")
+    assert t.world == 1
+    m = re.search(r"= ([\d.]+) × ([\d.]+) = ([\d.]+) ms", t.key.arithmetic[0])
+    assert m, t.key.arithmetic[0]
+    a, b, c = m.groups()
+    assert f"{float(a) * float(b):.{len(c.split('.')[1])}f}" == c
