@@ -575,7 +575,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 )
         arith = [
             f"stall = Σ malloc + Σ free per step = {s(mal)} + {s(fre)} = {s(am)} ms; the GPU "
-            f"sits idle through them, {s(idle)} ms per step per rank",
+            f"sits idle through them, {s(idle)} ms per step"
+            + (" per rank" if int(f["world"]) > 1 else ""),
             crit,
             f"expected step ≈ {s(step)} − {s(am_c)} = {s(expected)} ms ({_x(step, expected)})",
         ]

@@ -287,3 +287,11 @@ def test_a_healthy_decode_key_multiplies_the_factor_it_prints():
     assert m, t.key.arithmetic[0]
     a, b, c = m.groups()
     assert f"{float(a) * float(b):.{len(c.split('.')[1])}f}" == c
+
+
+def test_allocator_stalls_on_one_gpu_says_no_per_rank():
+    """A decode trace has one GPU: its allocator key says "per step", not "per step per rank"."""
+    t = gen("allocator-stalls", 1, "h100")
+    assert t.world == 1
+    for text in (t.key.signature, t.key.fix_text, *t.key.arithmetic):
+        assert "per rank" not in text, text
