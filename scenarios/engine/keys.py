@@ -164,7 +164,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         nb = max(1, round(f["colls_per_step"]))
         xfer = q(f["coll_transfer_ms_per_step"])
         last = q(f["coll_transfer_last_ms"])
-        bwd = q(f["compute_ms"] * 2 / 3)
+        comp = q(f["compute_ms"])
+        bwd = q(comp * 2 / 3)  # from the printed compute
         expected = q(step - xfer + last)
         sig = (
             f"Every rank runs its {nb} gradient all-reduces back to back after backward: "
@@ -176,7 +177,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"exposed comm = comm × (1 − overlap) = {s(comm)} × (1 − {ov:.2f}) = {s(exp)} ms",
             f"after the slowest rank's backward the {nb} all-reduces move their bytes back to "
             f"back: transfer = Σ each collective's shortest kernel across ranks = {s(xfer)} ms",
-            f"backward ≈ ⅔ of {s(f['compute_ms'])} ms compute = {s(bwd)} ms, enough to hide all "
+            f"backward ≈ ⅔ of {s(comp)} ms compute = {s(bwd)} ms, enough to hide all "
             f"but the last bucket, whose {s(last)} ms stays after backward",
             f"expected step ≈ {s(step)} − {s(xfer)} + {s(last)} = {s(expected)} ms "
             f"({_x(step, expected)})",
@@ -206,17 +207,34 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         fetch_k = q(fetch / k)
         expected = max(compute, fetch_k)
         sig = (
-            f"Every step on every rank opens with {s(wait)} ms inside the DataLoader __next__ "
-            f"(min {s(f['loader_ms_min'])}, max {s(f['loader_ms_max'])} ms) while the GPU "
-            f"idles: {_pct(100 * wait / step)} % of each {s(step)} ms step; {w} loader "
-            f"worker{'s' if w > 1 else ''} each need {s(fetch)} ms per batch."
+            f"Every step on every rank opens with {s(wait)} ms on average inside the DataLoader "
+            f"__next__ (min {s(f['loader_ms_min'])}, max {s(f['loader_ms_max'])} ms over all "
+            f"ranks and steps) while the GPU idles: {_pct(100 * wait / step)} % of each "
+            f"{s(step)} ms step; "
+            + (f"{w} loader workers each need" if w > 1 else "a single loader worker needs")
+            + f" {s(fetch)} ms per batch."
         )
         value = f"{s(wait)} ms of {s(step)} ms per step waiting in DataLoader __next__"
-        arith = [
-            f"step = data wait on the rank that waits longest + "
-            f"{'the rest of its step' if skew else 'compute'} = {s(wait_c)} + "
-            f"{s(rest)} = {s(step)} ms",
-        ]
+        # a pipeline's rest of the step is its schedule: the stages compute part of it and wait
+        # in the warm-up, the drain and their sends and receives the rest
+        pp = "stages" in p
+        what, under = (
+            ("schedule", "the {} ms schedule") if pp else ("compute", "the {} ms of compute")
+        )
+        if pp:
+            comp_pp = q(f["compute_ms"])
+            arith = [
+                f"step = data wait on the stage that waits longest + the rest of the step = "
+                f"{s(wait_c)} + {s(rest)} = {s(step)} ms; the rest is the pipeline schedule, of "
+                f"which each stage's GPU computes {s(comp_pp)} ms on average and waits "
+                f"{s(q(rest - comp_pp))} ms in the warm-up, the drain and its sends and receives",
+            ]
+        else:
+            arith = [
+                f"step = data wait on the rank that waits longest + "
+                f"{'the rest of its step' if skew else 'compute'} = {s(wait_c)} + "
+                f"{s(rest)} = {s(step)} ms",
+            ]
         if skew:
             arith.append(
                 f"that rank's GPU computes {s(late_c)} ms per step; fed on time, all ranks start "
@@ -225,14 +243,15 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             )
         arith += [
             f"loading keeps up at {s(fetch)} ms per batch ÷ {w} worker{'s' if w > 1 else ''} = "
-            f"{s(per)} ms per step, slower than the {s(compute)} ms of compute",
-            f"with {k} workers prefetching: step ≈ max(compute, load ÷ {k}) = max({s(compute)}, "
+            f"{s(per)} ms per step, slower than " + under.format(s(compute)),
+            f"with {k} workers prefetching: step ≈ max({what}, load ÷ {k}) = max({s(compute)}, "
             f"{s(fetch_k)}) = {s(expected)} ms ({_x(step, expected)})",
         ]
         fix_text = (
             f"DataLoader(num_workers={w} → {k}, prefetch_factor=2, persistent_workers=True, "
             f"pin_memory=True): {s(fetch)} ms per batch ÷ {k} = {s(fetch_k)} ms, hidden under "
-            f"{s(compute)} ms of compute; step {s(step)} → {s(expected)} ms."
+            + under.format(s(compute))
+            + f"; step {s(step)} → {s(expected)} ms."
         )
         ev += _per_step_spans(
             M,
@@ -385,16 +404,40 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         value = (
             f"{f['syncs_per_step']:.0f} {sync_api} per step, {s(refill)} ms GPU refill gap per step"
         )
+        # two bases: the gap right after each read-back (the product), and, off a pipeline,
+        # every GPU gap from the step's first read-back to one layer past its last (the queue
+        # refills slowly behind each one), on the rank that loses most: the step's loss
+        cost = f"cost = in-step syncs × refill gap = {n_in} × {per:.2f} ms = {s(refill)} ms "
+        every = "every GPU gap from the step's first read-back to one layer past its last"
+        if int(f["world"]) == 1:
+            loss = f"{s(refill_c)} ms per step"
+            cost += "per step, the gaps right after each read-back; " + (
+                f"counting {every} (the queue refills slowly behind each), the GPU idles "
+                f"{s(refill_c)} ms per step, and one GPU has no rank to wait for: the step "
+                "loses all of it"
+                if refill_c > refill
+                else "one GPU has no rank to wait for: the step loses all of it"
+            )
+        elif "stages" in p:
+            loss = f"{s(refill_c)} ms per step on the stage that loses most"
+            cost += (
+                f"per stage on average; {s(refill_c)} ms on the stage that loses most (the step "
+                "waits for it)"
+            )
+        else:
+            loss = f"{s(refill_c)} ms per step on the rank that loses most"
+            cost += (
+                "per rank on average, the gaps right after each read-back; counting "
+                f"{every}, {s(refill_c)} ms on the rank that loses most (the step waits for it)"
+            )
         arith = [
-            f"cost = in-step syncs × refill gap = {n_in} × {per:.2f} ms = {s(refill)} ms "
-            f"per rank on average, {s(refill_c)} ms on the rank that loses most (the step waits "
-            "for it)",
+            cost,
             f"expected step ≈ {s(step)} − {s(refill_c)} = {s(expected)} ms ({_x(step, expected)})",
         ]
         fix_text = (
             f"Remove the {n_in} per-layer .nonzero() read-backs (keep routing on the GPU with a "
             "static-shape mask) and log the loss every N steps: the CPU runs ahead again and "
-            f"the {s(refill)} ms of refill gaps go, step {s(step)} → {s(expected)} ms."
+            f"the GPU idle they open goes ({loss}), step {s(step)} → {s(expected)} ms."
         )
         ev += _span(
             M,
@@ -408,26 +451,45 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         P, m, v = p["stages"], p["micro"], int(p.get("chunks", 1))
         # an interleaved schedule runs v model chunks per stage: the bubble is (p−1)/(v·m+p−1)
         vm, vtxt = v * m, (f"{v}·" if v > 1 else "")
+        den = f"({vtxt}m)" if v > 1 else "m"  # (2·m+p−1)/(2·m), never "/2·m"
         mtxt = f"{m} microbatches × {v} model chunks" if v > 1 else f"{m} microbatches"
         theory = _bubble_share(P, vm)
         idle = round(float(np.mean(f["compute_idle_frac_per_rank"])), 2)
         busy = q(step * (1 - idle))
         if slug == "healthy":
             expected = step
+            i_pct, t_pct = _pct(100 * idle), _pct(100 * theory)
+            # the formula counts the warm-up and drain only: say how the measured idle compares
+            if i_pct == t_pct:
+                vs, why = "matches", ""
+            elif abs(idle - theory) < 0.015:  # within rounding of the two-digit share
+                vs, why = "close to", ""
+            else:
+                pts = abs(int(i_pct) - int(t_pct))
+                vs = f"{pts} point{'s' if pts > 1 else ''} " + (
+                    "above" if int(i_pct) > int(t_pct) else "below"
+                )
+                why = (
+                    "; the formula counts the warm-up and drain only, the stages also idle "
+                    "outside them"
+                    if int(i_pct) > int(t_pct)
+                    else ""
+                )
+            formula = f"(p−1)/({vtxt}m+p−1) = {t_pct} %"
             sig = (
                 f"{P} stages, {mtxt}: a thin warm-up and drain, every stage idle "
-                f"{_pct(100 * idle)} % of a {s(step)} ms step (theory (p−1)/({vtxt}m+p−1) = "
-                f"{_pct(100 * theory)} %); no stalls — nothing worth fixing."
+                f"{i_pct} % of a {s(step)} ms step, {vs} the bubble's {formula}{why}; no "
+                "stalls — nothing worth fixing."
             )
-            value = f"stage idle {_pct(100 * idle)} %, matches (p−1)/({vtxt}m+p−1)"
+            value = f"stage idle {i_pct} %, {vs} {formula}"
             arith = [
                 f"bubble share = (p−1)/({vtxt}m+p−1) = {P - 1}/{vm + P - 1} = {theory:.2f}; "
-                f"measured {idle:.2f}",
+                f"measured idle {idle:.2f}",
                 f"no avoidable time found: expected step = current step = {s(step)} ms",
             ]
             fix_text = (
-                f"Nothing to change: with {vtxt}m = {vm} ≫ p = {P} the bubble is only "
-                f"{_pct(100 * theory)} % of the step."
+                f"Nothing to change: with {vtxt}m = {vm} ≫ p = {P} the warm-up and drain take "
+                f"only {t_pct} % of the step in theory ({i_pct} % idle measured)."
             )
         else:
             m2 = 2 * m
@@ -451,7 +513,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 f"bubble share = (p−1)/({vtxt}m+p−1) = {P - 1}/{vm + P - 1} = {theory:.2f}; "
                 f"measured {idle:.2f}",
                 f"useful work per stage = step × (1 − idle) = {s(step)} × {1 - idle:.2f} = "
-                f"{s(busy)} ms; the schedule takes work × ({vtxt}m+p−1)/{vtxt}m = {s(sched)} ms, "
+                f"{s(busy)} ms; the schedule takes work × ({vtxt}m+p−1)/{den} = {s(sched)} ms, "
                 "the rest "
                 f"of the step (batch, optimizer, loss) {s(other)} ms",
                 f"small kernels and launch gaps per step {s(fixed)} ms do not shrink with the "
@@ -513,7 +575,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 )
         arith = [
             f"stall = Σ malloc + Σ free per step = {s(mal)} + {s(fre)} = {s(am)} ms; the GPU "
-            f"sits idle through them, {s(idle)} ms per step per rank",
+            f"sits idle through them, {s(idle)} ms per step"
+            + (" per rank" if int(f["world"]) > 1 else ""),
             crit,
             f"expected step ≈ {s(step)} − {s(am_c)} = {s(expected)} ms ({_x(step, expected)})",
         ]
@@ -538,7 +601,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         # one large collective, its shortest copy across ranks (the others include waiting)
         gb1 = round(f.get("coll_ref_bytes", f["coll_bytes_each"]) / 1e9, 3)
         t1 = round(f.get("coll_ref_ms", f["coll_ms_each"]), 2)
-        fac = 2 * (n - 1) / n
+        fac = round(2 * (n - 1) / n, 2)  # as printed
         bw = round(gb1 * fac / t1 * 1000)
         xfer = q(f["coll_transfer_ms_per_step"])
         half = q(xfer / 2)
@@ -574,8 +637,9 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"{gb1:.3f} GB × {fac:.2f} ÷ {t1:.2f} ms "
             f"= {bw:.0f} GB/s, {_pct(100 * bw / hw.scaleup_gbps)} % of the "
             f"{hw.scaleup_gbps:.0f} GB/s link",
-            f"{round(f['colls_per_step'])} such all-reduces per step ({gb:.2f} GB of gradients): "
-            f"transfer per step = {s(xfer)} ms, queued back to back past the end of backward",
+            f"{round(f['colls_per_step'])} all-reduces per step move {gb:.2f} GB of gradients "
+            f"in all: transfer per step = {s(xfer)} ms, queued back to back past the end of "
+            "backward",
             f"the last bucket waits for the slowest rank of each step to finish backward: lag = "
             f"its GPU compute − the average rank's = {s(c_max)} − {s(c_avg)} = {s(lag)} ms",
             f"{how_half}: {s(xfer)} ÷ 2 = {s(half)} ms of transfer, the queue ends "
@@ -655,7 +719,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 f"MFU and {_pct(f['overlap_pct'])} % of the all-reduce hides under backward."
             )
         else:
-            busy = q(step * (1 - f["gpu_idle_frac"]))
+            b_frac = round(1 - f["gpu_idle_frac"], 2)  # as printed
+            busy = q(step * b_frac)
             sig = (
                 f"GPU busy {_pct(100 - 100 * f['gpu_idle_frac'])} % of a {s(step)} ms decode "
                 "step with large batched kernels and the launch queue full; no stalls — nothing "
@@ -663,8 +728,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             )
             value = f"GPU idle {_pct(100 * f['gpu_idle_frac'])} %"
             arith = [
-                f"GPU busy = step × (1 − idle) = {s(step)} × "
-                f"{1 - f['gpu_idle_frac']:.2f} = {s(busy)} ms",
+                f"GPU busy = step × (1 − idle) = {s(step)} × {b_frac:.2f} = {s(busy)} ms",
                 f"no avoidable time found: expected step = current step = {s(step)} ms",
             ]
             fix_text = (

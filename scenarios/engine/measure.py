@@ -428,9 +428,9 @@ class Measured:
         series = np.array(f["step_ms_series"])
         f["steady_step_ms"] = float(series[~hit].mean()) if (~hit).any() else f["step_ms"]
         f["compile_step_ms"] = float(series[hit].mean()) if hit.any() else 0.0
-        # per-step loader wait spread (every step vs some steps)
+        # per-step loader wait spread (every step vs some steps), over every rank
         if loader.any():
-            lw = self.dur[loader & (c["rank"] == r0)] / 1000
+            lw = self.dur[loader] / 1000
             f["loader_ms_min"] = float(lw.min())
             f["loader_ms_max"] = float(lw.max())
         else:

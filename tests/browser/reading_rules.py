@@ -271,7 +271,7 @@ def read(r: Readings) -> Reading:
             "gpu_idle_share",
             x["idle_share"],
             expected,
-            f"m ≈ {m:.1f}; {work:.1f} × (2m+p−1)/2m",
+            f"m ≈ {m:.1f}; {work:.1f} × (2m+p−1)/(2m)",
         )
     # 9. data-parallel all-reduce: is the comm exposed, and how much of it?
     if x["ranks"] > 1 and x["nccl"] > 0 and x["exposed"] >= 0.09 * step:
