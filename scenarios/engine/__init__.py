@@ -42,7 +42,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "16"
+GENERATOR_VERSION = "17"
 
 __all__ = [
     "FAMILIES",

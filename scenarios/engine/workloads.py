@@ -1314,6 +1314,10 @@ def build_pp(
         sy_s0, sy_ls, sy_kst, sy_ss, sy_se = (np.zeros(sh3, np.int64) for _ in range(5))
         fb_t0, fb_f0 = np.zeros(sh3, np.int64), np.zeros(sh3, np.int64)
     L_r, L_s = sim.launch_lat((S, P, J)), sim.launch_lat((S, P, J))
+    # each hop's transfer time: the link's rate, a few per cent apart from hop to hop (a side
+    # stream: the schedule's other draws stay put)
+    xfer = np.random.default_rng(_stream_key(rng)).lognormal(-0.0018, 0.06, (S, P, J, 2))
+    x_r, x_s = (np.maximum(xfer[..., k] * p2p_ns, 1500).astype(np.int64) for k in (0, 1))
     r_len = np.where(has_recv, 16_000 + L_r, 0)  # annotation 8 + L + 6 µs, then 2 µs
     b_len = 2000 + blk_len + rng.integers(2000, 6000, (S, P, J))
     s_len = np.where(has_send, 16_000 + L_s, 0)
@@ -1411,6 +1415,7 @@ def build_pp(
         dm = (blk_t0 + dmax[step]).tolist()
         gt = gtot[step].tolist()
         rr = (c0 + 6000 + L_r[step] // 2).tolist()
+        xr, xs = x_r[step].tolist(), x_s[step].tolist()
         sr = (blk_t0 - 1000 + b_len[step] + 6000 + L_s[step] // 2).tolist()
         free_c, free_n = sim.free_c.tolist(), sim.free_n.tolist()
         F0 = [[0] * J for _ in range(P)]
@@ -1443,11 +1448,16 @@ def build_pp(
                         break
                     fc, sh = free_c[s], shift[s]
                     SH[s][j] = sh
-                    if hr[s][j]:  # the receive kernel spins until the data arrives
+                    if hr[s][j]:
+                        # the receive kernel spins until the data arrives; a large message
+                        # cannot land before the receive is posted (NCCL hands it over into
+                        # the receiver's own buffer), so one posted late still moves it at
+                        # the link's rate, and the compute waits for it
                         ks = max(fc, rr[s][j] + sh, free_n[s])
-                        ke = max(dep, ks + 1500)
+                        ke = max(dep, ks + xr[s][j])
                         RK[s][j] = (ks, ke)
                         free_n[s] = ke + 1500
+                        dep = ke
                     f0 = max(fc, dep)
                     F0[s][j] = f0
                     ex = 0
@@ -1475,7 +1485,7 @@ def build_pp(
                     done = end
                     if hs[s][j]:
                         ks = max(end, sr[s][j] + sh + ex, free_n[s])
-                        ke = max(end + p2p_ns, ks + 1500)
+                        ke = max(end + xs[s][j], ks + 1500)
                         SK[s][j] = (ks, ke)
                         free_n[s] = done = ke + 1500
                     (f_done if fwd else b_done)[s][i] = done

@@ -137,7 +137,10 @@ def test_a_healthy_pipeline_with_few_microbatches_is_common():
         assert units == 2 * 3 * P
         theory = (P - 1) / (units + P - 1)
         idle = float(np.mean(tr.key.facts["compute_idle_frac_per_rank"]))
-        assert theory < 0.125 and abs(idle - theory) < 0.06, (tr.seed, idle, theory)
+        # the formula counts the warm-up and drain only; each hop's transfer adds to it when
+        # the receiving stage posts its receive after the data is ready (the transfer starts
+        # then), and two chunks make twice the hops: a few points, far from a bubble's >= 27 %
+        assert theory < 0.125 and abs(idle - theory) < 0.075 and idle < 0.2, (tr.seed, idle, theory)
         assert flags(tr.key.facts) == set() and tr.key.fix == "none"
         assert "× 2 model chunks" in tr.key.signature
 

@@ -295,3 +295,19 @@ def test_allocator_stalls_on_one_gpu_says_no_per_rank():
     assert t.world == 1
     for text in (t.key.signature, t.key.fix_text, *t.key.arithmetic):
         assert "per rank" not in text, text
+
+
+def test_a_pipelines_sends_and_receives_move_their_bytes_no_faster_than_the_link():
+    """A learner who divides a transfer's bytes by its kernel's duration reads a rate the link
+    can carry, on receives as on sends: a receive posted after the data was sent still moves it
+    (it cannot land before the receive exists), and hop times vary a little from hop to hop."""
+    for slug, seed, hw in (("healthy", 2, "h100"), ("pipeline-bubbles", 1000, "a100"),
+                           ("straggler", 1, "mi300x")):  # fmt: skip
+        t = gen(slug, seed, hw)
+        link = t.key.facts["link_gbps"]
+        for kind in ("send", "recv"):
+            ks = [e for e in nccl_kernels(t) if e["args"]["Collective name"] == kind]
+            rates = [e["args"]["In msg nelems"] * 2 / (e["dur"] * 1e3) for e in ks]  # GB/s
+            assert ks and max(rates) <= link, (slug, kind, max(rates), link)
+        sends = sorted(e["dur"] for e in nccl_kernels(t) if e["args"]["Collective name"] == "send")
+        assert sends[len(sends) // 10] < 0.95 * sends[-len(sends) // 10], (slug, sends[:3])
