@@ -450,5 +450,9 @@ def collectives(v: RankView, link_gbps: float | None, world: int) -> list[dict]:
             if link_gbps:
                 row["link_gbps"] = link_gbps
                 row["link_pct"] = _pct(algbw * bus_factor(coll, n), link_gbps)
+                # faster than the link carries: these kernels did not span the whole transfer
+                # (a receive posted after its data had landed, or a message count that is not
+                # the bytes moved), so the figure is not a bandwidth
+                row["above_link"] = row["link_pct"] > 100
         out.append(row)
     return out

@@ -12,7 +12,15 @@ DATALOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 
 
 def job(
-    *, comm_at=500.0, dataloader=0.0, malloc=0.0, ranks=2, steps=4, slow_rank=None, pageable=()
+    *,
+    comm_at=500.0,
+    dataloader=0.0,
+    malloc=0.0,
+    ranks=2,
+    steps=4,
+    slow_rank=None,
+    pageable=(),
+    comm_nelems=1_000_000,
 ):
     """Per step (1000 µs): compute kernels [0,300) and [310,600), an all-reduce [comm_at,+300),
     a 20 µs memcpy at 850. Optional: a DataLoader wait at the step start (kernels shifted after
@@ -39,7 +47,7 @@ def job(
                 ("kernel", "sm90_xmma_gemm_bf16", 7, off + 300 * k + 10, 290 * k, {}),
                 ("kernel", "ncclKernel_AllReduce_RING_LL_Sum_bfloat16(ncclDevComm*)", 20,
                  comm_at + off, 300 if slow_rank is None or slow_rank == r else 360,
-                 {"Collective name": "allreduce", "In msg nelems": 1_000_000,
+                 {"Collective name": "allreduce", "In msg nelems": comm_nelems,
                   "dtype": "BFloat16", "Group size": ranks}),
                 ("gpu_memcpy", "Memcpy DtoD (Device -> Device)", 7, 850, 20, {}),
             ]  # fmt: skip
@@ -86,6 +94,13 @@ def test_overlap_collectives_and_link():
     assert c["collective"] == "allreduce" and c["bytes"] == 2_000_000 and c["group_size"] == 2
     assert c["busbw_gbps"] == pytest.approx(2e6 / 300e-6 / 1e9 * 1.0, abs=0.1)  # 2(n-1)/n = 1
     assert a["link"]["name"] == "NVLink4" and c["link_gbps"] == 450.0
+
+
+def test_a_rate_above_the_link_is_not_passed_off_as_a_bandwidth():
+    assert analyse(job())["per_rank"][0]["collectives"][0]["above_link"] is False
+    # 1 GB in 300 µs: 3,333 GB/s over a 450 GB/s link
+    (c,) = analyse(job(comm_nelems=500_000_000))["per_rank"][0]["collectives"]
+    assert c["link_pct"] > 100 and c["above_link"] is True
 
 
 def test_hidden_comm_raises_no_collective_finding():

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from scenarios import engine
 from scenarios.tasks import process_upload
+from scenarios.traceanalysis import analyse
 from scenarios.uploads import Upload, delete_expired
 
 pytestmark = pytest.mark.django_db
@@ -282,3 +284,14 @@ def test_one_user_has_at_most_the_pending_limit_of_uploads_waiting(learner, sett
     Upload.objects.filter(filename="a.json.gz").update(status=Upload.Status.READY)
     assert upload("c.json.gz").status_code == 302
     assert Upload.objects.count() == 3
+
+
+def test_a_collective_faster_than_the_link_says_it_is_not_a_bandwidth(learner_client):
+    from tests.factories import ready_upload
+
+    from .test_traceanalysis import job
+
+    user = get_user_model().objects.get(pk=learner_client.session["_auth_user_id"])
+    up = ready_upload(user, analysis=analyse(job(comm_nelems=500_000_000)), n_ranks=2)
+    html = learner_client.get(reverse("scenarios:upload_detail", args=[up.pk])).content.decode()
+    assert "more than the link carries" in html
