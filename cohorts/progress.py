@@ -441,10 +441,16 @@ def goal_status(
         return {"met": ok == len(slugs), "detail": f"{ok}/{len(slugs)} at ≥ {target:.2f}"}
     if assignment.goal == Assignment.Goal.PAIRS:
         k = assignment.goal_pair_drills or 0
-        counts = pair_counts.get((assignment.pk, user_id), [0] * len(lookalike_pairs()))
+        pairs = lookalike_pairs()
+        counts = pair_counts.get((assignment.pk, user_id), [0] * len(pairs))
         return {
             "met": all(c >= k for c in counts),
             "detail": " · ".join(f"{c}/{k}" for c in counts),
+            # which count is which pair: the learner's list prints them, the grid's cell on hover
+            "pairs": [
+                {"title": f"{engine.title_of(a)} ↔ {engine.title_of(b)}", "n": c, "k": k}
+                for (a, b), c in zip(pairs, counts, strict=True)
+            ],
         }
     return None
 

@@ -39,8 +39,10 @@ def walkthrough_cells(row: dict[str, Any]) -> SafeString:
             continue
         met = "met" if g["met"] else "not met"
         cls = "status-done" if g["met"] else "status-open"
+        named = "; ".join(f"{p['title']}: {p['n']} of {p['k']}" for p in g.get("pairs", ()))
+        hover = f' title="{escape(named)}"' if named else ""
         parts.append(
-            f'<td class="{cls}">{met} <span class="muted">{escape(g["detail"])}</span></td>'
+            f'<td class="{cls}"{hover}>{met} <span class="muted">{escape(g["detail"])}</span></td>'
         )
     return mark_safe("".join(parts))
 

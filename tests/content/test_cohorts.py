@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -466,6 +467,12 @@ def test_drill_goals(people, cohort, wset):
         make_attempt(people["ada"], s, s)
     row = learner_assignments(people["ada"], timezone.now())[0]
     assert not row["goal"]["met"]
+    # each count is named by its pair, for the learner's list and the grid's cell
+    named = {p["title"]: p["n"] for p in row["goal"]["pairs"]}
+    assert named["Genuinely bandwidth-bound collective ↔ Straggler rank"] == 2
+    assert named["Recompilation gaps ↔ Input / dataloader starvation"] == 1
+    home = as_user(Client(), people["ada"]).get("/").content.decode()
+    assert "Genuinely bandwidth-bound collective ↔ Straggler rank: 2 of 2 drills" in home
     make_attempt(people["ada"], "input-starvation", "recompilation")
     assert learner_assignments(people["ada"], timezone.now())[0]["goal"]["met"]
     # Drills after the due date do not count.
