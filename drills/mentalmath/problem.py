@@ -159,6 +159,17 @@ def _hint(problem: Problem, value: float, unit_given: str) -> str:
     return ""
 
 
+def _distance(problem: Problem, value: float, error: float) -> str:
+    """How far an answer is from the expected one. The tolerance is relative; an answer that is
+    itself a percentage says its distance in points first, so "1 % is 98 % from 50 %" does not
+    read as two percentages of the same thing."""
+    expected = problem.answer_text
+    if problem.unit == "%":
+        points = fmt(abs(value - problem.answer), 2)
+        return f"{points} points from {expected}, a {fmt(error * 100, 2)} % relative error"
+    return f"{fmt(error * 100, 2)} % from {expected}"
+
+
 def grade_answer(problem: Problem, text: str) -> Graded:
     """Grade ``text`` against ``problem`` (see ``units`` for what can be typed)."""
     try:
@@ -170,16 +181,10 @@ def grade_answer(problem: Problem, text: str) -> Graded:
     error = abs(value - problem.answer) / scale
     correct = error <= problem.tolerance + _EDGE_SLACK
     yours = f"{fmt(value, 4)} {problem.unit}"
-    expected = problem.answer_text
+    off = _distance(problem, value, error)
     if correct:
-        if error < 0.005:
-            msg = f"Correct: {yours}."
-        else:
-            msg = f"Correct: {yours} is {fmt(error * 100, 2)} % from {expected}."
+        msg = f"Correct: {yours}." if error < 0.005 else f"Correct: {yours} is {off}."
     else:
-        msg = (
-            f"Not quite: {yours} is {fmt(error * 100, 2)} % from {expected} "
-            f"(needs to be {tolerance_text(problem.tolerance)})."
-        )
+        msg = f"Not quite: {yours} is {off} (needs to be {tolerance_text(problem.tolerance)})."
         msg += _hint(problem, value, parsed.unit_given)
     return Graded(True, correct, value, error, msg, problem.unit)

@@ -844,3 +844,13 @@ def test_removed_stalls_are_a_slice_of_the_step_not_all_of_it():
         removed = p.given["count"] * p.given["cost_ms"]
         assert removed <= 0.4 * p.given["step_ms"], p.given
         assert 1 < p.answer <= 1 / 0.6 + 1e-9
+
+
+def test_a_percentage_answer_says_how_many_points_it_is_off():
+    """A wrong percentage reads as points apart plus the relative error the tolerance is on,
+    not as "1 % is 98 % from 50 %"."""
+    p = Problem("mfu", "x", "a100", None, "What share?", 50.0, "%", 0.1)
+    g = grade_answer(p, "1 %")
+    assert not g.correct
+    assert "1 % is 49 points from 50 %, a 98 % relative error" in g.message
+    assert "80 ms is 18 % from 68.1 ms (" in grade_answer(ms_problem(), "80 ms").message
