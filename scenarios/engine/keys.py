@@ -122,6 +122,14 @@ def _pct(x: float) -> str:
     return f"{max(0.0, round(float(x))) + 0.0:.0f}"
 
 
+def _moving(F: _Fmt, kernels_ms: float, transfer_ms: float) -> str:
+    """What part of a step's collective kernel time moves bytes: the kernels also wait inside
+    for the rank that starts them last, so the key's two figures differ by that wait."""
+    if F.q(kernels_ms) <= F.q(transfer_ms):
+        return "all of it moving bytes"
+    return f"{F.s(transfer_ms)} ms of it moving bytes, the rest waiting inside the kernels"
+
+
 def _range(a: float, b: float) -> str:
     a_, b_ = f"{a:.0f}", f"{b:.0f}"
     return a_ if a_ == b_ else f"{a_}–{b_}"
@@ -625,8 +633,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             "GB/s), "
             f"{_pct(100 * bw / hw.scaleup_gbps)} % of {hw.scaleup_link}'s rated "
             f"{hw.scaleup_gbps:.0f} GB/s: the link runs slow alike on every rank; collectives "
-            f"start together and last the same on all ranks; {s(comm)} ms of comm per step "
-            f"outlasts backward, {s(exp)} ms exposed."
+            f"start together and last the same on all ranks; {s(comm)} ms of all-reduce "
+            f"kernels per step ({_moving(F, comm, xfer)}) outlasts backward, {s(exp)} ms exposed."
         )
         value = (
             f"busbw {bw:.0f} GB/s ≈ {_pct(100 * bw / hw.scaleup_gbps)} % of "

@@ -311,3 +311,14 @@ def test_a_pipelines_sends_and_receives_move_their_bytes_no_faster_than_the_link
             assert ks and max(rates) <= link, (slug, kind, max(rates), link)
         sends = sorted(e["dur"] for e in nccl_kernels(t) if e["args"]["Collective name"] == "send")
         assert sends[len(sends) // 10] < 0.95 * sends[-len(sends) // 10], (slug, sends[:3])
+
+
+def test_bandwidth_bound_says_which_part_of_its_comm_time_moves_bytes():
+    """The headline's collective time and the arithmetic's transfer time are two figures; the
+    headline says the second is part of the first (the rest is waiting inside the kernels)."""
+    t = gen("bandwidth-bound-collective", 1, "mi300x")
+    xfer = next(a for a in t.key.arithmetic if "transfer per step = " in a)
+    moved = xfer.split("transfer per step = ")[1].split(" ms")[0]
+    assert f"({moved} ms of it moving bytes, the rest waiting inside the kernels)" in (
+        t.key.signature
+    )
