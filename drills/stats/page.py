@@ -91,7 +91,7 @@ def _scenarios(stats: dict[str, Any], table: list[dict[str, Any]]) -> str:
         '      <th scope="col" class="num">Step time</th><th scope="col" class="num">Gap</th>\n'
         '      <th scope="col" class="num">Measure&shy;ment</th>'
         '<th scope="col" class="num">Value</th>'
-        '<th scope="col" class="num">Fix</th><th scope="col" class="num">Expected win</th>\n'
+        '<th scope="col" class="num">Fix</th><th scope="col" class="num">Expected step time</th>\n'
         '      <th scope="col" class="num">Retriev&shy;ability</th><th scope="col">Next due</th>\n'
         "    </tr></thead>\n"
         "    <tbody>\n    "

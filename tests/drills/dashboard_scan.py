@@ -43,7 +43,7 @@ SENTENCES: tuple[tuple[str, str, str], ...] = (
     ("measurement", "measurement_correct", "Measurement"),
     ("value", "value_correct", "Measurement value"),
     ("fix", "fix_correct", "Fix"),
-    ("expected", "expected_correct", "Expected win"),
+    ("expected", "expected_correct", "Expected step time"),
 )
 TREND_WEEKS = 12
 ACTIVITY_WEEKS = 26

@@ -313,3 +313,14 @@ def test_streak_toggle_refuses_offsite_redirects(learner_client):
         "/dashboard/streak/", {"streak_opt_in": "1", "next": "https://evil.example/"}
     )
     assert response["Location"] == "/"
+
+
+def test_each_sentence_column_is_named_as_the_drill_form_names_it():
+    """A learner reads "Expected step time" on the form and finds the same words over its
+    column, not a second name for it ("Expected win")."""
+    from scenarios.engine.diagnosis import SENTENCES as FORM
+
+    form = dict(FORM)
+    for key, _field, title in dashboard.SENTENCES:
+        assert form[key].startswith(title) or title in ("Gap", "Measurement", "Measurement value")
+    assert {k: t for k, _f, t in dashboard.SENTENCES}["expected"] == "Expected step time"
