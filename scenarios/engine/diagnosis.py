@@ -100,7 +100,7 @@ _M = [
         "GB/s ((n−1)/n for all-gather or reduce-scatter). Use each collective's shortest copy "
         "across ranks (the longer ones include waiting for the others) and compare with the "
         "link in the framing. A pipeline has only sends and receives: divide a large send's "
-        "bytes by its own Duration (a receive may start after its data has arrived).",
+        "bytes by its own Duration (a receive's also counts its wait for the sender).",
         floor=5,
     ),
     Measurement(
@@ -403,8 +403,8 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
             n_c = min(len(p) for p in per)
         else:
             # a pipeline's sends and receives pair different ranks, so no index lines them up
-            # across ranks; a receive can start after its data has arrived and then lasts only
-            # the copy out of the staging buffer: read the sends, each its own transfer
+            # across ranks, and a receive's duration includes its wait for the sender: read the
+            # sends, each its own transfer
             sel = np.array([c == "send" for c in coll])
             big = nbytes >= np.median(nbytes[sel]) if sel.any() else np.zeros(len(coll), bool)
             per, n_c = [], 0
@@ -415,12 +415,11 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
             rank_med = [float(np.median(mat[i][bigc] if bigc.any() else mat[i])) for i in range(nR)]
             put("busbw", float(np.median(fastest)), min(rank_med), max(rank_med))
         elif (sel & big).any():
+            on = sel & big
             rank_med = [
-                float(np.median(bw[sel & big & (rk == r)]))
-                for r in ranks
-                if (sel & big & (rk == r)).any()
+                float(np.median(bw[on & (rk == r)])) for r in ranks if (on & (rk == r)).any()
             ]
-            put("busbw", float(np.median(bw[sel & big])), min(rank_med), max(rank_med))
+            put("busbw", float(np.median(bw[on])), min(rank_med), max(rank_med))
         else:
             put("busbw", 0.0)
     else:
