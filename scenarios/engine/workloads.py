@@ -140,18 +140,30 @@ _SEQ_LADDER = (1024, 1536, 2048, 2560, 3072, 3584, 4096, 5120, 6144, 7168, 8192,
                14336, 16384)  # fmt: skip
 
 
-def _score_chain_share(p: dict, hw: Hardware, seq: int, frac: float = 1.0) -> float:
-    """Estimated share of GPU time of the unfused attention's elementwise chain at `seq` when a
-    fraction `frac` of the layers run attention unfused."""
-    d, t = p["hidden"], p["batch"] * p["seq"]
-    b = max(1, t // seq)
+def _attn_costs(p: dict, hw: Hardware, seq: int, b: int) -> tuple[float, float]:
+    """Estimated seconds per layer of `b` sequences of `seq` tokens: the unfused attention's
+    elementwise score chain, and the matmuls (weights and scores) with the kernels around them."""
+    d = p["hidden"]
     eb = 4 if p.get("score_fp32") else 2
     tf = hw.bf16_tflops * 1e12 * p["mfu_eff"]
     hbm = hw.hbm_tbps * 1e12 * 0.82
     elems = b * (d // 128) * seq * seq
     chain = 16.25 * eb * elems / hbm
     gemm = 72.0 * b * seq * d * d / tf + 1536.0 * elems / (0.8 * tf)
-    return frac * chain / (frac * chain + 1.2 * gemm)
+    return chain, 1.2 * gemm
+
+
+def _score_chain_share(p: dict, hw: Hardware, seq: int, frac: float = 1.0) -> float:
+    """Estimated share of GPU time of the unfused attention's elementwise chain at `seq` when a
+    fraction `frac` of the layers run attention unfused."""
+    chain, rest = _attn_costs(p, hw, seq, max(1, p["batch"] * p["seq"] // seq))
+    return frac * chain / (frac * chain + rest)
+
+
+def _layer_seconds(p: dict, hw: Hardware, seq: int, b: int, frac: float) -> float:
+    """Estimated GPU seconds per layer (forward) when a fraction `frac` of layers run unfused."""
+    chain, rest = _attn_costs(p, hw, seq, b)
+    return frac * chain + rest
 
 
 def inject(
@@ -181,27 +193,32 @@ def inject(
         elif slug == "memory-bound-kernel":
             # eager attention that upcasts its scores to fp32 before the softmax (as eager
             # decoder attention does), over sequences just long enough that the score chain
-            # dominates: the shortest length on a fine ladder that gets there, so the job stays
-            # as close to the drawn one (tokens per GPU, step time) as the signature allows
+            # dominates: the shortest length on a fine ladder that gets there.
             # A job drawn with SDPA attention keeps it in its global layers: its local
             # (sliding-window) layers, all but every k-th, attend through an explicit band mask
             # over the full score matrix, which the fused kernel does not take, so they run
             # eager (as interleaved local/global decoders do when the window falls back).
-            tok = p["batch"] * p["seq"]
-            p["score_fp32"] = True
             L = p["layers"]
             if p["unfused"]:
                 eager = [True] * L
             else:
-                k = int(inj.choice([3, 4, 6]))
+                k = int(inj.choice([4, 6, 8]))
                 eager = [(i + 1) % k != 0 for i in range(L)]
                 if all(eager):
                     eager[-1] = False
             frac = sum(eager) / L
             seqs = [s for s in _SEQ_LADDER if s >= p["seq"]]
             want = float(inj.uniform(0.515, 0.55))
+            # the drawn job's GPU time per layer, with its own attention and score dtype
+            t0 = _layer_seconds(p, hw, p["seq"], p["batch"], 1.0 if p["unfused"] else 0.0)
+            p["score_fp32"] = True
             seq = next((s for s in seqs if _score_chain_share(p, hw, s, frac) >= want), seqs[-1])
-            p["seq"], p["batch"] = seq, max(1, round(tok / seq))
+            # longer sequences fit fewer of them on a GPU (eager attention keeps a seq² score
+            # matrix per head for backward): as many as bring the step near the drawn job's,
+            # so a long step is not what tells this trace apart from its family's others
+            per_seq = _layer_seconds(p, hw, seq, 1, frac)
+            p["seq"] = seq
+            p["batch"] = max(1, round(t0 * float(inj.uniform(0.85, 1.2)) / per_seq))
             p["unfused"] = not fixed
             # the fix: the eager layers' attention fused (the same score matmuls, on chip)
             p["eager_layers"] = [e and not fixed for e in eager]
@@ -1314,9 +1331,11 @@ def build_pp(
         sy_s0, sy_ls, sy_kst, sy_ss, sy_se = (np.zeros(sh3, np.int64) for _ in range(5))
         fb_t0, fb_f0 = np.zeros(sh3, np.int64), np.zeros(sh3, np.int64)
     L_r, L_s = sim.launch_lat((S, P, J)), sim.launch_lat((S, P, J))
-    # each hop's transfer time: the link's rate, a few per cent apart from hop to hop (a side
-    # stream: the schedule's other draws stay put)
-    xfer = np.random.default_rng(_stream_key(rng)).lognormal(-0.0018, 0.06, (S, P, J, 2))
+    # each hop's transfer time: the link's rate, a few per cent apart from hop to hop, 1 on
+    # average (a lognormal of mean 1: mu = -sigma²/2), from a side stream so the schedule's
+    # other draws stay put
+    x_sd = 0.06
+    xfer = np.random.default_rng(_stream_key(rng)).lognormal(-x_sd * x_sd / 2, x_sd, (S, P, J, 2))
     x_r, x_s = (np.maximum(xfer[..., k] * p2p_ns, 1500).astype(np.int64) for k in (0, 1))
     r_len = np.where(has_recv, 16_000 + L_r, 0)  # annotation 8 + L + 6 µs, then 2 µs
     b_len = 2000 + blk_len + rng.integers(2000, 6000, (S, P, J))
