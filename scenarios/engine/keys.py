@@ -166,6 +166,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
     r0 = M.ranks[0]
     sync_api = "hipStreamSynchronize" if hw.vendor == "amd" else "cudaStreamSynchronize"
     how = _HOW[meas]
+    pp = "stages" in p  # a pipeline-parallel job (no all-reduce; stages, sends and receives)
     if slug == "exposed-allreduce":
         comm, ov = q(f["comm_ms"]), max(0.0, round(f["overlap_pct"])) / 100
         exp = q(comm * (1 - ov))
@@ -225,7 +226,6 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         value = f"{s(wait)} ms of {s(step)} ms per step waiting in DataLoader __next__"
         # a pipeline's rest of the step is its schedule: the stages compute part of it and wait
         # in the warm-up, the drain and their sends and receives the rest
-        pp = "stages" in p
         what, under = (
             ("schedule", "the {} ms schedule") if pp else ("compute", "the {} ms of compute")
         )
@@ -310,7 +310,6 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         extra = q(mx - nxt)
         expected = q(step - extra)
         # a pipeline has no all-reduce: its stages wait for the slow one in sends and receives
-        pp = "stages" in p
         who, where = (
             ("stages", "in their sends and receives") if pp else ("ranks", "inside the all-reduce")
         )
@@ -337,7 +336,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         ev += [_step_span(M, slow, k_mid, COMPUTE, "slow rank's compute")]
         waiting = [r for r in M.ranks if r != slow]
         nccl = M.mask(tid=NCCL)
-        if "stages" in p:  # a pipeline: the receives of the steady state, not the fill's
+        if pp:  # a pipeline: the receives of the steady state, not the fill's
             # (an interleaved schedule's warm-up and drain run every chunk: v times longer)
             nccl = nccl & _steady(M, nccl, 2 * p["stages"] * int(p.get("chunks", 1)))
         ev += _per_step_spans(M, waiting, NCCL, nccl, "waits")
@@ -401,7 +400,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         refill = q(n_in * per)
         # a pipeline stage idles between its read-backs in the schedule's own waits too: there
         # only the refill gaps count
-        crit = f.get("sync_refill_gap_ms_crit" if "stages" in p else "sync_refill_ms_crit", refill)
+        crit = f.get("sync_refill_gap_ms_crit" if pp else "sync_refill_ms_crit", refill)
         refill_c = q(max(refill, crit))
         expected = q(step - refill_c)
         sig = (
@@ -426,7 +425,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 if refill_c > refill
                 else "one GPU has no rank to wait for: the step loses all of it"
             )
-        elif "stages" in p:
+        elif pp:
             loss = f"{s(refill_c)} ms per step on the stage that loses most"
             cost += (
                 f"per stage on average; {s(refill_c)} ms on the stage that loses most (the step "
@@ -455,7 +454,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             "host blocked until the GPU drains",
             3,
         )
-    elif slug == "pipeline-bubbles" or (slug == "healthy" and "stages" in p):
+    elif slug == "pipeline-bubbles" or (slug == "healthy" and pp):
         P, m, v = p["stages"], p["micro"], int(p.get("chunks", 1))
         # an interleaved schedule runs v model chunks per stage: the bubble is (p−1)/(v·m+p−1)
         vm, vtxt = v * m, (f"{v}·" if v > 1 else "")
@@ -477,9 +476,13 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 vs = f"{pts} point{'s' if pts > 1 else ''} " + (
                     "above" if int(i_pct) > int(t_pct) else "below"
                 )
+                # the formula's schedule: the work plus its warm-up and drain; the rest of
+                # the step is where the extra idle lies
+                rest = q(max(0.0, step - busy * (vm + P - 1) / vm))
                 why = (
-                    "; the formula counts the warm-up and drain only, the stages also idle "
-                    "outside them"
+                    f"; the formula counts the warm-up and drain only, and {s(rest)} ms of "
+                    "each step lies outside that ideal schedule (batch input, optimizer, loss "
+                    "read-back, waits between stages)"
                     if int(i_pct) > int(t_pct)
                     else ""
                 )

@@ -154,6 +154,30 @@ def test_a_healthy_pipeline_key_does_not_call_13_and_10_percent_a_match():
     assert f"{measured - theory} points above" in value
 
 
+def test_a_healthy_pipeline_key_says_how_much_of_the_step_lies_outside_the_formula():
+    """Idle above the bubble formula is accounted for: the key prints how many ms of the step lie
+    outside the ideal schedule (work plus warm-up and drain), and that time, read against the
+    exported compute stream, is what the extra points are."""
+    import re
+
+    t = gen("healthy", 7, "h100")
+    m = re.match(r"(\d+) stages, (\d+) microbatches:", t.key.signature)
+    assert m, t.key.signature
+    p, mb = (int(x) for x in m.groups())
+    theory = (p - 1) / (mb + p - 1)
+    rest = re.search(
+        r"and ([\d.]+) ms of each step lies outside that ideal schedule", t.key.signature
+    )
+    assert rest, t.key.signature
+    step = t.key.step_ms
+    busy = compute_busy_ms(t)
+    assert abs(float(rest.group(1)) - (step - busy / (1 - theory))) < 0.03 * step
+    # and the extra idle is that time: (1 − theory) × rest / step, within a point
+    _, comp_idle = idle_shares(t)
+    extra = comp_idle - 100 * theory
+    assert abs(extra - 100 * (1 - theory) * float(rest.group(1)) / step) < 1.0
+
+
 def compute_busy_ms(trace) -> float:
     """The compute stream's busy time per step window, mean over ranks and steps (ms)."""
     doc = orjson.loads(E.perfetto_bytes(trace))
