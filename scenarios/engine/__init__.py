@@ -270,10 +270,13 @@ def _prompt(family: str, p: dict, hw: Hardware, framing: int) -> dict:
     theories = THEORIES[family]
     if p["world"] == 1:
         syms = [x for x in syms if "{world}" not in x]
+    symptom = syms[framing % len(syms)].format(world=p["world"])
+    if hw.vendor == "amd":  # the same reading on ROCm comes from its own tool
+        symptom = symptom.replace("nvidia-smi", "rocm-smi")
     return {
         "hardware": f"{p['world']}× {hw.name}" if p["world"] > 1 else hw.name,
         "workload": _describe(family, p, hw),
-        "symptom": syms[framing % len(syms)].format(world=p["world"]),
+        "symptom": symptom,
         "theory": theories[(framing // len(syms)) % len(theories)],
     }
 

@@ -680,3 +680,18 @@ def test_traces_stored_before_the_new_threads_still_load():
     back = E.loads(old)
     assert (back.cols["tid"] == tr.cols["tid"]).all()
     assert E.to_timeline(back)["rows"][-1]["name"].endswith("(compute)")
+
+
+def test_an_amd_prompt_reads_utilisation_from_rocm_smi_not_nvidia_smi():
+    """The framing's 'nvidia-smi shows the GPUs well under full utilisation' is a CUDA tool: on
+    an MI300X job the same reading comes from rocm-smi."""
+    from scenarios.engine import _prompt
+    from scenarios.engine.catalog import SYMPTOMS
+
+    fr = SYMPTOMS["ddp"].index("nvidia-smi shows the GPUs well under full utilisation.")
+    p = {"world": 8, "hidden": 4096, "layers": 8, "params": 1.6e9, "grad_dtype": "Float",
+         "unfused": False}  # fmt: skip
+    amd = _prompt("ddp", p, E.get_hardware("mi300x"), fr)["symptom"]
+    nv = _prompt("ddp", p, E.get_hardware("h100"), fr)["symptom"]
+    assert amd == "rocm-smi shows the GPUs well under full utilisation."
+    assert nv == "nvidia-smi shows the GPUs well under full utilisation."
