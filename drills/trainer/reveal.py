@@ -73,12 +73,19 @@ def _row(
     }
 
 
+def shown_step_ms(key: dict[str, Any]) -> Any:
+    """The step time the reveal prints: the key's own (rounded once, as its arithmetic and fix
+    text print it), not the grading value's 3-decimal figure rounded again, which can land on
+    the other side (319.8498 → 319.85 → "319.9" beside "319.8 − 166.9 = ...")."""
+    g: dict[str, Any] = key.get("grading") or {}
+    return key.get("step_ms", g.get("step_ms"))
+
+
 def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
     g: dict[str, Any] = key.get("grading") or {}
     ev: dict[str, list[dict]] = g.get("evidence") or {}
     sig_ev = key.get("evidence") or []
-    step = g.get("step_ms", key.get("step_ms"))
-    step_truth = _num(step, "ms")
+    step_truth = _num(shown_step_ms(key), "ms")
     if int((key.get("facts") or {}).get("world") or 1) > 1:
         # a rank on its own reads a little less: say which step time this is
         step_truth += " (each step's slowest rank, averaged)"
