@@ -259,3 +259,17 @@ def test_the_number_fields_say_what_to_type_in_plain_words():
     assert errors["expected_step_ms"] == [
         "Enter the expected step time after the fix as a number in ms, e.g. 42.5."
     ]
+
+
+def test_an_over_time_reveal_says_what_the_miss_is_for(learner_client, no_refill):
+    """An over-time drill is a miss for the schedule, while the dashboard's accuracy counts its
+    signature: the reveal said only "counts as a miss" beside a dashboard showing 100 %."""
+    attempt = start(learner_client)
+    Attempt.objects.filter(pk=attempt.pk).update(served_at=timezone.now() - timedelta(seconds=200))
+    submit(learner_client, attempt)
+    html = unescape(learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode())
+    text = re.sub(r"<[^>]+>", "", html)
+    assert "over 2:00 — your schedule counts it as a miss" in text
+    assert "accuracy still counts the signature" in text
+    attempt.refresh_from_db()
+    assert attempt.over_time and attempt.scenario_correct and attempt.rating == 1
