@@ -567,8 +567,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             uneven += f"{s(lo)}–{s(hi)} ms in a step; "
             if p.get("family") == "pp":
                 crit = uneven + (
-                    "the step ends when its slowest stage does: loss = the longest stage "
-                    f"stall = {s(am_c)} ms per step"
+                    "the step ends when its slowest stage does: loss = each step's longest "
+                    f"stage stall, averaged over the steps = {s(am_c)} ms per step"
                 )
             else:
                 crit = uneven + (

@@ -322,3 +322,15 @@ def test_bandwidth_bound_says_which_part_of_its_comm_time_moves_bytes():
     assert f"({moved} ms of it moving bytes, the rest waiting inside the kernels)" in (
         t.key.signature
     )
+
+
+def test_a_pipelines_allocator_loss_says_it_averages_each_steps_longest_stall():
+    """The range printed before it runs to 38.2 ms while the loss is 35.6 ms: 'the longest stage
+    stall = 35.6' read as a contradiction; the loss is each step's longest, averaged."""
+    t = E.generate("allocator-stalls", 2)
+    assert t.key.facts["family"] == "pp"
+    line = t.key.arithmetic[1]
+    lo, hi = (float(x) for x in line.split("unevenly, ")[1].split(" ms")[0].split("–"))
+    loss = float(line.rsplit("= ", 1)[1].split(" ms")[0])
+    assert lo <= loss <= hi
+    assert "each step's longest stage stall, averaged over the steps" in line
