@@ -120,7 +120,7 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
         _row(
             "3",
             "Signature",
-            engine.title_of(attempt.answer_scenario),
+            attempt.answer_title,
             engine.title_of(key["scenario"]),
             attempt.scenario_correct,
             "exact",
@@ -206,7 +206,8 @@ def build(attempt: Attempt) -> dict[str, Any]:
     return {
         "scenario": key["scenario"],
         "title": engine.title_of(key["scenario"]),
-        "answered_title": engine.title_of(attempt.answer_scenario),
+        "answered_title": attempt.answer_title,
+        "closed": attempt.closed if not attempt.answer_scenario else "",
         "twin": engine.lookalike_of(key["scenario"]),
         "signature": key["signature"],
         "rows": rows,

@@ -273,3 +273,25 @@ def test_an_over_time_reveal_says_what_the_miss_is_for(learner_client, no_refill
     assert "accuracy still counts the signature" in text
     attempt.refresh_from_db()
     assert attempt.over_time and attempt.scenario_correct and attempt.rating == 1
+
+
+def test_a_given_up_drill_says_so_instead_of_you_said_blank(learner_client, no_refill):
+    attempt = start(learner_client)
+    learner_client.post(f"/drill/attempts/{attempt.pk}/abandon/")
+    html = unescape(learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode())
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
+    assert "You gave up on this drill — graded as a miss" in text
+    assert "(blank)" not in text
+    trainer = unescape(learner_client.get("/drill/").content.decode())
+    assert "(blank)" not in trainer and "gave up" in trainer
+
+
+def test_an_expired_drill_says_the_clock_ran_out(learner_client, no_refill):
+    from drills.trainer import services
+
+    attempt = start(learner_client)
+    services.close_attempt(attempt, "expired")
+    html = unescape(learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode())
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
+    assert "The clock ran out before a diagnosis was committed — graded as a miss" in text
+    assert "(blank)" not in text and "accuracy still counts the signature" not in text
