@@ -309,3 +309,13 @@ def test_the_overview_table_names_each_column_once(learner_client):
     assert "step time" in names
     assert "sync calls (ms in them)" in names and "alloc calls (ms in them)" in names
     assert all(names), names  # the zoom column has a name a screen reader reads
+
+
+def test_the_collectives_table_shows_the_duration_its_bandwidth_uses(learner_client):
+    data = (REAL / "nccl_a100_rank0.json.gz").read_bytes()
+    html = post(learner_client, "nccl.json.gz", data).content.decode()
+    up = Upload.objects.get()
+    rows = [c for pr in up.analysis["per_rank"] for c in pr["collectives"] if c.get("busbw_gbps")]
+    assert rows
+    assert "fast end µs (10th percentile)" in html
+    assert f"<td>{rows[0]['p10_us']:.1f}</td>" in html
