@@ -317,3 +317,20 @@ def test_an_unfinished_mock_interviews_trace_waits_for_the_end(learner_client, l
     MockInterview.objects.filter(pk=interview.pk).update(finished_at=timezone.now())
     r = learner_client.post(f"/math/from-drill/{attempt.pk}/")
     assert MathAttempt.objects.get(pk=MATH_URL.search(r["Location"]).group(1)).family == "amdahl"
+
+
+def test_a_memory_bound_traces_problem_states_gb_and_ms_as_the_reveal_does():
+    """The reveal says "552.4 GB per step" and "166.9 ms"; the problem said "552,000 MB" and
+    "167,000 µs", and asked for a floor of 53 ms in µs."""
+    trace = engine.generate("memory-bound-kernel", 0)
+    key = trace.key.to_dict()
+    eff = from_trace.problem_from_key(key, trace.prompt, hardware=trace.hardware, choice=0)
+    gb = key["facts"]["score_chain_ms_per_step"] * key["facts"]["score_chain_tbps"]
+    ms = key["facts"]["score_chain_ms_per_step"]
+    assert f"moves {gb:.3g} GB in total" in eff.prompt
+    assert f"taking {ms:.3g} ms" in eff.prompt
+    assert " MB" not in eff.prompt and " µs" not in eff.prompt
+    assert all(" µs" not in step for step in eff.steps)
+    floor = from_trace.problem_from_key(key, trace.prompt, hardware=trace.hardware, choice=1)
+    assert floor.unit == "ms" and "Answer in ms" in floor.prompt
+    assert floor.answer == pytest.approx(gb / key["facts"]["hbm_tbps"], rel=0.01)
