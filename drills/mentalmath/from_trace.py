@@ -134,7 +134,11 @@ def _sync(key: Key, prompt: Prompt) -> Built:
 
 def _allocator(key: Key, prompt: Prompt) -> Built:
     calls = round(_positive(key, "alloc_calls_per_step"))
-    per = _sig(_positive(key, "alloc_ms_per_step") / max(calls, 1), 2)
+    # what the step loses, as the reveal's expected step subtracts it (on several ranks, the
+    # stall on the critical path, not the average rank's), so the answer is the reveal's ×
+    facts = key.get("facts") or {}
+    lost = "alloc_stall_crit_ms" if facts.get("alloc_stall_crit_ms") else "alloc_ms_per_step"
+    per = _sig(_positive(key, lost) / max(calls, 1))
     return [("amdahl", "remove", _removal(3, calls, per, _sig(_step(key))))]
 
 
