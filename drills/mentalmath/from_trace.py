@@ -126,19 +126,25 @@ def _removal(stall: int, count: int, cost: float, step: float, **extra: Any) -> 
     return {"stall": stall, "count": count, "cost_ms": cost, "step_ms": step, **extra}
 
 
+def _removed(key: Key) -> float:
+    """What the reveal's expected step takes off the step (its arithmetic's last line: step −
+    loss = expected): the stall on the critical path, which on several ranks, or with gaps
+    that refill slowly, is more than the average rank's sum of the stalls."""
+    expected = key.get("expected_step_ms")
+    if not isinstance(expected, int | float) or not 0 < expected < _step(key):
+        raise NoPractice("this trace's reveal removes nothing from its step")
+    return _step(key) - float(expected)
+
+
 def _sync(key: Key, prompt: Prompt) -> Built:
     n = round(_positive(key, "inner_syncs_per_step"))
-    per = _sig(_positive(key, "sync_refill_ms_per_step") / max(n, 1), 2)
+    per = _sig(_removed(key) / max(n, 1))
     return [("amdahl", "remove", _removal(2, n, per, _sig(_step(key))))]
 
 
 def _allocator(key: Key, prompt: Prompt) -> Built:
     calls = round(_positive(key, "alloc_calls_per_step"))
-    # what the step loses, as the reveal's expected step subtracts it (on several ranks, the
-    # stall on the critical path, not the average rank's), so the answer is the reveal's ×
-    facts = key.get("facts") or {}
-    lost = "alloc_stall_crit_ms" if facts.get("alloc_stall_crit_ms") else "alloc_ms_per_step"
-    per = _sig(_positive(key, lost) / max(calls, 1))
+    per = _sig(_removed(key) / max(calls, 1))
     return [("amdahl", "remove", _removal(3, calls, per, _sig(_step(key))))]
 
 
