@@ -177,7 +177,9 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         expected = q(step - xfer + last)
         sig = (
             f"Every rank runs its {nb} gradient all-reduces back to back after backward: "
-            f"{s(comm)} ms of NCCL per step with only {_pct(100 * ov)} % under compute, so "
+            f"{s(comm)} ms of NCCL per step with "
+            + (f"only {_pct(100 * ov)} %" if _pct(100 * ov) != "0" else "none of it")
+            + " under compute, so "
             f"{s(exp)} ms of each {s(step)} ms step is exposed; ranks are symmetric."
         )
         value = f"overlap {_pct(100 * ov)} % of {s(comm)} ms comm per step"
@@ -676,8 +678,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         per = q(f.get("compile_ms_crit", lost / S))
         expected = q(step - per)
         sig = (
-            f"Only steps {', '.join(map(str, cs))} stall — {s(cstep)} ms each "
-            f"inside the compiler as a new sequence length arrives; the other steps take "
+            f"Only steps {', '.join(map(str, cs))} stall: they take {s(cstep)} ms each, most "
+            f"of it inside the compiler as a new sequence length arrives; the other steps take "
             f"{s(steady)} ms."
         )
         value = f"{nc} of {S} steps take {s(cstep)} ms vs {s(steady)} ms, each on a new input shape"
