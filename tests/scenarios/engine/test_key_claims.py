@@ -354,3 +354,11 @@ def test_recompilation_says_the_stalled_steps_time_is_a_step_time_not_the_compil
     compile_each = float(re.search(r"= ([\d.]+) ms each", k.arithmetic[0]).group(1))
     assert step_each > compile_each
     assert "most of it inside the compiler" in k.signature
+
+
+def test_a_bubble_share_of_five_eighths_prints_as_a_reader_rounds_it():
+    """'5/8 = 0.62' (Python rounds the exact half to even); a reader writes 0.63 and 63 %."""
+    t = E.generate("pipeline-bubbles", 11)
+    assert "= 5/8 = 0.63;" in t.key.arithmetic[0]
+    assert "(p−1)/(m+p−1) = 63 %" in t.key.signature
+    assert "from 0.63 to" in t.key.fix_text
