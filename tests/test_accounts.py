@@ -54,6 +54,21 @@ def test_login_form_rejects_a_wrong_password_without_saying_which_part(client, m
     assert b"correct username and password" in response.content
 
 
+def test_a_refused_sign_in_puts_the_cursor_in_the_password_box(client, make_user):
+    """The name stays filled in and the password is cleared: the cursor went back to the name."""
+    make_user("ada")
+    html = client.post("/accounts/login/", {"username": "ada", "password": "nope"}).content
+    inputs = {
+        re.search(r'name="(\w+)"', tag).group(1): tag
+        for tag in re.findall(r"<input[^>]*>", html.decode())
+        if 'name="username"' in tag or 'name="password"' in tag
+    }
+    assert "autofocus" in inputs["password"] and "autofocus" not in inputs["username"]
+    assert 'value="ada"' in inputs["username"]
+    first = client.get("/accounts/login/").content.decode()
+    assert re.search(r'<input[^>]*name="username"[^>]*autofocus', first)
+
+
 def test_sign_up_takes_an_optional_email_for_reminders(client, django_user_model):
     pw = "long-enough-pass-91"
     data = {"username": "lin", "password1": pw, "password2": pw}
