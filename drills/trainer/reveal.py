@@ -81,6 +81,20 @@ def shown_step_ms(key: dict[str, Any]) -> Any:
     return key.get("step_ms", g.get("step_ms"))
 
 
+# the key's notes that say what to check, not how another tool takes the measurement
+_NOT_A_TOOL = ("none", "mfu")
+
+
+def measurement_note(key: dict[str, Any]) -> str:
+    """The key's note on the measurement, said to be the profilers' way of confirming the same
+    thing: "HTA get_cuda_kernel_launch_stats(): CPU launch duration against ..." under "Launch
+    cadence vs kernel time" read as a description of the measurement named above it."""
+    text = str(key.get("measurement_text") or "")
+    if not text or key.get("measurement") in _NOT_A_TOOL:
+        return text
+    return f"Outside this viewer (HTA, Nsight, the profiler): {text}"
+
+
 def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
     g: dict[str, Any] = key.get("grading") or {}
     ev: dict[str, list[dict]] = g.get("evidence") or {}
@@ -155,7 +169,7 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
             attempt.measurement_correct,
             "one that confirms this signature",
             ev.get(ref, []) or sig_ev,
-            key.get("measurement_text", ""),
+            measurement_note(key),
             how=_how(ref),
         )
     )

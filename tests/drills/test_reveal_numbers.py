@@ -32,3 +32,19 @@ def test_the_step_row_falls_back_to_the_graded_step_time():
     key = _key(0, 22.05)
     del key["step_ms"]
     assert reveal.shown_step_ms(key) == 22.05
+
+
+def test_the_measurement_rows_tool_note_says_it_is_another_tools_way():
+    """Under "Launch cadence vs kernel time" the note "HTA get_cuda_kernel_launch_stats(): CPU
+    launch duration against GPU kernel duration ..." read as a description of that measurement."""
+    key = {
+        **_key(20.6, 20.6),
+        "scenario": "launch-bound",
+        "measurement": "launch_vs_kernel",
+        "measurement_text": "HTA get_cuda_kernel_launch_stats(): CPU launch duration against GPU "
+        "kernel duration per correlation; queue length stays near zero.",
+    }
+    rows = reveal.sentences(Attempt(answer_measurement="launch_ratio"), key)
+    assert rows[3]["note"].startswith("Outside this viewer (HTA, Nsight, the profiler): HTA ")
+    healthy = {**key, "measurement": "none", "measurement_text": "No measurement needed."}
+    assert reveal.sentences(Attempt(), healthy)[3]["note"] == "No measurement needed."
