@@ -171,6 +171,18 @@ class ThrottledLoginView(LoginView):
             return self.render_to_response(context, status=429)
         return super().post(request, *args, **kwargs)
 
+    def form_invalid(self, form):
+        focus_password_after_a_failed_sign_in(form)
+        return super().form_invalid(form)
+
+
+def focus_password_after_a_failed_sign_in(form) -> None:
+    """A refused sign-in keeps the name and clears the password: the cursor goes where the
+    typing resumes (the password box), not back to the name already filled in."""
+    if (form.data.get("username") or "").strip():
+        form.fields["username"].widget.attrs.pop("autofocus", None)
+        form.fields["password"].widget.attrs["autofocus"] = True
+
 
 def _wait_text(seconds: float) -> str:
     """ "8 seconds", "1 minute", "15 minutes": how long the lock has left, rounded up."""

@@ -8,7 +8,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.views.decorators.cache import never_cache
 
-from accounts.forms import SignupForm
+from accounts.forms import SignupForm, autofocus_first_error
 
 
 @login_not_required
@@ -21,5 +21,7 @@ def signup(request: HttpRequest) -> HttpResponse:
         user = form.save()
         login(request, user, backend=settings.AUTHENTICATION_BACKENDS[0])
         return redirect("home")
+    if request.method == "POST":
+        autofocus_first_error(form)
     status = 400 if request.method == "POST" else 200
     return TemplateResponse(request, "registration/signup.html", {"form": form}, status=status)

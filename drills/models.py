@@ -18,6 +18,8 @@ _NOT_WRONG = ("step_correct", "gap_correct", "value_correct")
 FULLY_CORRECT = models.Q(over_time=False, **dict.fromkeys(_RIGHT, True))
 for _f in _NOT_WRONG:
     FULLY_CORRECT &= ~models.Q(**{_f: False})
+# How an attempt closed without a diagnosis reads where its answer would (``Attempt.closed``).
+CLOSED_WORDS = {"abandoned": "gave up", "expired": "no answer before the clock ran out"}
 # Attempts on the clock (timed or Perfetto-only): practice runs untimed.
 TIMED = ~models.Q(mode="practice")
 # Graded attempt kinds that are no evidence on their scenario (``AttemptQuerySet.evidence``).
@@ -223,6 +225,10 @@ class Attempt(models.Model):
 
     @property
     def answer_title(self) -> str:
+        """What the learner answered, in words: a closed attempt without a diagnosis says how it
+        was closed, not "(blank)"."""
+        if not self.answer_scenario and self.closed:
+            return CLOSED_WORDS.get(self.closed, "no answer")
         return title_of(self.answer_scenario)
 
 

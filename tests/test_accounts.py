@@ -54,6 +54,21 @@ def test_login_form_rejects_a_wrong_password_without_saying_which_part(client, m
     assert b"correct username and password" in response.content
 
 
+def test_a_refused_sign_in_puts_the_cursor_in_the_password_box(client, make_user):
+    """The name stays filled in and the password is cleared: the cursor went back to the name."""
+    make_user("ada")
+    html = client.post("/accounts/login/", {"username": "ada", "password": "nope"}).content
+    inputs = {
+        re.search(r'name="(\w+)"', tag).group(1): tag
+        for tag in re.findall(r"<input[^>]*>", html.decode())
+        if 'name="username"' in tag or 'name="password"' in tag
+    }
+    assert "autofocus" in inputs["password"] and "autofocus" not in inputs["username"]
+    assert 'value="ada"' in inputs["username"]
+    first = client.get("/accounts/login/").content.decode()
+    assert re.search(r'<input[^>]*name="username"[^>]*autofocus', first)
+
+
 def test_sign_up_takes_an_optional_email_for_reminders(client, django_user_model):
     pw = "long-enough-pass-91"
     data = {"username": "lin", "password1": pw, "password2": pw}
@@ -66,3 +81,24 @@ def test_sign_up_takes_an_optional_email_for_reminders(client, django_user_model
     client.post("/accounts/logout/")
     bad = client.post("/accounts/signup/", {**data, "username": "zed", "email": "not-an-address"})
     assert bad.status_code == 400 and not django_user_model.objects.filter(username="zed").exists()
+
+
+def test_a_refused_sign_up_puts_the_cursor_in_the_field_it_refused(client):
+    """Passwords that do not match: both are cleared and the error sits under the second, but
+    the cursor went back to the username, already filled in."""
+    data = {"username": "lin", "password1": "long-enough-pass-91", "password2": "other-pass-92"}
+    html = client.post("/accounts/signup/", data).content.decode()
+    tags = {
+        re.search(r'name="(\w+)"', tag).group(1): tag
+        for tag in re.findall(r"<input[^>]*>", html)
+        if re.search(r'name="(username|password1|password2)"', tag)
+    }
+    # both boxes come back empty: typing resumes in the first
+    assert "autofocus" in tags["password1"]
+    assert "autofocus" not in tags["username"] and "autofocus" not in tags["password2"]
+    taken = client.post("/accounts/signup/", {**data, "password2": data["password1"]})
+    assert taken.status_code == 302
+    client.post("/accounts/logout/")
+    again = client.post("/accounts/signup/", {**data, "password2": data["password1"]})
+    html = again.content.decode()
+    assert re.search(r'<input[^>]*name="username"[^>]*autofocus', html)  # the name is taken

@@ -398,6 +398,20 @@ def _sample_floor(rng: random.Random, hw: Hardware, framing: str) -> Given:
     return g
 
 
+def _mb_text(mb: float) -> str:
+    """A stated size in MB, written in GB from 10,000 MB on (a trace's 552 GB chain, not
+    "552,000 MB")."""
+    return f"{show(mb / 1000)} GB" if mb >= 10_000 else f"{show(mb)} MB"
+
+
+def _us_text(us: float, write: Callable[[float], str] = show, *, in_ms: bool | None = None) -> str:
+    """A duration in µs, written in ms from 10,000 µs on ("167 ms", not "167,000 µs");
+    ``in_ms`` forces one unit on both sides of a ratio."""
+    if in_ms is None:
+        in_ms = us >= 10_000
+    return f"{write(us / 1000)} ms" if in_ms else f"{write(us)} µs"
+
+
 def _solve_floor(framing: str, g: Given, hw: Hardware) -> _Solution:
     hbm = _num(g, "hbm_tbps")
     on = f"{hw.name} ({show(hbm)} TB/s HBM)"
@@ -415,7 +429,7 @@ def _solve_floor(framing: str, g: Given, hw: Hardware) -> _Solution:
     elif framing in {"bytes", "efficiency"}:
         nbytes = _num(g, "bytes_mb") * 1e6
         what = _str(g, "what") if "what" in g else "A fused elementwise kernel"
-        prompt = f"{what} on {on} moves {show(_num(g, 'bytes_mb'))} MB in total"
+        prompt = f"{what} on {on} moves {_mb_text(_num(g, 'bytes_mb'))} in total"
         if framing == "bytes":
             prompt += " (reads plus writes). What is its floor time, the fastest it can run?"
     else:
@@ -432,19 +446,25 @@ def _solve_floor(framing: str, g: Given, hw: Hardware) -> _Solution:
     if framing == "optimizer":
         steps.append(f"{_si(nbytes, 'B')} ÷ {show(hbm)} TB/s ≈ {_ms(floor_s)}")
         return _Solution(prompt, floor_s * 1e3, "ms", steps)
-    floor_step = f"{_si(nbytes, 'B')} ÷ {show(hbm)} TB/s ≈ {fmt(floor_s * 1e6)} µs"
+    # one unit for the floor and the measured time: ms once either reaches 10,000 µs
+    in_ms = max(floor_s * 1e6, _num(g, "measured_us") if "measured_us" in g else 0) >= 10_000
+    floor_text = _us_text(floor_s * 1e6, fmt, in_ms=in_ms)
+    floor_step = f"{_si(nbytes, 'B')} ÷ {show(hbm)} TB/s ≈ {floor_text}"
     if framing != "efficiency":
         steps.append(floor_step)
+        if in_ms:  # asked in the unit the floor is written in
+            return _Solution(prompt, floor_s * 1e3, "ms", steps)
         return _Solution(prompt, floor_s * 1e6, "µs", steps)
     measured = _num(g, "measured_us")
     pct = floor_s * 1e6 / measured * 100
     prompt += (
-        f" (reads plus writes) and the trace shows it taking {show(measured)} µs. What "
-        "percentage of the HBM peak bandwidth does it achieve?"
+        " (reads plus writes) and the trace shows it taking "
+        f"{_us_text(measured, in_ms=in_ms)}. What percentage of the HBM peak bandwidth does "
+        "it achieve?"
     )
     steps += [
         f"floor = {floor_step}",
-        f"{fmt(floor_s * 1e6)} µs ÷ {show(measured)} µs ≈ {fmt(pct)} %",
+        f"{floor_text} ÷ {_us_text(measured, in_ms=in_ms)} ≈ {fmt(pct)} %",
     ]
     return _Solution(prompt, pct, "%", steps)
 

@@ -147,8 +147,10 @@ def twin_state(attempt: Attempt, now: datetime | None = None) -> TwinState:
 
 
 def _step(key: dict[str, Any]) -> float | None:
+    """The step time as the key prints it (rounded once, as the reveal's arithmetic prints it),
+    else the graded one: 319.8498 ms is 319.8 there, and "319.85" rounded again read 319.9."""
     g = key.get("grading") or {}
-    value = g.get("step_ms", key.get("step_ms"))
+    value = key.get("step_ms", g.get("step_ms"))
     return None if value is None else float(value)
 
 
@@ -177,4 +179,6 @@ def after_fix(attempt: Attempt) -> dict[str, Any] | None:
         "after_ms": after,
         "expected_ms": None if expected is None else float(expected),
         "saved_ms": None if before is None or after is None else before - after,
+        # a healthy trace has no fix: its twin is the same job, drawn again unchanged
+        "nothing_to_fix": key.get("scenario") == "healthy",
     }

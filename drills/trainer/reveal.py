@@ -73,12 +73,33 @@ def _row(
     }
 
 
+def shown_step_ms(key: dict[str, Any]) -> Any:
+    """The step time the reveal prints: the key's own (rounded once, as its arithmetic and fix
+    text print it), not the grading value's 3-decimal figure rounded again, which can land on
+    the other side (319.8498 → 319.85 → "319.9" beside "319.8 − 166.9 = ...")."""
+    g: dict[str, Any] = key.get("grading") or {}
+    return key.get("step_ms", g.get("step_ms"))
+
+
+# the key's notes that say what to check, not how another tool takes the measurement
+_NOT_A_TOOL = ("none", "mfu")
+
+
+def measurement_note(key: dict[str, Any]) -> str:
+    """The key's note on the measurement, said to be the profilers' way of confirming the same
+    thing: "HTA get_cuda_kernel_launch_stats(): CPU launch duration against ..." under "Launch
+    cadence vs kernel time" read as a description of the measurement named above it."""
+    text = str(key.get("measurement_text") or "")
+    if not text or key.get("measurement") in _NOT_A_TOOL:
+        return text
+    return f"Outside this viewer (HTA, Nsight, the profiler): {text}"
+
+
 def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
     g: dict[str, Any] = key.get("grading") or {}
     ev: dict[str, list[dict]] = g.get("evidence") or {}
     sig_ev = key.get("evidence") or []
-    step = g.get("step_ms", key.get("step_ms"))
-    step_truth = _num(step, "ms")
+    step_truth = _num(shown_step_ms(key), "ms")
     if int((key.get("facts") or {}).get("world") or 1) > 1:
         # a rank on its own reads a little less: say which step time this is
         step_truth += " (each step's slowest rank, averaged)"
@@ -113,7 +134,7 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
         _row(
             "3",
             "Signature",
-            engine.title_of(attempt.answer_scenario),
+            attempt.answer_title,
             engine.title_of(key["scenario"]),
             attempt.scenario_correct,
             "exact",
@@ -148,7 +169,7 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
             attempt.measurement_correct,
             "one that confirms this signature",
             ev.get(ref, []) or sig_ev,
-            key.get("measurement_text", ""),
+            measurement_note(key),
             how=_how(ref),
         )
     )
@@ -199,7 +220,8 @@ def build(attempt: Attempt) -> dict[str, Any]:
     return {
         "scenario": key["scenario"],
         "title": engine.title_of(key["scenario"]),
-        "answered_title": engine.title_of(attempt.answer_scenario),
+        "answered_title": attempt.answer_title,
+        "closed": attempt.closed if not attempt.answer_scenario else "",
         "twin": engine.lookalike_of(key["scenario"]),
         "signature": key["signature"],
         "rows": rows,

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .catalog import ANSWERS, FIXES
+from .catalog import ANSWERS, FIXES, THEORY_TEXT
 from .measure import row_name
 from .model import C_KERN, COMPUTE, MAIN, NCCL
 
@@ -208,42 +208,140 @@ def accepted_fixes(slug: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([fix, *fix_ok]))
 
 
-# What a healthy trace's framing makes look wrong, and why it is normal (for the reveal).
+# What a healthy trace's framing makes look wrong, and why it is normal (for the reveal). Each
+# symptom of catalog.SYMPTOMS and each theory of catalog.THEORY_TEXT gets its own answer, written
+# with the trace's own numbers (``_HealthyFacts``): the framing the learner read is the one the
+# reveal answers, never a stock line about some other framing.
 HEALTHY_RED_HERRINGS: dict[str, str] = {
     "dips": "The once-per-step dip is the last gradient bucket's all-reduce and the optimizer: "
     "every data-parallel job has it, and here it is a few per cent of the step.",
     "comm": "Communication is large in a per-rank summary because the summary adds up NCCL "
-    "kernel time, most of which runs under backward; only the exposed part costs step time.",
+    "kernel time, most of which runs under backward; only the exposed part costs step time: "
+    "{exposed_ms} ms of the {step_ms} ms step here.",
     "estimate": "A team's estimate is usually peak FLOP/s; a dense compute stream at a "
-    "realistic MFU is what this hardware delivers.",
-    "straggler": "All ranks take the same time per step, so no rank is holding the others back.",
-    "exposed": "The all-reduce runs under backward; what stays exposed is the last bucket.",
-    "scale": "Nothing stalls, so scaling out changes throughput, not efficiency.",
+    "realistic MFU is what this hardware delivers (the GPU is busy {busy} % of the step).",
+    "mfu": "MFU counts only the model's FLOPs against peak: attention, norms, activations, the "
+    "optimizer and communication take their share of a GPU that is busy {busy} % of the step. "
+    "A higher MFU needs other kernels or another batch size, not the removal of a stall.",
+    "scaling": "The only time more GPUs add to a step is the communication left exposed: "
+    "{exposed_ms} ms of the {step_ms} ms step here, the rest runs under backward. The "
+    "shortfall in throughput is not in these steps.",
+    "config": "Nothing in these steps stalls the GPU (busy {busy} % of the step): compare with a "
+    "trace from before the change; the slowdown is not in what this one shows.",
+    "scale": "Nothing stalls (the GPU is busy {busy} % of the step), so scaling out changes "
+    "throughput, not efficiency.",
+    "nvidia-smi": "The trace says otherwise: the compute stream is busy {busy} % of the step. "
+    "nvidia-smi samples its own window, which takes in whatever runs between the profiled "
+    "steps (evaluation, checkpoints, start-up).",
     "bubble": "A pipeline always has a warm-up and a drain; with many microbatches per stage "
     "they are the small (p−1)/(m+p−1) share the formula predicts.",
+    "per-gpu": "Each stage idles at its own moments of the warm-up and drain, so a per-GPU "
+    "counter reads a little differently on each rank: {idle_lo}–{idle_hi} % idle here, "
+    "and no rank's compute holds the others back.",
+    "faster-gpu": "Decode at a small batch reads every weight once per token: HBM bandwidth, "
+    "not FLOP/s, sets the token rate, so a GPU with more compute and similar bandwidth decodes "
+    "at about the same speed. The GPU is busy {busy} % of the step: nothing stalls it.",
+    "weight-streaming": "A weight-streaming estimate divides the bytes by peak HBM bandwidth; "
+    "real kernels reach part of that peak, and attention, norms and sampling add their time. "
+    "The GPU is busy {busy} % of every token's step, so no stall adds to it.",
+    "decode-util": "The compute stream is busy {busy} % of every decode step in this trace; a "
+    "server-wide utilisation counter also counts the time between requests.",
+    "traffic": "The second opinion: the GPU is busy {busy} % of every step and nothing stalls "
+    "it; there is nothing to fix before it takes traffic.",
+    "serving-loop": "Nothing in these steps stalls the GPU (busy {busy} % of the step): compare "
+    "with a trace from before the change; the regression is not in what this one shows.",
+    "cpu-core": "A decode loop's Python thread is always busy: it launches the next kernels "
+    "while the GPU runs the last ones, then waits for the token. A busy core beside a GPU that "
+    "is busy {busy} % of the step is a loop that keeps up, not a bottleneck.",
 }
+# what each colleague's theory (catalog.THEORY_TEXT, by the scenario it names) gets in reply
+HEALTHY_THEORY_REPLIES: dict[str, str] = {
+    "exposed-allreduce": "DDP does overlap: {exposed_ms} ms per step of NCCL time is exposed, "
+    "{exposed_pct} % of the step; the rest runs under backward.",
+    "input-starvation": "The loader keeps up: waiting for the next batch takes {loader_ms} ms "
+    "per step.",
+    "launch-bound": "Launch overhead hides behind the GPU: the queue stays full and the GPU is "
+    "busy {busy} % of the step, so CUDA graphs would save microseconds, not milliseconds.",
+    "straggler": "No slow node: the ranks' compute per step differs by {skew} %, and no rank "
+    "waits on another.",
+    "memory-bound-kernel": "No unfused chain dominates: non-GEMM kernels take {nongemm} % of GPU "
+    "kernel time, the usual share for norms, activations and the optimizer.",
+    "sync-stalls": "No read-back stalls the step: its synchronising calls ({syncs} per step) come "
+    "at its end, none inside it.",
+    "pipeline-bubbles": "The schedule is fine: the warm-up and drain are the small "
+    "(p−1)/(m+p−1) share of the step that any pipeline has.",
+    "allocator-stalls": "The caching allocator serves every block from its cache: no device "
+    "malloc or free call inside the steps.",
+    "bandwidth-bound-collective": "The all-reduce's size costs only what stays exposed: "
+    "{exposed_ms} ms per step; the rest runs under backward.",
+    "recompilation": "Nothing recompiles: no compilation runs between the steps.",
+    "healthy": "The colleague is right: nothing stalls the GPU (busy {busy} % of the step).",
+}
+# symptom wording (a fragment of one catalog.SYMPTOMS line) -> its HEALTHY_RED_HERRINGS entry
+_SYMPTOM_REPLY: tuple[tuple[str, str], ...] = (
+    ("dips once per step", "dips"),
+    ("communication time looks large", "comm"),
+    ("weight-streaming estimate", "weight-streaming"),
+    ("team's estimate", "estimate"),
+    ("mfu is poor", "mfu"),
+    ("scaling from 1 to", "scaling"),
+    ("touched only configuration", "config"),
+    ("launched at scale", "scale"),
+    ("nvidia-smi", "nvidia-smi"),
+    ("adding pipeline stages", "bubble"),
+    ("differs between ranks", "per-gpu"),
+    ("faster gpu", "faster-gpu"),
+    ("lower than expected for a decode server", "decode-util"),
+    ("takes traffic", "traffic"),
+    ("serving loop", "serving-loop"),
+    ("cpu core", "cpu-core"),
+)
+
+
+def _healthy_numbers(facts: Mapping[str, Any]) -> dict[str, str]:
+    """The figures the healthy reveal's lines quote, printed as the rest of the key prints them."""
+
+    def num(key: str, scale: float = 1.0) -> float:
+        try:
+            return float(facts.get(key) or 0.0) * scale
+        except (TypeError, ValueError):
+            return 0.0
+
+    step = num("step_ms")
+    idle = [float(x) * 100 for x in facts.get("idle_frac_per_rank") or [num("gpu_idle_frac")]]
+    d = 2 if step < 10 else 1
+    return {
+        "busy": f"{100 - num('gpu_idle_frac', 100):.0f}",
+        "step_ms": f"{step:.{d}f}",
+        "exposed_ms": f"{num('exposed_comm_ms'):.{d}f}",
+        "exposed_pct": f"{100 * num('exposed_comm_ms') / step:.0f}" if step else "0",
+        "loader_ms": f"{num('loader_ms_per_step'):.2f}",
+        "skew": f"{num('compute_skew_pct'):.1f}",
+        "nongemm": f"{num('nongemm_share', 100):.0f}",
+        "syncs": f"{num('syncs_per_step'):.0f}",
+        "idle_lo": f"{min(idle):.1f}",
+        "idle_hi": f"{max(idle):.1f}",
+    }
 
 
 def red_herring(prompt: Mapping[str, Any] | None, facts: Mapping[str, Any]) -> list[str]:
-    """For a healthy reveal: what in the framing looked wrong, and why it is normal."""
-    text = " ".join(str(v or "") for v in (prompt or {}).values()).lower()
+    """For a healthy reveal: what in the framing the learner read looked wrong (its symptom, and
+    the colleague's theory if there was one), and why it is normal on this trace."""
+    prompt = prompt or {}
+    numbers = _healthy_numbers(facts)
     out = []
-    if "dips" in text:
-        out.append(HEALTHY_RED_HERRINGS["dips"])
-    if "communication time" in text:
-        out.append(HEALTHY_RED_HERRINGS["comm"])
-    if "estimate" in text:
-        out.append(HEALTHY_RED_HERRINGS["estimate"])
-    if "straggler" in text:
-        out.append(HEALTHY_RED_HERRINGS["straggler"])
-    if "exposed" in text:
-        out.append(HEALTHY_RED_HERRINGS["exposed"])
-    if "at scale" in text:
-        out.append(HEALTHY_RED_HERRINGS["scale"])
-    if "stages" in text:
-        out.append(HEALTHY_RED_HERRINGS["bubble"])
+    symptom = str(prompt.get("symptom") or "").lower()
+    for fragment, entry in _SYMPTOM_REPLY:
+        if fragment in symptom:
+            out.append(HEALTHY_RED_HERRINGS[entry].format(**numbers))
+            break
+    theory = str(prompt.get("theory") or "")
+    for slug, text in THEORY_TEXT.items():
+        if text == theory:
+            out.append(HEALTHY_THEORY_REPLIES[slug].format(**numbers))
+            break
     if not out:
-        out.append(HEALTHY_RED_HERRINGS["estimate"])
+        out.append(HEALTHY_RED_HERRINGS["estimate"].format(**numbers))
     return out
 
 

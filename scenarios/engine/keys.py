@@ -3,6 +3,8 @@ time after the fix and the arithmetic — all from facts measured on the events.
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Decimal
+
 import numpy as np
 
 from . import diagnosis
@@ -77,6 +79,13 @@ def _per_step_spans(
                 }
             )
     return out
+
+
+def _half_up(x: float, digits: int) -> str:
+    """``x`` to ``digits`` decimals, halves rounded up as a reader does (5/8 = 0.625 → "0.63"),
+    not to even as Python's formatting does ("0.62")."""
+    q = Decimal(1).scaleb(-digits)
+    return str(Decimal(repr(float(x))).quantize(q, rounding=ROUND_HALF_UP))
 
 
 def _bubble_share(stages: int, units: int) -> float:
@@ -178,7 +187,9 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         expected = q(step - xfer + last)
         sig = (
             f"Every rank runs its {nb} gradient all-reduces back to back after backward: "
-            f"{s(comm)} ms of NCCL per step with only {_pct(100 * ov)} % under compute, so "
+            f"{s(comm)} ms of NCCL per step with "
+            + (f"only {_pct(100 * ov)} %" if _pct(100 * ov) != "0" else "none of it")
+            + " under compute, so "
             f"{s(exp)} ms of each {s(step)} ms step is exposed; ranks are symmetric."
         )
         value = f"overlap {_pct(100 * ov)} % of {s(comm)} ms comm per step"
@@ -461,11 +472,12 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         den = f"({vtxt}m)" if v > 1 else "m"  # (2·m+p−1)/(2·m), never "/2·m"
         mtxt = f"{m} microbatches × {v} model chunks" if v > 1 else f"{m} microbatches"
         theory = _bubble_share(P, vm)
+        th2, th_pct = _half_up(theory, 2), _half_up(100 * theory, 0)  # as printed
         idle = round(float(np.mean(f["compute_idle_frac_per_rank"])), 2)
         busy = q(step * (1 - idle))
         if slug == "healthy":
             expected = step
-            i_pct, t_pct = _pct(100 * idle), _pct(100 * theory)
+            i_pct, t_pct = _pct(100 * idle), th_pct
             # the formula counts the warm-up and drain only: say how the measured idle compares
             if i_pct == t_pct:
                 vs, why = "matches", ""
@@ -494,7 +506,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             )
             value = f"stage idle {i_pct} %, {vs} {formula}"
             arith = [
-                f"bubble share = (p−1)/({vtxt}m+p−1) = {P - 1}/{vm + P - 1} = {theory:.2f}; "
+                f"bubble share = (p−1)/({vtxt}m+p−1) = {P - 1}/{vm + P - 1} = {th2}; "
                 f"measured idle {idle:.2f}",
                 f"no avoidable time found: expected step = current step = {s(step)} ms",
             ]
@@ -504,6 +516,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             )
         else:
             m2 = 2 * m
+            new2 = _half_up(_bubble_share(P, v * m2), 2)
             sched = q(busy * (vm + P - 1) / vm)
             other = q(max(0.0, step - sched))
             # half-size microbatches halve the big kernels, not the small ones or the launch
@@ -515,13 +528,11 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             sig = (
                 f"{P} stages, {mtxt}: warm-up and drain leave every stage idle "
                 f"{_pct(100 * idle)} % of the step (theory (p−1)/({vtxt}m+p−1) = "
-                f"{_pct(100 * theory)} %), in a staircase that repeats every step."
+                f"{th_pct} %), in a staircase that repeats every step."
             )
-            value = (
-                f"stage idle {_pct(100 * idle)} % vs (p−1)/({vtxt}m+p−1) = {_pct(100 * theory)} %"
-            )
+            value = f"stage idle {_pct(100 * idle)} % vs (p−1)/({vtxt}m+p−1) = {th_pct} %"
             arith = [
-                f"bubble share = (p−1)/({vtxt}m+p−1) = {P - 1}/{vm + P - 1} = {theory:.2f}; "
+                f"bubble share = (p−1)/({vtxt}m+p−1) = {P - 1}/{vm + P - 1} = {th2}; "
                 f"measured {idle:.2f}",
                 f"useful work per stage = step × (1 − idle) = {s(step)} × {1 - idle:.2f} = "
                 f"{s(busy)} ms; the schedule takes work × ({vtxt}m+p−1)/{den} = {s(sched)} ms, "
@@ -537,7 +548,7 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             fix_text = (
                 f"Split each microbatch in two (m {m} → {m2}, {mb2} tokens each, "
                 f"same global batch){more}: the bubble falls "
-                f"from {theory:.2f} to {_bubble_share(P, v * m2):.2f} of the step, "
+                f"from {th2} to {new2} of the step, "
                 f"{s(step)} → {s(expected)} ms."
             )
         ev += [_step_span(M, M.ranks[-1], k_mid, COMPUTE, "last stage idles in the warm-up")]
@@ -570,8 +581,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             uneven += f"{s(lo)}–{s(hi)} ms in a step; "
             if p.get("family") == "pp":
                 crit = uneven + (
-                    "the step ends when its slowest stage does: loss = the longest stage "
-                    f"stall = {s(am_c)} ms per step"
+                    "the step ends when its slowest stage does: loss = each step's longest "
+                    f"stage stall, averaged over the steps = {s(am_c)} ms per step"
                 )
             else:
                 crit = uneven + (
@@ -679,8 +690,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         per = q(f.get("compile_ms_crit", lost / S))
         expected = q(step - per)
         sig = (
-            f"Only steps {', '.join(map(str, cs))} stall — {s(cstep)} ms each "
-            f"inside the compiler as a new sequence length arrives; the other steps take "
+            f"Only steps {', '.join(map(str, cs))} stall: they take {s(cstep)} ms each, most "
+            f"of it inside the compiler as a new sequence length arrives; the other steps take "
             f"{s(steady)} ms."
         )
         value = f"{nc} of {S} steps take {s(cstep)} ms vs {s(steady)} ms, each on a new input shape"

@@ -4,7 +4,7 @@
   "use strict";
 
   function overTime(el) {
-    el.querySelector(".clock-label").textContent = "Over time — still commit, it counts as a miss";
+    el.querySelector(".clock-label").textContent = "Over time — still commit; your schedule counts it as a miss";
   }
 
   // Highlight evidence spans and zoom the viewer to them (with some context either side).

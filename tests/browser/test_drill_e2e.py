@@ -198,8 +198,10 @@ def test_the_server_enforces_the_clock(page, live_server):
     Attempt.objects.filter(pk=attempt.pk).update(served_at=timezone.now() - timedelta(seconds=200))
     page.reload()
     page.wait_for_selector("#clock.over")
+    # the same words as the reveal: the miss is the schedule's (accuracy counts the signature)
+    assert "your schedule counts it as a miss" in page.locator("#clock .clock-label").inner_text()
     commit(page, attempt)
-    assert "over 2:00" in page.locator("#reveal").inner_text()
+    assert "over 2:00 — your schedule counts it as a miss" in page.locator("#reveal").inner_text()
     attempt.refresh_from_db()
     assert attempt.over_time and attempt.rating == 1
 

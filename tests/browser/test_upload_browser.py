@@ -13,6 +13,7 @@ from scenarios import perfetto_ui
 from scenarios.uploads import Upload
 from tests.browser.test_drill_e2e import sign_up
 from tests.browser.test_perfetto_ui import ARTIFACTS, PROBE, watch
+from tests.browser.test_phone_pages import sticking_out
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 REAL = Path(__file__).resolve().parents[1] / "data" / "real" / "sampled_rank-0.json.gz"
@@ -66,3 +67,27 @@ def test_upload_view_perfetto_delete(browser, live_server, process_inline):
     assert not Upload.objects.exists()
     assert "No uploads yet" in page.content()
     context.close()
+
+
+def test_an_analysed_upload_fits_a_phone(browser, live_server, process_inline):
+    """Its wide tables scroll inside their cards; a visually hidden column label positioned
+    outside its scrolling box made the whole page scroll sideways (1176 px on a 390 px phone)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    sign_up(page, live_server, "liskov")
+    page.goto(f"{live_server.url}/traces/upload/")
+    page.set_input_files("#id_trace", str(REAL))
+    page.click("#upload-form button[type=submit]")
+    page.wait_for_url(re.compile(r"/traces/upload/[0-9a-f-]{36}/$"))
+    page.wait_for_selector("#overview-table tbody tr", timeout=60_000)
+    width, inner = page.evaluate("() => [document.documentElement.scrollWidth, innerWidth]")
+    assert width <= inner, (width, inner, sticking_out(page), hidden_past_the_edge(page))
+    context.close()
+
+
+def hidden_past_the_edge(page) -> list[str]:
+    return page.evaluate(
+        """() => [...document.querySelectorAll('body *')].filter((e) =>
+            e.getBoundingClientRect().right > innerWidth + 1).slice(-6).map((e) =>
+            e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right))"""
+    )

@@ -265,3 +265,23 @@ def test_a_worker_process_makes_the_twin_and_the_trial_pair_once_the_answer_comm
     assert twins() == 1
     html = learner_client.get(after_fix_url(attempt)).content.decode()
     assert 'id="step-after"' in html and twins() == 1
+
+
+def test_a_healthy_reveal_says_its_twin_is_drawn_again_unchanged(
+    learner, learner_client, no_refill, tasks_inline, django_capture_on_commit_callbacks
+):
+    """There is no fix on a healthy trace: the panel said "generated again with the fix
+    applied" over two identical timelines."""
+    attempt = services.start_drill(learner, scenario="healthy")
+    with django_capture_on_commit_callbacks(execute=True):
+        learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    html = learner_client.get(after_fix_url(attempt)).content.decode()
+    assert "Nothing needed fixing" in html and "Drawn again, unchanged" in html
+    assert "with the fix applied" not in html and "Fixed ·" not in html
+
+
+def test_the_after_fix_step_times_are_the_ones_the_key_prints():
+    """319.8498 ms: the key prints 319.8; the graded 319.85 rounded again read 319.9."""
+    key = {"step_ms": 319.8, "grading": {"step_ms": 319.85}}
+    assert fixed._step(key) == 319.8
+    assert fixed._step({"grading": {"step_ms": 22.05}}) == 22.05

@@ -259,3 +259,39 @@ def test_the_number_fields_say_what_to_type_in_plain_words():
     assert errors["expected_step_ms"] == [
         "Enter the expected step time after the fix as a number in ms, e.g. 42.5."
     ]
+
+
+def test_an_over_time_reveal_says_what_the_miss_is_for(learner_client, no_refill):
+    """An over-time drill is a miss for the schedule, while the dashboard's accuracy counts its
+    signature: the reveal said only "counts as a miss" beside a dashboard showing 100 %."""
+    attempt = start(learner_client)
+    Attempt.objects.filter(pk=attempt.pk).update(served_at=timezone.now() - timedelta(seconds=200))
+    submit(learner_client, attempt)
+    html = unescape(learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode())
+    text = re.sub(r"<[^>]+>", "", html)
+    assert "over 2:00 — your schedule counts it as a miss" in text
+    assert "accuracy still counts the signature" in text
+    attempt.refresh_from_db()
+    assert attempt.over_time and attempt.scenario_correct and attempt.rating == 1
+
+
+def test_a_given_up_drill_says_so_instead_of_you_said_blank(learner_client, no_refill):
+    attempt = start(learner_client)
+    learner_client.post(f"/drill/attempts/{attempt.pk}/abandon/")
+    html = unescape(learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode())
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
+    assert "You gave up on this drill — graded as a miss" in text
+    assert "(blank)" not in text
+    trainer = unescape(learner_client.get("/drill/").content.decode())
+    assert "(blank)" not in trainer and "gave up" in trainer
+
+
+def test_an_expired_drill_says_the_clock_ran_out(learner_client, no_refill):
+    from drills.trainer import services
+
+    attempt = start(learner_client)
+    services.close_attempt(attempt, "expired")
+    html = unescape(learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode())
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
+    assert "The clock ran out before a diagnosis was committed — graded as a miss" in text
+    assert "(blank)" not in text and "accuracy still counts the signature" not in text

@@ -68,7 +68,9 @@ def solve(family: str, fr: str, g: dict) -> float:
         if fr == "optimizer":
             return g["params_b"] * 1e9 * (g["read_b"] + g["write_b"]) / hbm * 1e3  # ms
         floor_us = g["bytes_mb"] * 1e6 / hbm * 1e6
-        return 100 * floor_us / g["measured_us"] if fr == "efficiency" else floor_us
+        if fr == "efficiency":
+            return 100 * floor_us / g["measured_us"]
+        return floor_us / 1000 if floor_us >= 10_000 else floor_us  # ms from 10,000 µs on
     if family == "bubble":
         p, m = g["p"], g["m"]
         return {

@@ -61,7 +61,8 @@ def expected_numbers(key: dict, prompt: dict, family: str) -> dict[str, float]:
     if slug == "exposed-allreduce":
         return {"comm_ms": f["comm_ms"], "compute_ms": f["compute_ms"], "n": f["world"]}
     if slug == "input-starvation":
-        return {"data_ms": f["loader_fetch_ms"], "compute_ms": step - f["loader_ms_per_step"]}
+        # the compute the reveal's last line hides the loading under: its expected step
+        return {"data_ms": f["loader_fetch_ms"], "compute_ms": key["expected_step_ms"]}
     if slug == "straggler":
         rc = f["rank_compute_ms"]
         return {"ranks": len(rc), "slow_pct": (max(rc) - _median(rc)) / _median(rc) * 100}
@@ -99,13 +100,11 @@ def assert_this_traces_numbers(problem: dict, key: dict, prompt: dict) -> None:
         assert got == pytest.approx(float(want), rel=0.03, abs=0.51), (name, got, want)
     # the prompt states them (not only the stored record)
     assert problem["prompt"]
-    f = key["facts"]
     if problem["family"] == "amdahl" and problem["framing"] == "remove":
         removed = given["count"] * given["cost_ms"]
-        per_step = {
-            "sync-stalls": f["sync_refill_ms_per_step"],
-            "allocator-stalls": f["alloc_ms_per_step"],
-        }.get(key["scenario"])
+        # the stalls the reveal's expected step subtracts (on the critical path)
+        removes = key["step_ms"] - key["expected_step_ms"]
+        per_step = {"sync-stalls": removes, "allocator-stalls": removes}.get(key["scenario"])
         if per_step is not None:  # the stalls the reveal removes, per step
             assert removed == pytest.approx(per_step, rel=0.06)
 
@@ -317,3 +316,38 @@ def test_an_unfinished_mock_interviews_trace_waits_for_the_end(learner_client, l
     MockInterview.objects.filter(pk=interview.pk).update(finished_at=timezone.now())
     r = learner_client.post(f"/math/from-drill/{attempt.pk}/")
     assert MathAttempt.objects.get(pk=MATH_URL.search(r["Location"]).group(1)).family == "amdahl"
+
+
+def test_a_memory_bound_traces_problem_states_gb_and_ms_as_the_reveal_does():
+    """The reveal says "552.4 GB per step" and "166.9 ms"; the problem said "552,000 MB" and
+    "167,000 µs", and asked for a floor of 53 ms in µs."""
+    trace = engine.generate("memory-bound-kernel", 0)
+    key = trace.key.to_dict()
+    eff = from_trace.problem_from_key(key, trace.prompt, hardware=trace.hardware, choice=0)
+    gb = key["facts"]["score_chain_ms_per_step"] * key["facts"]["score_chain_tbps"]
+    ms = key["facts"]["score_chain_ms_per_step"]
+    assert f"moves {gb:.3g} GB in total" in eff.prompt
+    assert f"taking {ms:.3g} ms" in eff.prompt
+    assert " MB" not in eff.prompt and " µs" not in eff.prompt
+    assert all(" µs" not in step for step in eff.steps)
+    floor = from_trace.problem_from_key(key, trace.prompt, hardware=trace.hardware, choice=1)
+    assert floor.unit == "ms" and "Answer in ms" in floor.prompt
+    assert floor.answer == pytest.approx(gb / key["facts"]["hbm_tbps"], rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("slug", "seed"),
+    [("allocator-stalls", 2), ("allocator-stalls", 7), ("sync-stalls", 1), ("input-starvation", 0)],
+)
+def test_a_stall_removal_problem_gives_the_speedup_the_reveal_gives(slug, seed):
+    """A pipeline's step loses each step's longest stage stall (43.2 ms in the reveal), not the
+    average stall (37.8 ms): the problem's answer was 1.19× beside the reveal's 1.22×; a decode
+    loop's slow refills cost 9.9 ms, not the 29 × 0.30 ms product (1.71× against 1.89×); a
+    starved data-parallel step computes 65.6 ms once fed, not 74.4 ms."""
+    trace = engine.generate(slug, seed)
+    key = trace.key.to_dict()
+    problem = from_trace.problem_from_key(key, trace.prompt, hardware=trace.hardware)
+    if problem.unit == "ms":  # the step after the fix
+        assert problem.answer == pytest.approx(key["expected_step_ms"], rel=0.005)
+    else:
+        assert problem.answer == pytest.approx(key["step_ms"] / key["expected_step_ms"], rel=0.005)

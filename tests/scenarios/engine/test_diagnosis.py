@@ -14,6 +14,7 @@ import pytest
 
 from scenarios import engine
 from scenarios.engine import diagnosis as D
+from scenarios.engine.catalog import SYMPTOMS, THEORY_TEXT
 
 SLUGS = list(engine.SCENARIOS)
 
@@ -409,3 +410,34 @@ def test_healthy_reveal_names_the_red_herring():
     found = D.red_herring({"symptom": "GPU utilisation dips once per step on every rank."}, {})
     assert "last gradient bucket" in found[0]
     assert D.red_herring({"theory": "A colleague is sure there is a straggler."}, {})
+
+
+@pytest.mark.parametrize("symptom", sorted({s for pool in SYMPTOMS.values() for s in pool}))
+def test_healthy_reveal_answers_the_symptom_the_learner_read(symptom):
+    """Every symptom a healthy trace can be framed with gets its own reply, not the stock line
+    about a team's estimate (which answered "One CPU core sits near 100 %")."""
+    found = D.red_herring({"symptom": symptom.format(world=8)}, {"gpu_idle_frac": 0.03})
+    stock = D.HEALTHY_RED_HERRINGS["estimate"].format(**D._healthy_numbers({"gpu_idle_frac": 0.03}))
+    assert len(found) == 1
+    assert found[0] != stock or "team's estimate" in symptom
+
+
+@pytest.mark.parametrize("slug", sorted(THEORY_TEXT))
+def test_healthy_reveal_answers_the_colleagues_theory(slug):
+    found = D.red_herring({"theory": THEORY_TEXT[slug]}, {"gpu_idle_frac": 0.03})
+    assert found == [
+        D.HEALTHY_THEORY_REPLIES[slug].format(**D._healthy_numbers({"gpu_idle_frac": 0.03}))
+    ]
+
+
+def test_healthy_decode_reveal_speaks_to_the_busy_cpu_core_and_the_allocator_theory():
+    prompt = {
+        "symptom": "One CPU core sits near 100 % while the server runs.",
+        "theory": "A colleague suspects the caching allocator.",
+    }
+    facts = {"gpu_idle_frac": 0.0294, "step_ms": 18.61, "alloc_calls_per_step": 0.0}
+    found = D.red_herring(prompt, facts)
+    assert len(found) == 2
+    assert "core" in found[0] and "busy 97 %" in found[0]
+    assert "allocator" in found[1] and "malloc" in found[1]
+    assert not any("team's estimate" in line for line in found)

@@ -4,6 +4,7 @@ Perfetto JSON a learner downloads, with no engine code in between. Pure: no Djan
 from __future__ import annotations
 
 import functools
+import re
 
 import orjson
 
@@ -346,3 +347,42 @@ def test_bandwidth_bound_says_which_part_of_its_comm_time_moves_bytes():
     assert f"({moved} ms of it moving bytes, the rest waiting inside the kernels)" in (
         t.key.signature
     )
+
+
+def test_a_pipelines_allocator_loss_says_it_averages_each_steps_longest_stall():
+    """The range printed before it runs to 38.2 ms while the loss is 35.6 ms: 'the longest stage
+    stall = 35.6' read as a contradiction; the loss is each step's longest, averaged."""
+    t = E.generate("allocator-stalls", 2)
+    assert t.key.facts["family"] == "pp"
+    line = t.key.arithmetic[1]
+    lo, hi = (float(x) for x in line.split("unevenly, ")[1].split(" ms")[0].split("–"))
+    loss = float(line.rsplit("= ", 1)[1].split(" ms")[0])
+    assert lo <= loss <= hi
+    assert "each step's longest stage stall, averaged over the steps" in line
+
+
+def test_an_unoverlapped_all_reduce_with_no_overlap_says_none_of_it_is_hidden():
+    """'33.8 ms of NCCL per step with only 0 % under compute' read as a slip."""
+    t = E.generate("exposed-allreduce", 0)
+    assert round(t.key.facts["overlap_pct"]) == 0
+    assert "none of it under compute" in t.key.signature
+    assert "only 0 %" not in t.key.signature
+
+
+def test_recompilation_says_the_stalled_steps_time_is_a_step_time_not_the_compile():
+    """The signature put '1623.9 ms each inside the compiler' above the arithmetic's
+    '3010.4 ms in all ÷ 2 = 1505.2 ms each' compile span: the 1623.9 ms is the whole step."""
+    t = E.generate("recompilation", 0)
+    k = t.key
+    step_each = float(re.search(r"they take ([\d.]+) ms each", k.signature).group(1))
+    compile_each = float(re.search(r"= ([\d.]+) ms each", k.arithmetic[0]).group(1))
+    assert step_each > compile_each
+    assert "most of it inside the compiler" in k.signature
+
+
+def test_a_bubble_share_of_five_eighths_prints_as_a_reader_rounds_it():
+    """'5/8 = 0.62' (Python rounds the exact half to even); a reader writes 0.63 and 63 %."""
+    t = E.generate("pipeline-bubbles", 11)
+    assert "= 5/8 = 0.63;" in t.key.arithmetic[0]
+    assert "(p−1)/(m+p−1) = 63 %" in t.key.signature
+    assert "from 0.63 to" in t.key.fix_text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -295,3 +296,26 @@ def test_a_collective_faster_than_the_link_says_it_is_not_a_bandwidth(learner_cl
     up = ready_upload(user, analysis=analyse(job(comm_nelems=500_000_000)), n_ranks=2)
     html = learner_client.get(reverse("scenarios:upload_detail", args=[up.pk])).content.decode()
     assert "more than the link carries" in html
+
+
+def test_the_overview_table_names_each_column_once(learner_client):
+    """Its header read 'rank | step | step | …' (the step's number, then its time) and 'sync
+    calls' over '1 (609.8)' with no word for the number in brackets."""
+    data = (REAL / "nccl_a100_rank0.json.gz").read_bytes()
+    html = post(learner_client, "nccl.json.gz", data).content.decode()
+    head = re.search(r'id="overview-table">\s*<thead>(.*?)</thead>', html, re.S).group(1)
+    names = [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", head)]
+    assert len(names) == len(set(names)), names
+    assert "step time" in names
+    assert "sync calls (ms in them)" in names and "alloc calls (ms in them)" in names
+    assert all(names), names  # the zoom column has a name a screen reader reads
+
+
+def test_the_collectives_table_shows_the_duration_its_bandwidth_uses(learner_client):
+    data = (REAL / "nccl_a100_rank0.json.gz").read_bytes()
+    html = post(learner_client, "nccl.json.gz", data).content.decode()
+    up = Upload.objects.get()
+    rows = [c for pr in up.analysis["per_rank"] for c in pr["collectives"] if c.get("busbw_gbps")]
+    assert rows
+    assert "fast end µs (10th percentile)" in html
+    assert f"<td>{rows[0]['p10_us']:.1f}</td>" in html
