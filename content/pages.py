@@ -14,9 +14,14 @@ Two pieces of syntax on top of Markdown (docs/contracts.md §4):
   ``{{fact:NAME|FORMAT}}`` by one of its measured facts (``key["facts"]``; FORMAT is one of
   ``FORMATS``): every number a narration quotes about its trace is written this way, never typed.
 
-A walkthrough's front matter may list ``claims``: a sentence the narration makes about its trace
-(``says``, quoted verbatim from the narration) and the check on the trace's facts that makes it
-true (``check``, e.g. ``overlap_pct < 5``; see ``CLAIM_FUNCTIONS``). ``check_claims`` evaluates
+A walkthrough's front matter names the colleague's ``theory`` its narration answers: the scenario
+the theory points at (or ``none``) and the sentence of the narration that answers it (``says``).
+The trace's prompt shows one theory, drawn from its seed; ``check_theory`` holds the narration to
+that one, so a walkthrough never argues with a theory its page does not show.
+
+A walkthrough's front matter may also list ``claims``: a sentence the narration makes about its
+trace (``says``, quoted verbatim from the narration) and the check on the trace's facts that makes
+it true (``check``, e.g. ``overlap_pct < 5``; see ``CLAIM_FUNCTIONS``). ``check_claims`` evaluates
 them against a key; the content tests run it on every walkthrough's trace.
 """
 
@@ -42,6 +47,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.anchors import anchors_plugin
 
 from scenarios import engine
+from scenarios.engine.catalog import THEORY_TEXT
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
 
@@ -99,6 +105,15 @@ class Claim:
     check: str
 
 
+@dataclass(frozen=True)
+class Theory:
+    """The colleague's theory a narration answers: the scenario it points at (None: the prompt
+    carries no theory) and the narration's sentence that answers it."""
+
+    scenario: str | None
+    says: str = ""
+
+
 @dataclass
 class Page:
     slug: str
@@ -115,6 +130,7 @@ class Page:
     family: str | None = None  # the workload the narration describes (ddp, pp, decode, ...)
     steps: list[Step] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
+    theory: Theory | None = None
 
     @property
     def is_walkthrough(self) -> bool:
@@ -348,6 +364,7 @@ def parse_page(path: Path) -> Page:
         if "{{" in KEY_PLACEHOLDER_RE.sub("", all_md):
             raise PageError(f"{path}: a '{{{{' that is not a key:/fact: placeholder")
         page.claims = _parse_claims(meta.get("claims"), all_md, path)
+        page.theory = _parse_theory(meta.get("theory"), all_md, path)
     return page
 
 
@@ -522,6 +539,38 @@ def _parse_claims(raw: Any, narration_md: str, source: Path) -> list[Claim]:
         _parse_check(check, source)
         claims.append(Claim(says=says, check=check))
     return claims
+
+
+def _parse_theory(raw: Any, narration_md: str, source: Path) -> Theory:
+    if not isinstance(raw, dict) or "scenario" not in raw:
+        raise PageError(
+            f"{source}: a walkthrough needs 'theory': the scenario of the colleague's theory its "
+            "prompt shows (or none) and the sentence that answers it ('says')"
+        )
+    scenario = raw["scenario"]
+    if scenario in (None, "none"):
+        return Theory(scenario=None, says=str(raw.get("says") or ""))
+    if scenario not in THEORY_TEXT:
+        raise PageError(f"{source}: theory scenario {scenario!r} is not an engine scenario")
+    says = str(raw.get("says") or "")
+    if not says:
+        raise PageError(f"{source}: theory {scenario!r} needs 'says', the sentence answering it")
+    if _squash(says) not in _squash(narration_md):
+        raise PageError(f"{source}: theory quotes {says!r}, which the narration never says")
+    return Theory(scenario=str(scenario), says=says)
+
+
+def check_theory(page: Page, prompt: dict[str, Any]) -> list[str]:
+    """Empty when the narration answers the colleague's theory the trace's prompt shows (or
+    neither has one); else what is wrong, in words."""
+    shown = prompt.get("theory")
+    answered = page.theory.scenario if page.theory else None
+    expected = THEORY_TEXT[answered] if answered else None
+    if shown == expected:
+        return []
+    if answered is None:
+        return [f"the prompt shows {shown!r}; the narration answers no theory"]
+    return [f"the narration answers {expected!r}; the prompt shows {shown!r}"]
 
 
 def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:

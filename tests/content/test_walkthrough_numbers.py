@@ -204,6 +204,14 @@ Body.
             "not allowed",
         ),
         ('claims:\n  - says: "busy"\n', "The GPU is busy.", "needs 'says' and 'check'"),
+        ("", "The GPU is busy.", "needs 'theory'"),
+        ("theory:\n  scenario: straggler\n", "The GPU is busy.", "needs 'says'"),
+        (
+            'theory:\n  scenario: straggler\n  says: "One rank is late."\n',
+            "The GPU is busy.",
+            "never says",
+        ),
+        ("theory:\n  scenario: slow-network\n", "The GPU is busy.", "not an engine scenario"),
     ],
 )
 def test_bad_references_and_claims_are_refused_when_the_page_loads(tmp_path, extra, body, error):
@@ -224,3 +232,37 @@ def test_a_narration_over_a_trace_of_another_workload_is_reported():
     (failure,) = content_pages.check_claims(page, elsewhere)
     assert "ddp" in failure and "pp" in failure
     assert all(p.family for p in content_pages.library().walkthroughs())
+
+
+def test_every_narration_answers_the_theory_its_prompt_shows():
+    """The prompt above a walkthrough's timeline shows a colleague's theory drawn from the seed;
+    the narration answers that theory, not another one ("the colleague's allocator theory" under
+    a prompt that blames recompiling), and speaks of none when the prompt shows none."""
+    for page in _walkthroughs():
+        prompt = timelines.bundle(*page.trace_args)["prompt"]
+        assert content_pages.check_theory(page, prompt) == [], page.slug
+
+
+def test_a_narration_answering_another_theory_is_reported(learner_client):
+    page = content_pages.get_page("walkthrough-recompilation-vs-starvation")
+    prompt = timelines.bundle(*page.trace_args)["prompt"]
+    served = htmllib.unescape(learner_client.get(page.url).content.decode())
+    assert prompt["theory"] in served and page.theory.says in served
+    other = dataclasses.replace(page, theory=content_pages.Theory("allocator-stalls", "x"))
+    (failure,) = content_pages.check_theory(other, prompt)
+    assert "caching allocator" in failure and "recompiling" in failure
+    silent = dataclasses.replace(page, theory=content_pages.Theory(None))
+    (failure,) = content_pages.check_theory(silent, prompt)
+    assert "recompiling" in failure
+
+
+def test_the_sync_stalls_arithmetic_computes_from_what_it_prints(learner_client):
+    """The fix step prints the refill gap the step actually loses (the worst rank's), so the
+    reader's subtraction gives the expected step it prints: 67.4 − 14.8 = 52.6, not 67.4 − 14.5."""
+    page = content_pages.get_page("walkthrough-sync-stalls")
+    key = _key(page)
+    fix = htmllib.unescape(content_pages.render_walkthrough_steps(page, key)[-1]["html"])
+    lost = key["facts"]["sync_refill_ms_crit"]
+    assert f"{lost:.1f} ms on the rank" in fix
+    step, expected = round(key["step_ms"], 1), round(key["expected_step_ms"], 1)
+    assert step - round(lost, 1) == pytest.approx(expected, abs=0.11)
