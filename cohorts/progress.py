@@ -196,6 +196,12 @@ class ScenarioCell:
         return self.overdue_days is not None
 
     @property
+    def unscheduled_text(self) -> str:
+        """The "Next review" column without a card: untimed practice drills never schedule one,
+        so a scenario drilled only in practice is not "not drilled"."""
+        return "practice only, no review scheduled" if self.attempts else "not drilled"
+
+    @property
     def heat(self) -> str:
         pct = self.accuracy_pct
         if pct is None:

@@ -716,3 +716,17 @@ def test_per_sentence_accuracy_matches_the_attempts(client, people, cohort):
     assert stats["signature"]["graded"] == 3
     dash = cells(client.get("/dashboard/").content.decode(), "total")
     assert dash == mine
+
+
+def test_a_scenario_drilled_only_in_practice_is_not_called_not_drilled(client, people, cohort):
+    """Untimed practice schedules no review, so the learner page's "Next review" said "not
+    drilled" beside "Drills 1"; it says the drills were practice and nothing is scheduled."""
+    attempt = make_attempt(people["ada"], "straggler", "straggler")
+    Attempt.objects.filter(pk=attempt.pk).update(mode=Attempt.Mode.PRACTICE)
+    url = f"/cohorts/{cohort.pk}/learners/{people['ada'].pk}/"
+    html = as_user(client, people["teacher"]).get(url).content.decode()
+    drilled = re.search(r'<tr data-scenario-row="straggler">.*?</tr>', html, re.S).group(0)
+    assert ">1</td>" in drilled and "practice only, no review scheduled" in drilled
+    assert "not drilled" not in drilled
+    untouched = re.search(r'<tr data-scenario-row="healthy">.*?</tr>', html, re.S).group(0)
+    assert "not drilled" in untouched
