@@ -164,6 +164,14 @@ def completed_at(
     return None if renarrated_at is None else max(read_at, renarrated_at)
 
 
+def awaiting_renarration(
+    assignment: Assignment, read_at: datetime | None, renarrated_at: datetime | None
+) -> bool:
+    """Read, but not complete: the assignment asks for re-narration and there is none yet. The
+    status stays open (or missing), and the pages say the reading is done."""
+    return assignment.renarration and read_at is not None and renarrated_at is None
+
+
 # --------------------------------------------------------------------------- scenario stats
 
 
@@ -984,11 +992,17 @@ def cohort_grid(
             a = col["assignment"]
             ext = extensions.get((a.pk, x.pk))
             due, cutoff = effective_dates(a, ext)
-            done_at = completed_at(
-                a, reads.get((x.pk, col["slug"])), renarr.get((x.pk, col["slug"]))
-            )
+            read_at, renarrated_at = reads.get((x.pk, col["slug"])), renarr.get((x.pk, col["slug"]))
+            done_at = completed_at(a, read_at, renarrated_at)
             status = walkthrough_status(done_at, due, cutoff, now)
-            cells.append({"status": status, "extended": ext is not None, "due": due})
+            cells.append(
+                {
+                    "status": status,
+                    "extended": ext is not None,
+                    "due": due,
+                    "awaiting": awaiting_renarration(a, read_at, renarrated_at),
+                }
+            )
         all_cells.append(cells)
     done = [sum(1 for c in cells if c["status"] in (DONE, LATE)) for cells in all_cells]
     missing = [sum(1 for c in cells if c["status"] == MISSING) for cells in all_cells]
@@ -1129,7 +1143,8 @@ def learner_assignments(user, now: datetime, *, cohort=None) -> list[dict[str, A
         due, cutoff = effective_dates(a, ext)
         items = []
         for slug in a.walkthrough_set.walkthroughs:
-            done_at = completed_at(a, reads.get(slug), renarr.get((uid, slug)))
+            read_at, renarrated_at = reads.get(slug), renarr.get((uid, slug))
+            done_at = completed_at(a, read_at, renarrated_at)
             status = walkthrough_status(done_at, due, cutoff, now)
             items.append(
                 {
@@ -1137,7 +1152,8 @@ def learner_assignments(user, now: datetime, *, cohort=None) -> list[dict[str, A
                     "title": walkthrough_title(slug),
                     "url": walkthrough_url(slug),
                     "status": status,
-                    "read_at": reads.get(slug),
+                    "read_at": read_at,
+                    "awaiting_renarration": awaiting_renarration(a, read_at, renarrated_at),
                 }
             )
         finished = all(i["status"] in (DONE, LATE) for i in items)

@@ -33,7 +33,12 @@ def walkthrough_cells(row: dict[str, Any]) -> SafeString:
             if c["extended"]
             else ""
         )
-        parts.append(f'<td class="status status-{s}" data-status="{s}">{s}{ext}</td>')
+        read = (
+            ' <span class="ext" title="read; not re-narrated yet">read, not re-narrated</span>'
+            if c.get("awaiting")
+            else ""
+        )
+        parts.append(f'<td class="status status-{s}" data-status="{s}">{s}{read}{ext}</td>')
     for g in row["goals"]:
         if g is None:
             continue
