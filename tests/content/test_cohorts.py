@@ -730,3 +730,14 @@ def test_a_scenario_drilled_only_in_practice_is_not_called_not_drilled(client, p
     assert "not drilled" not in drilled
     untouched = re.search(r'<tr data-scenario-row="healthy">.*?</tr>', html, re.S).group(0)
     assert "not drilled" in untouched
+
+
+def test_the_per_sentence_totals_row_counts_its_attempts(client, people, cohort):
+    """The total row of "Accuracy per sentence over time" left its Attempts cell blank under a
+    bare "12 weeks"; it sums the weeks above it."""
+    now = timezone.now()
+    for days in (1, 9, 16):
+        make_attempt(people["ada"], "straggler", "straggler", when=now - timedelta(days=days))
+    html = as_user(client, people["teacher"]).get(f"/cohorts/{cohort.pk}/").content.decode()
+    total = re.search(r'<tr data-sentence-week="total">(.*?)</tr>', html, re.S).group(1)
+    assert "All 12 weeks" in total and '<td class="num">3</td>' in total
