@@ -369,3 +369,34 @@ def test_markdown_rendering_tables_anchors_and_timeline_mount(tmp_path):
         r'data-src="/track/timelines/straggler/9\.json" data-focus="evidence:0"', page.html
     )
     assert "<script>" not in page.html
+
+
+def _busbw_spread(scenario: str, seed: int) -> tuple[float, float, float]:
+    from scenarios import engine
+
+    facts = engine.generate(scenario, seed).key.to_dict()["facts"]
+    return (
+        facts["busbw_min_rank_gbps"],
+        facts["busbw_max_rank_gbps"],
+        facts["link_achievable_gbps"],
+    )
+
+
+def test_the_busbw_rule_the_track_teaches_holds_on_the_trainers_traces():
+    """The bandwidth-bound signature and the lookalikes page said a bandwidth-bound all-reduce's
+    busbw comes out near the link's achievable figure. The trainer's bandwidth-bound traces move
+    their bytes far below it (a fabric that delivers less), alike on every rank, so a learner
+    following the page called them stragglers. The pages teach the spread across ranks, which is
+    what tells the two apart on these traces."""
+    for seed in (2, 6):
+        lo, hi, achievable = _busbw_spread("bandwidth-bound-collective", seed)
+        assert hi < 1.05 * lo and hi < 0.5 * achievable  # the same on every rank, far below
+    for seed in (3, 6):  # data-parallel stragglers: the late rank's own kernel is near the link
+        lo, hi, achievable = _busbw_spread("straggler", seed)
+        assert hi > 0.9 * achievable and lo < 0.5 * hi
+    signature = content_pages.get_page("signature-bandwidth-bound-collective").html
+    lookalikes = content_pages.get_page("lookalikes").html
+    assert "If every rank gets the same busbw" in signature
+    assert "If every rank is near\nthat number, the collective is bandwidth-bound" not in signature
+    assert "the spread across ranks" in lookalikes
+    assert "every rank's busbw comes out near the" not in lookalikes
