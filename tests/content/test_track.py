@@ -400,3 +400,13 @@ def test_the_busbw_rule_the_track_teaches_holds_on_the_trainers_traces():
     assert "If every rank is near\nthat number, the collective is bandwidth-bound" not in signature
     assert "the spread across ranks" in lookalikes
     assert "every rank's busbw comes out near the" not in lookalikes
+
+
+def test_the_interleaved_bubble_example_computes():
+    """The pipeline-bubbles page's interleaved example spoke of "three micro-batches per stage"
+    beside m = 12 (a count no schedule uses); it gives both bubbles, and both compute."""
+    text = content_pages.get_page("signature-pipeline-bubbles").path.read_text(encoding="utf-8")
+    assert "micro-batches per stage" not in text
+    p, m, v = 4, 12, 2
+    assert f"{p - 1}/{m + p - 1} = {round(100 * (p - 1) / (m + p - 1))} %" in text
+    assert f"{p - 1}/{v * m + p - 1} = {round(100 * (p - 1) / (v * m + p - 1))} %" in text
