@@ -633,6 +633,16 @@ def check_claims(page: Page, key: dict[str, Any]) -> list[str]:
     return failed
 
 
+_LEADING_H1_RE = re.compile(r"^\s*<h1[^>]*>.*?</h1>\s*", re.S)
+
+
+def walkthrough_intro_html(page: Page, key: dict[str, Any]) -> str:
+    """The walkthrough's body as the page's "About this walkthrough" shows it: its values filled
+    in, less the body's leading ``# Title`` heading (the page already has the title as its one
+    ``h1``; a second, inside the intro, repeated it and broke the heading outline)."""
+    return substitute_key(_LEADING_H1_RE.sub("", page.html, count=1), key)
+
+
 def render_walkthrough_steps(page: Page, key: dict[str, Any]) -> list[dict[str, str]]:
     return [
         {"title": s.title, "focus": s.focus, "html": substitute_key(s.body_html, key)}

@@ -410,3 +410,13 @@ def test_the_interleaved_bubble_example_computes():
     p, m, v = 4, 12, 2
     assert f"{p - 1}/{m + p - 1} = {round(100 * (p - 1) / (m + p - 1))} %" in text
     assert f"{p - 1}/{v * m + p - 1} = {round(100 * (p - 1) / (v * m + p - 1))} %" in text
+
+
+def test_a_walkthrough_page_has_one_h1(learner_client):
+    """The intro under "About this walkthrough" began with the body's own "# Title", a second
+    h1 repeating the page's; the page keeps one, and the intro keeps the rest of its text."""
+    for page in content_pages.library().walkthroughs():
+        html = learner_client.get(page.url).content.decode()
+        assert html.count("<h1") == 1, page.slug
+        intro = html[html.index('class="wt-intro"') :]
+        assert "<p>" in intro[: intro.index("</details>")], page.slug
