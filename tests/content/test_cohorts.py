@@ -385,6 +385,10 @@ def test_extensions_apply_and_bad_ones_are_refused(client, people, cohort, assig
     # Saving again updates the one extension.
     client.post(url, {p + "learner": people["bob"].pk, p + "due_at": dt(later + timedelta(days=1))})
     assert Extension.objects.count() == 1
+    # the assign page lists it with its year and zone, as it lists the assignment's own dates
+    listed = client.get(f"/cohorts/{cohort.pk}/assign/").content.decode()
+    moved = Extension.objects.get().due_at
+    assert f"bob: due {moved:%a} {moved.day} {moved:%b %Y, %H:%M} UTC" in listed
 
 
 def test_status_rules():
