@@ -98,7 +98,8 @@ def add_row_html(grid: dict[str, Any], cohort, csrf_token: str) -> None:
             f'        <td><form method="post" action="{remove[0]}{uid}{remove[2]}" class="inline" '
             f'data-confirm="Remove {name} from {cohort_name}?">'
             f'<input type="hidden" name="csrfmiddlewaretoken" value="{token}">'
-            f'<button type="submit" class="link">remove</button></form></td>\n'
+            f'<button type="submit" class="link" aria-label="Remove {name} from {cohort_name}">'
+            "remove</button></form></td>\n"
             f"      </tr>"
         )
         row["scenario_tr"] = mark_safe(

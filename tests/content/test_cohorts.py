@@ -745,3 +745,15 @@ def test_the_per_sentence_totals_row_counts_its_attempts(client, people, cohort)
     html = as_user(client, people["teacher"]).get(f"/cohorts/{cohort.pk}/").content.decode()
     total = re.search(r'<tr data-sentence-week="total">(.*?)</tr>', html, re.S).group(1)
     assert "All 12 weeks" in total and '<td class="num">3</td>' in total
+
+
+def test_destructive_buttons_on_the_cohort_page_confirm_and_name_their_target(
+    client, people, cohort
+):
+    """'Regenerate join code' broke every invite link already shared on one click; it asks
+    first. Each row's 'remove' button is named for the learner it removes (a screen reader
+    heard 'remove, remove, remove')."""
+    html = as_user(client, people["teacher"]).get(f"/cohorts/{cohort.pk}/").content.decode()
+    regen = re.search(r"<form[^>]*regenerate-code[^>]*>", html).group(0)
+    assert "data-confirm=" in regen and cohort.join_code in regen
+    assert f'aria-label="Remove ada from {cohort.name}"' in html
