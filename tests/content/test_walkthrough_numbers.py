@@ -138,6 +138,9 @@ def test_the_hardware_a_narration_names_is_its_traces():
             if link in text:
                 assert link == hw.scaleup_link, (page.slug, link, hw.scaleup_link)
         assert _key(page)["facts"]["hbm_tbps"] == pytest.approx(hw.hbm_tbps)
+        if hw.vendor == "amd":  # the trace's rows and calls are HIP's (hipMalloc, "HIP API")
+            for word in ("cudaMalloc", "cudaFree", "on the CUDA API row"):
+                assert word not in text, (page.slug, word)
 
 
 def test_a_claim_the_trace_contradicts_is_reported():
