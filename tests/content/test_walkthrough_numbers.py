@@ -269,3 +269,16 @@ def test_the_sync_stalls_arithmetic_computes_from_what_it_prints(learner_client)
     assert f"{lost:.1f} ms on the rank" in fix
     step, expected = round(key["step_ms"], 1), round(key["expected_step_ms"], 1)
     assert step - round(lost, 1) == pytest.approx(expected, abs=0.11)
+
+
+def test_the_per_rank_busbw_range_reads_as_a_range():
+    """The straggler-vs-bandwidth narration printed the ranks' bus bandwidth as "34–34 GB/s";
+    it prints the range to a decimal, so its two ends are the two measured values."""
+    page = content_pages.get_page("walkthrough-straggler-vs-bandwidth")
+    key = _key(page)
+    text = htmllib.unescape(
+        " ".join(s["html"] for s in content_pages.render_walkthrough_steps(page, key))
+    )
+    lo, hi = (key["facts"][f"busbw_{end}_rank_gbps"] for end in ("min", "max"))
+    assert f"({lo:.1f}–{hi:.1f} GB/s" in text
+    assert not re.search(r"\((\d+)–\1 GB/s", text)
