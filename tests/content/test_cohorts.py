@@ -757,3 +757,13 @@ def test_destructive_buttons_on_the_cohort_page_confirm_and_name_their_target(
     regen = re.search(r"<form[^>]*regenerate-code[^>]*>", html).group(0)
     assert "data-confirm=" in regen and cohort.join_code in regen
     assert f'aria-label="Remove ada from {cohort.name}"' in html
+
+
+def test_the_learner_pages_next_review_says_its_zone(client, people, cohort):
+    """Every date on the cohort pages says UTC but the learner page's "Next review" column."""
+    card = make_card(people["ada"], "straggler", reviewed_days_ago=0)
+    url = f"/cohorts/{cohort.pk}/learners/{people['ada'].pk}/"
+    html = as_user(client, people["teacher"]).get(url).content.decode()
+    row = re.search(r'<tr data-scenario-row="straggler">.*?</tr>', html, re.S).group(0)
+    due = timezone.localtime(card.due)
+    assert f"{due:%a} {due.day} {due:%b, %H:%M} UTC</time>" in row
