@@ -420,3 +420,17 @@ def test_a_walkthrough_page_has_one_h1(learner_client):
         assert html.count("<h1") == 1, page.slug
         intro = html[html.index('class="wt-intro"') :]
         assert "<p>" in intro[: intro.index("</details>")], page.slug
+
+
+def test_the_rows_page_describes_the_rows_the_trainer_draws():
+    """The rows page said the trainer draws backward on the main thread, beside traces with an
+    autograd thread row of their own, and never named the HIP API row of the MI300X traces."""
+    from scenarios import engine
+
+    text = content_pages.get_page("vocabulary-rows").path.read_text(encoding="utf-8")
+    drawn = json.dumps(engine.to_timeline(engine.generate("healthy", 3)))
+    assert "pt_autograd_0" in drawn
+    assert "draws it on the main thread" not in text
+    amd = json.dumps(engine.to_timeline(engine.generate("healthy", 3, hardware="mi300x")))
+    assert "HIP API" in amd and "hipLaunchKernel" in amd
+    assert "**HIP API**" in text and "`hipLaunchKernel`" in text
