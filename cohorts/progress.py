@@ -35,7 +35,7 @@ from django.core.cache import cache
 from django.db.models import Min, Q
 from django.db.models.fields.json import KT
 
-from content.models import ReadMark
+from content.models import ReadMark, WalkthroughSet
 from drills import scheduling
 from drills.models import Attempt, Card, StatsVersion, WeekTally
 from drills.stats import dashboard as stats
@@ -102,6 +102,21 @@ def walkthrough_title(slug: str) -> str:
 
 def walkthrough_url(slug: str) -> str:
     return f"/walkthroughs/{slug}/"
+
+
+def set_contents() -> list[dict[str, Any]]:
+    """Every walkthrough set with its walkthroughs (title and link), in the sets' order: what
+    the assign form's choices hold."""
+    return [
+        {
+            "title": ws.title,
+            "walkthroughs": [
+                {"title": walkthrough_title(slug), "url": walkthrough_url(slug)}
+                for slug in ws.walkthroughs
+            ],
+        }
+        for ws in WalkthroughSet.objects.all()
+    ]
 
 
 # --------------------------------------------------------------------------- rules

@@ -367,7 +367,7 @@ def _assign_page(request, cohort, form, ext_forms=None, status=200) -> HttpRespo
     return TemplateResponse(
         request,
         "cohorts/assign.html",
-        {"cohort": cohort, "form": form, "items": items},
+        {"cohort": cohort, "form": form, "items": items, "sets": progress.set_contents()},
         status=status,
     )
 

@@ -291,3 +291,16 @@ def test_a_goal_number_without_its_goal_is_refused_not_dropped(
     assert resp.status_code == 400 and not Assignment.objects.exists()
     error = errors_of(resp.content.decode(), field)
     assert named in error and "choose that goal" in error
+
+
+@pytest.mark.django_db
+def test_the_assign_page_says_what_each_set_holds(client, people, cohort, wset):
+    """The set picker offered "Lookalikes", "First week"... with no way to see their walkthroughs
+    short of opening the track index in another tab."""
+    client.force_login(people["teacher"])
+    html = client.get(f"/cohorts/{cohort.pk}/assign/").content.decode()
+    held = html[html.index("What each set holds") :]
+    assert "<dt>Lookalikes</dt>" in held
+    for slug in WALKS:
+        assert f'href="/walkthroughs/{slug}/"' in held
+    assert "Straggler or bandwidth-bound? A lookalike, narrated" in held
