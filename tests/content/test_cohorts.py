@@ -734,6 +734,9 @@ def test_a_scenario_drilled_only_in_practice_is_not_called_not_drilled(client, p
     assert "not drilled" not in drilled
     untouched = re.search(r'<tr data-scenario-row="healthy">.*?</tr>', html, re.S).group(0)
     assert "not drilled" in untouched
+    # and "Last 20 drills" says which drills were practice
+    recent = html[html.index("Last 20 drills") :]
+    assert "<td>drill · untimed practice</td>" in recent
 
 
 def test_the_per_sentence_totals_row_counts_its_attempts(client, people, cohort):
