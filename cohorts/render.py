@@ -205,5 +205,7 @@ def confusion_table(conf) -> SafeString:
         '<th scope="col" class="num">n</th></tr></thead>\n'
         f"  <tbody>\n{''.join(body)}  </tbody>\n</table>\n</div>\n"
         '<p class="legend"><span class="cm cm-diag cm-h3">n</span> correct · '
-        f'<span class="cm cm-pair cm-h3">n</span> lookalike pair ({pairs})</p>\n'
+        f'<span class="cm cm-pair cm-h3">n</span> lookalike pair ({pairs}) · '
+        "<b>n</b> counts the drills that named a scenario: one submitted blank, or closed "
+        "unanswered, counts in the drill totals but has no column here.</p>\n"
     )

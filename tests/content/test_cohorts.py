@@ -770,3 +770,14 @@ def test_the_learner_pages_next_review_says_its_zone(client, people, cohort):
     row = re.search(r'<tr data-scenario-row="straggler">.*?</tr>', html, re.S).group(0)
     due = timezone.localtime(card.due)
     assert f"{due:%a} {due.day} {due:%b, %H:%M} UTC</time>" in row
+
+
+def test_the_confusion_matrix_says_why_a_blank_answer_is_not_in_it(client, people, cohort):
+    """A learner with drills submitted blank showed "Drills 2" in the scenarios table and a
+    confusion matrix of zeros, with nothing to say why."""
+    make_attempt(people["ada"], "straggler", "")
+    make_attempt(people["ada"], "healthy", "")
+    html = as_user(client, people["teacher"]).get(f"/cohorts/{cohort.pk}/").content.decode()
+    legend = html[html.index('<table class="confusion"') :]
+    assert "counts the drills that named a scenario" in legend
+    assert "submitted blank" in legend
