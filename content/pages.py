@@ -67,8 +67,9 @@ TIMELINE_RE = re.compile(r"^\[\[timeline((?:\s+[a-z_]+=\S+)*)\s*\]\]\s*$", re.MU
 KEY_PLACEHOLDER_RE = re.compile(r"\{\{(key|fact):([a-z_]+)(?:\|([a-z0-9]+))?\}\}")
 KEY_FIELDS = ("step_ms", "expected_step_ms", "measurement_value")
 # How a fact is written: d0/d1/d2 decimals, pct a fraction as a percentage, len a list's length,
-# s milliseconds as seconds; no format: 0 decimals from 100, 1 from 10, else 2.
-FORMATS = ("d0", "d1", "d2", "pct", "len", "s")
+# s milliseconds as seconds, us milliseconds as whole microseconds; no format: 0 decimals
+# from 100, 1 from 10, else 2.
+FORMATS = ("d0", "d1", "d2", "pct", "len", "s", "us")
 MISSING = "[missing]"
 _INLINE_SRC_RE = re.compile(r'data-src="/track/timelines/([a-z0-9-]+)/(\d+)\.json"')
 MAX_INLINE_SEED = 9_999  # inline timelines use small, fixed seeds; the endpoint refuses others
@@ -432,6 +433,8 @@ def format_fact(value: Any, fmt: str | None) -> str | None:
         return f"{max(0.0, round(v * 100)) + 0.0:.0f}"
     if fmt == "s":
         return f"{v / 1000:.1f}"
+    if fmt == "us":
+        return f"{round(v * 1000) + 0.0:.0f}"
     if fmt in ("d0", "d1", "d2"):
         return f"{round(v, int(fmt[1])) + 0.0:.{fmt[1]}f}"
     if isinstance(value, int):

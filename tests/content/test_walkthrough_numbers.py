@@ -74,6 +74,8 @@ def expected_text(key: dict, source: str, name: str, fmt: str | None) -> str:
         return str(round(value * 100))
     if fmt == "s":
         return f"{value / 1000:.1f}"
+    if fmt == "us":
+        return f"{round(value * 1000) + 0.0:.0f}"
     if fmt in ("d0", "d1", "d2"):
         return f"{round(value, int(fmt[1])) + 0.0:.{fmt[1]}f}"  # + 0.0: never "-0"
     if isinstance(value, int):
@@ -282,3 +284,15 @@ def test_the_per_rank_busbw_range_reads_as_a_range():
     lo, hi = (key["facts"][f"busbw_{end}_rank_gbps"] for end in ("min", "max"))
     assert f"({lo:.1f}–{hi:.1f} GB/s" in text
     assert not re.search(r"\((\d+)–\1 GB/s", text)
+
+
+def test_a_skew_of_microseconds_prints_in_microseconds():
+    """The symmetry check printed the collectives' start skew as "within 0.00 ms"; a skew
+    measured in microseconds prints in them."""
+    page = content_pages.get_page("walkthrough-straggler-vs-bandwidth")
+    key = _key(page)
+    text = " ".join(s["html"] for s in content_pages.render_walkthrough_steps(page, key))
+    skew = key["facts"]["coll_start_skew_ms"]
+    assert f"starts within {round(skew * 1000)} µs" in htmllib.unescape(text)
+    assert "within 0.00 ms" not in htmllib.unescape(text)
+    assert content_pages.format_fact(0.0016, "us") == "2"
