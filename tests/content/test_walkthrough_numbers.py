@@ -296,3 +296,15 @@ def test_a_skew_of_microseconds_prints_in_microseconds():
     assert f"starts within {round(skew * 1000)} µs" in htmllib.unescape(text)
     assert "within 0.00 ms" not in htmllib.unescape(text)
     assert content_pages.format_fact(0.0016, "us") == "2"
+
+
+def test_the_typical_step_reads_the_same_in_the_narration_and_the_measurement():
+    """The recompilation narration said a typical step takes "140 ms" two steps before the
+    measurement line said "vs 140.1 ms" of the same steps."""
+    page = content_pages.get_page("walkthrough-recompilation-vs-starvation")
+    key = _key(page)
+    text = htmllib.unescape(
+        " ".join(s["html"] for s in content_pages.render_walkthrough_steps(page, key))
+    )
+    steady = f"{key['facts']['steady_step_ms']:.1f} ms"
+    assert f"a typical step here takes {steady}" in text and f"vs {steady}" in text
