@@ -308,3 +308,18 @@ def test_the_typical_step_reads_the_same_in_the_narration_and_the_measurement():
     )
     steady = f"{key['facts']['steady_step_ms']:.1f} ms"
     assert f"a typical step here takes {steady}" in text and f"vs {steady}" in text
+
+
+def test_the_launch_bound_busy_share_is_said_once_one_way():
+    """The launch-bound narration said the GPU "idles 51 % of the step" where its arithmetic says
+    it "is busy 48 %" (99 % in all, two measures of one thing); it quotes the busy time the
+    measurement line quotes."""
+    page = content_pages.get_page("walkthrough-launch-bound-inference")
+    key = _key(page)
+    text = htmllib.unescape(
+        " ".join(s["html"] for s in content_pages.render_walkthrough_steps(page, key))
+    )
+    busy = f"{key['facts']['gpu_per_step_ms']:.1f}"
+    assert f"busy only {busy} ms of the {key['step_ms']:.1f} ms step" in text
+    assert f"busy {busy} of {key['step_ms']:.1f} ms" in key["measurement_value"]
+    assert "idles" not in text
