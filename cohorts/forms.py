@@ -79,10 +79,19 @@ class CohortForm(forms.ModelForm):
         model = Cohort
         fields = ["name"]
 
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user  # the instructor creating it: their cohorts' names must differ
+
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
         if not name:
             raise forms.ValidationError("Give the cohort a name.")
+        if self.user is not None and Cohort.objects.taught_by(self.user).filter(name__iexact=name):
+            raise forms.ValidationError(
+                f"You already teach a cohort called “{name}”: pick a name that tells them "
+                "apart (a term, a year), for you and for learners in both."
+            )
         return name
 
 

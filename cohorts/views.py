@@ -75,7 +75,7 @@ def cohort_list(request: HttpRequest) -> HttpResponse:
 def cohort_new(request: HttpRequest) -> HttpResponse:
     if not is_instructor(request.user):
         raise Http404("Only instructors create cohorts.")
-    form = CohortForm(request.POST or None)
+    form = CohortForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             cohort = form.save(commit=False)

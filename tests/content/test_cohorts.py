@@ -781,3 +781,17 @@ def test_the_confusion_matrix_says_why_a_blank_answer_is_not_in_it(client, peopl
     legend = html[html.index('<table class="confusion"') :]
     assert "counts the drills that named a scenario" in legend
     assert "submitted blank" in legend
+
+
+def test_an_instructor_cannot_make_two_cohorts_of_one_name(client, people, cohort):
+    """A second "Spring perf" was created beside the first: two identical rows on the
+    instructor's list and, for a learner in both, on theirs."""
+    as_user(client, people["teacher"])
+    resp = client.post("/cohorts/new/", {"name": "  spring PERF "})
+    assert resp.status_code == 400
+    assert "You already teach a cohort called" in resp.content.decode()
+    assert Cohort.objects.filter(name__iexact="spring perf").count() == 1
+    assert client.post("/cohorts/new/", {"name": "Spring perf 2027"}).status_code == 302
+    # another instructor's cohort of that name is no obstacle
+    as_user(client, people["stranger"])
+    assert client.post("/cohorts/new/", {"name": "Spring perf"}).status_code == 302
