@@ -87,7 +87,8 @@ class CohortForm(forms.ModelForm):
         name = self.cleaned_data["name"].strip()
         if not name:
             raise forms.ValidationError("Give the cohort a name.")
-        if self.user is not None and Cohort.objects.taught_by(self.user).filter(name__iexact=name):
+        taught = Cohort.objects.taught_by(self.user) if self.user is not None else None
+        if taught is not None and taught.filter(name__iexact=name).exists():
             raise forms.ValidationError(
                 f"You already teach a cohort called “{name}”: pick a name that tells them "
                 "apart (a term, a year), for you and for learners in both."
