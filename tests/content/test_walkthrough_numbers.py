@@ -323,3 +323,25 @@ def test_the_launch_bound_busy_share_is_said_once_one_way():
     assert f"busy only {busy} ms of the {key['step_ms']:.1f} ms step" in text
     assert f"busy {busy} of {key['step_ms']:.1f} ms" in key["measurement_value"]
     assert "idles" not in text
+
+
+def test_the_pipeline_narration_accounts_for_the_long_receives_its_timeline_shows():
+    """The pipeline narration said "the SendRecv kernels are short next to the compute blocks"
+    over a timeline whose receives (which last until the sender's data arrives) run for
+    milliseconds on every stage; it says which are short and what the long ones are."""
+    from scenarios import engine
+
+    page = content_pages.get_page("walkthrough-pipeline-bubbles")
+    trace = engine.generate(page.scenario, page.seed, hardware=page.hardware)
+    tl = engine.to_timeline(trace)
+    names, slices = tl["names"], tl["slices"]
+    sendrecv = [
+        d for d, n in zip(slices["dur"], slices["name"], strict=True) if "SendRecv" in names[n]
+    ]
+    step_us = 1000 * _key(page)["step_ms"]
+    assert max(sendrecv) > 0.1 * step_us  # long receives are there to be seen
+    text = htmllib.unescape(
+        " ".join(s["html"] for s in content_pages.render_walkthrough_steps(page, _key(page)))
+    )
+    assert "Here the `SendRecv` kernels are short" not in narration_of(page)
+    assert "its length is the wait for the neighbouring stage" in " ".join(text.split())
