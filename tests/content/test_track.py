@@ -434,3 +434,11 @@ def test_the_rows_page_describes_the_rows_the_trainer_draws():
     amd = json.dumps(engine.to_timeline(engine.generate("healthy", 3, hardware="mi300x")))
     assert "HIP API" in amd and "hipLaunchKernel" in amd
     assert "**HIP API**" in text and "`hipLaunchKernel`" in text
+
+
+def test_the_pipeline_signature_says_what_a_long_receive_is():
+    """It promised "small SendRecv blocks" beside traces whose receives run until the sender
+    delivers, milliseconds on every stage."""
+    text = content_pages.get_page("signature-pipeline-bubbles").path.read_text(encoding="utf-8")
+    assert "Small `ncclDevKernel_SendRecv` blocks" not in text
+    assert "the long ones measure the wait for the neighbouring stage" in " ".join(text.split())
