@@ -79,10 +79,20 @@ class CohortForm(forms.ModelForm):
         model = Cohort
         fields = ["name"]
 
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.user = user  # the instructor creating it: their cohorts' names must differ
+
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
         if not name:
             raise forms.ValidationError("Give the cohort a name.")
+        taught = Cohort.objects.taught_by(self.user) if self.user is not None else None
+        if taught is not None and taught.filter(name__iexact=name).exists():
+            raise forms.ValidationError(
+                f"You already teach a cohort called “{name}”: pick a name that tells them "
+                "apart (a term, a year), for you and for learners in both."
+            )
         return name
 
 
@@ -181,12 +191,26 @@ class AssignmentForm(forms.ModelForm):
             self.add_error("goal_retention", "Give the retrievability target X for this goal.")
         if goal == Assignment.Goal.PAIRS and self._left_blank("goal_pair_drills"):
             self.add_error("goal_pair_drills", "Give the number of drills k per lookalike pair.")
-        if goal != Assignment.Goal.RETENTION:
-            data["goal_retention"] = None
-        if goal != Assignment.Goal.PAIRS:
-            data["goal_pair_drills"] = None
+        for field, needs in (
+            ("goal_retention", Assignment.Goal.RETENTION),
+            ("goal_pair_drills", Assignment.Goal.PAIRS),
+        ):
+            if goal != needs:
+                self._refuse_number_without_its_goal(field, needs)
+                data[field] = None
         self._refuse_while_assigned(now)
         return data
+
+    def _refuse_number_without_its_goal(self, name: str, goal: Assignment.Goal) -> None:
+        """A number typed for a goal that is not the one chosen would be dropped without a word
+        (an assignment saved with no goal): say so on the field instead."""
+        if name in self.errors or self.cleaned_data.get(name) is None:
+            return
+        self.add_error(
+            name,
+            f"This number is for the drill goal “{goal.label}”: choose that goal above, "
+            "or clear the number.",
+        )
 
     def _left_blank(self, name: str) -> bool:
         """The field was left empty (a value given but refused has its own error already)."""

@@ -35,7 +35,7 @@ from django.core.cache import cache
 from django.db.models import Min, Q
 from django.db.models.fields.json import KT
 
-from content.models import ReadMark
+from content.models import ReadMark, WalkthroughSet
 from drills import scheduling
 from drills.models import Attempt, Card, StatsVersion, WeekTally
 from drills.stats import dashboard as stats
@@ -104,6 +104,21 @@ def walkthrough_url(slug: str) -> str:
     return f"/walkthroughs/{slug}/"
 
 
+def set_contents() -> list[dict[str, Any]]:
+    """Every walkthrough set with its walkthroughs (title and link), in the sets' order: what
+    the assign form's choices hold."""
+    return [
+        {
+            "title": ws.title,
+            "walkthroughs": [
+                {"title": walkthrough_title(slug), "url": walkthrough_url(slug)}
+                for slug in ws.walkthroughs
+            ],
+        }
+        for ws in WalkthroughSet.objects.all()
+    ]
+
+
 # --------------------------------------------------------------------------- rules
 
 
@@ -164,6 +179,14 @@ def completed_at(
     return None if renarrated_at is None else max(read_at, renarrated_at)
 
 
+def awaiting_renarration(
+    assignment: Assignment, read_at: datetime | None, renarrated_at: datetime | None
+) -> bool:
+    """Read, but not complete: the assignment asks for re-narration and there is none yet. The
+    status stays open (or missing), and the pages say the reading is done."""
+    return assignment.renarration and read_at is not None and renarrated_at is None
+
+
 # --------------------------------------------------------------------------- scenario stats
 
 
@@ -194,6 +217,12 @@ class ScenarioCell:
     @property
     def overdue(self) -> bool:
         return self.overdue_days is not None
+
+    @property
+    def unscheduled_text(self) -> str:
+        """The "Next review" column without a card: untimed practice drills never schedule one,
+        so a scenario drilled only in practice is not "not drilled"."""
+        return "practice only, no review scheduled" if self.attempts else "not drilled"
 
     @property
     def heat(self) -> str:
@@ -978,11 +1007,17 @@ def cohort_grid(
             a = col["assignment"]
             ext = extensions.get((a.pk, x.pk))
             due, cutoff = effective_dates(a, ext)
-            done_at = completed_at(
-                a, reads.get((x.pk, col["slug"])), renarr.get((x.pk, col["slug"]))
-            )
+            read_at, renarrated_at = reads.get((x.pk, col["slug"])), renarr.get((x.pk, col["slug"]))
+            done_at = completed_at(a, read_at, renarrated_at)
             status = walkthrough_status(done_at, due, cutoff, now)
-            cells.append({"status": status, "extended": ext is not None, "due": due})
+            cells.append(
+                {
+                    "status": status,
+                    "extended": ext is not None,
+                    "due": due,
+                    "awaiting": awaiting_renarration(a, read_at, renarrated_at),
+                }
+            )
         all_cells.append(cells)
     done = [sum(1 for c in cells if c["status"] in (DONE, LATE)) for cells in all_cells]
     missing = [sum(1 for c in cells if c["status"] == MISSING) for cells in all_cells]
@@ -1123,7 +1158,8 @@ def learner_assignments(user, now: datetime, *, cohort=None) -> list[dict[str, A
         due, cutoff = effective_dates(a, ext)
         items = []
         for slug in a.walkthrough_set.walkthroughs:
-            done_at = completed_at(a, reads.get(slug), renarr.get((uid, slug)))
+            read_at, renarrated_at = reads.get(slug), renarr.get((uid, slug))
+            done_at = completed_at(a, read_at, renarrated_at)
             status = walkthrough_status(done_at, due, cutoff, now)
             items.append(
                 {
@@ -1131,7 +1167,8 @@ def learner_assignments(user, now: datetime, *, cohort=None) -> list[dict[str, A
                     "title": walkthrough_title(slug),
                     "url": walkthrough_url(slug),
                     "status": status,
-                    "read_at": reads.get(slug),
+                    "read_at": read_at,
+                    "awaiting_renarration": awaiting_renarration(a, read_at, renarrated_at),
                 }
             )
         finished = all(i["status"] in (DONE, LATE) for i in items)

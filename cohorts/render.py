@@ -33,7 +33,12 @@ def walkthrough_cells(row: dict[str, Any]) -> SafeString:
             if c["extended"]
             else ""
         )
-        parts.append(f'<td class="status status-{s}" data-status="{s}">{s}{ext}</td>')
+        read = (
+            ' <span class="ext" title="read; not re-narrated yet">read, not re-narrated</span>'
+            if c.get("awaiting")
+            else ""
+        )
+        parts.append(f'<td class="status status-{s}" data-status="{s}">{s}{read}{ext}</td>')
     for g in row["goals"]:
         if g is None:
             continue
@@ -93,7 +98,8 @@ def add_row_html(grid: dict[str, Any], cohort, csrf_token: str) -> None:
             f'        <td><form method="post" action="{remove[0]}{uid}{remove[2]}" class="inline" '
             f'data-confirm="Remove {name} from {cohort_name}?">'
             f'<input type="hidden" name="csrfmiddlewaretoken" value="{token}">'
-            f'<button type="submit" class="link">remove</button></form></td>\n'
+            f'<button type="submit" class="link" aria-label="Remove {name} from {cohort_name}">'
+            "remove</button></form></td>\n"
             f"      </tr>"
         )
         row["scenario_tr"] = mark_safe(
@@ -199,5 +205,7 @@ def confusion_table(conf) -> SafeString:
         '<th scope="col" class="num">n</th></tr></thead>\n'
         f"  <tbody>\n{''.join(body)}  </tbody>\n</table>\n</div>\n"
         '<p class="legend"><span class="cm cm-diag cm-h3">n</span> correct · '
-        f'<span class="cm cm-pair cm-h3">n</span> lookalike pair ({pairs})</p>\n'
+        f'<span class="cm cm-pair cm-h3">n</span> lookalike pair ({pairs}) · '
+        "<b>n</b> counts the drills that named a scenario: one submitted blank, or closed "
+        "unanswered, counts in the drill totals but has no column here.</p>\n"
     )

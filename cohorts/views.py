@@ -75,7 +75,7 @@ def cohort_list(request: HttpRequest) -> HttpResponse:
 def cohort_new(request: HttpRequest) -> HttpResponse:
     if not is_instructor(request.user):
         raise Http404("Only instructors create cohorts.")
-    form = CohortForm(request.POST or None)
+    form = CohortForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         with transaction.atomic():
             cohort = form.save(commit=False)
@@ -253,7 +253,7 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
                 **a,
                 "scenario_title": title_of(a["scenario"]),
                 "answer_title": title_of(a["answer_scenario"]) if a["answer_scenario"] else "",
-                "kind_label": Attempt.Kind(a["kind"]).label,
+                "kind_label": attempt_kind_label(a["kind"], a["mode"]),
             }
             for a in Attempt.objects.filter(user=learner)
             .graded()
@@ -266,6 +266,7 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
                 "elapsed_s",
                 "submitted_at",
                 "kind",
+                "mode",
             )[:20]
         ],
         "titles": {s.slug: s.title for s in scen},
@@ -275,6 +276,15 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
         ),
     }
     return TemplateResponse(request, "cohorts/learner.html", context)
+
+
+def attempt_kind_label(kind: str, mode: str) -> str:
+    """The "Kind" column of a learner's last drills: the kind, and the mode when it is not the
+    timed one (an untimed practice drill was listed as a plain "drill")."""
+    label = Attempt.Kind(kind).label
+    if mode == Attempt.Mode.TIMED:
+        return label
+    return f"{label} · {Attempt.Mode(mode).label.lower()}"
 
 
 def _learners_graded_attempt(request: HttpRequest, cohort_id: int, user_id: int, attempt_id):
@@ -367,7 +377,7 @@ def _assign_page(request, cohort, form, ext_forms=None, status=200) -> HttpRespo
     return TemplateResponse(
         request,
         "cohorts/assign.html",
-        {"cohort": cohort, "form": form, "items": items},
+        {"cohort": cohort, "form": form, "items": items, "sets": progress.set_contents()},
         status=status,
     )
 

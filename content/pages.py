@@ -14,9 +14,14 @@ Two pieces of syntax on top of Markdown (docs/contracts.md §4):
   ``{{fact:NAME|FORMAT}}`` by one of its measured facts (``key["facts"]``; FORMAT is one of
   ``FORMATS``): every number a narration quotes about its trace is written this way, never typed.
 
-A walkthrough's front matter may list ``claims``: a sentence the narration makes about its trace
-(``says``, quoted verbatim from the narration) and the check on the trace's facts that makes it
-true (``check``, e.g. ``overlap_pct < 5``; see ``CLAIM_FUNCTIONS``). ``check_claims`` evaluates
+A walkthrough's front matter names the colleague's ``theory`` its narration answers: the scenario
+the theory points at (or ``none``) and the sentence of the narration that answers it (``says``).
+The trace's prompt shows one theory, drawn from its seed; ``check_theory`` holds the narration to
+that one, so a walkthrough never argues with a theory its page does not show.
+
+A walkthrough's front matter may also list ``claims``: a sentence the narration makes about its
+trace (``says``, quoted verbatim from the narration) and the check on the trace's facts that makes
+it true (``check``, e.g. ``overlap_pct < 5``; see ``CLAIM_FUNCTIONS``). ``check_claims`` evaluates
 them against a key; the content tests run it on every walkthrough's trace.
 """
 
@@ -42,6 +47,7 @@ from markdown_it import MarkdownIt
 from mdit_py_plugins.anchors import anchors_plugin
 
 from scenarios import engine
+from scenarios.engine.catalog import THEORY_TEXT
 
 PAGES_DIR = Path(__file__).resolve().parent / "pages"
 
@@ -61,8 +67,9 @@ TIMELINE_RE = re.compile(r"^\[\[timeline((?:\s+[a-z_]+=\S+)*)\s*\]\]\s*$", re.MU
 KEY_PLACEHOLDER_RE = re.compile(r"\{\{(key|fact):([a-z_]+)(?:\|([a-z0-9]+))?\}\}")
 KEY_FIELDS = ("step_ms", "expected_step_ms", "measurement_value")
 # How a fact is written: d0/d1/d2 decimals, pct a fraction as a percentage, len a list's length,
-# s milliseconds as seconds; no format: 0 decimals from 100, 1 from 10, else 2.
-FORMATS = ("d0", "d1", "d2", "pct", "len", "s")
+# s milliseconds as seconds, us milliseconds as whole microseconds; no format: 0 decimals
+# from 100, 1 from 10, else 2.
+FORMATS = ("d0", "d1", "d2", "pct", "len", "s", "us")
 MISSING = "[missing]"
 _INLINE_SRC_RE = re.compile(r'data-src="/track/timelines/([a-z0-9-]+)/(\d+)\.json"')
 MAX_INLINE_SEED = 9_999  # inline timelines use small, fixed seeds; the endpoint refuses others
@@ -99,6 +106,15 @@ class Claim:
     check: str
 
 
+@dataclass(frozen=True)
+class Theory:
+    """The colleague's theory a narration answers: the scenario it points at (None: the prompt
+    carries no theory) and the narration's sentence that answers it."""
+
+    scenario: str | None
+    says: str = ""
+
+
 @dataclass
 class Page:
     slug: str
@@ -115,6 +131,7 @@ class Page:
     family: str | None = None  # the workload the narration describes (ddp, pp, decode, ...)
     steps: list[Step] = field(default_factory=list)
     claims: list[Claim] = field(default_factory=list)
+    theory: Theory | None = None
 
     @property
     def is_walkthrough(self) -> bool:
@@ -348,6 +365,7 @@ def parse_page(path: Path) -> Page:
         if "{{" in KEY_PLACEHOLDER_RE.sub("", all_md):
             raise PageError(f"{path}: a '{{{{' that is not a key:/fact: placeholder")
         page.claims = _parse_claims(meta.get("claims"), all_md, path)
+        page.theory = _parse_theory(meta.get("theory"), all_md, path)
     return page
 
 
@@ -415,6 +433,8 @@ def format_fact(value: Any, fmt: str | None) -> str | None:
         return f"{max(0.0, round(v * 100)) + 0.0:.0f}"
     if fmt == "s":
         return f"{v / 1000:.1f}"
+    if fmt == "us":
+        return f"{round(v * 1000) + 0.0:.0f}"
     if fmt in ("d0", "d1", "d2"):
         return f"{round(v, int(fmt[1])) + 0.0:.{fmt[1]}f}"
     if isinstance(value, int):
@@ -524,6 +544,38 @@ def _parse_claims(raw: Any, narration_md: str, source: Path) -> list[Claim]:
     return claims
 
 
+def _parse_theory(raw: Any, narration_md: str, source: Path) -> Theory:
+    if not isinstance(raw, dict) or "scenario" not in raw:
+        raise PageError(
+            f"{source}: a walkthrough needs 'theory': the scenario of the colleague's theory its "
+            "prompt shows (or none) and the sentence that answers it ('says')"
+        )
+    scenario = raw["scenario"]
+    if scenario in (None, "none"):
+        return Theory(scenario=None, says=str(raw.get("says") or ""))
+    if scenario not in THEORY_TEXT:
+        raise PageError(f"{source}: theory scenario {scenario!r} is not an engine scenario")
+    says = str(raw.get("says") or "")
+    if not says:
+        raise PageError(f"{source}: theory {scenario!r} needs 'says', the sentence answering it")
+    if _squash(says) not in _squash(narration_md):
+        raise PageError(f"{source}: theory quotes {says!r}, which the narration never says")
+    return Theory(scenario=str(scenario), says=says)
+
+
+def check_theory(page: Page, prompt: dict[str, Any]) -> list[str]:
+    """Empty when the narration answers the colleague's theory the trace's prompt shows (or
+    neither has one); else what is wrong, in words."""
+    shown = prompt.get("theory")
+    answered = page.theory.scenario if page.theory else None
+    expected = THEORY_TEXT[answered] if answered else None
+    if shown == expected:
+        return []
+    if answered is None:
+        return [f"the prompt shows {shown!r}; the narration answers no theory"]
+    return [f"the narration answers {expected!r}; the prompt shows {shown!r}"]
+
+
 def _evaluate(node: ast.AST, env: dict[str, Any]) -> Any:
     if isinstance(node, ast.Expression):
         return _evaluate(node.body, env)
@@ -582,6 +634,16 @@ def check_claims(page: Page, key: dict[str, Any]) -> list[str]:
             values = {n: env.get(n) for n in _claim_names(ast.parse(claim.check, mode="eval"), "")}
             failed.append(f"{claim.says!r}: {claim.check} is false on this trace ({values})")
     return failed
+
+
+_LEADING_H1_RE = re.compile(r"^\s*<h1[^>]*>.*?</h1>\s*", re.S)
+
+
+def walkthrough_intro_html(page: Page, key: dict[str, Any]) -> str:
+    """The walkthrough's body as the page's "About this walkthrough" shows it: its values filled
+    in, less the body's leading ``# Title`` heading (the page already has the title as its one
+    ``h1``; a second, inside the intro, repeated it and broke the heading outline)."""
+    return substitute_key(_LEADING_H1_RE.sub("", page.html, count=1), key)
 
 
 def render_walkthrough_steps(page: Page, key: dict[str, Any]) -> list[dict[str, str]]:

@@ -90,7 +90,7 @@ def walkthrough(request: SignedInRequest, slug: str) -> HttpResponse:
     context.update(
         {
             "page": pg,
-            "intro_html": content_pages.substitute_key(pg.html, key),
+            "intro_html": content_pages.walkthrough_intro_html(pg, key),
             "steps": content_pages.render_walkthrough_steps(pg, key),
             "arithmetic": key.get("arithmetic", []),
             "prompt": data["prompt"],

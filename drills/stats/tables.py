@@ -52,7 +52,8 @@ def sentence_table_html(st: dict[str, Any]) -> SafeString:
         '  <thead><tr><th scope="col">Week of</th><th scope="col" class="num">Attempts</th>'
         f"{heads}</tr></thead>\n"
         f"  <tbody>\n{''.join(rows)}  </tbody>\n"
-        '  <tfoot><tr data-sentence-week="total"><th scope="row">12 weeks</th><td></td>'
+        '  <tfoot><tr data-sentence-week="total"><th scope="row">All 12 weeks</th>'
+        f'<td class="num">{sum(w["attempts"] for w in st["weeks"])}</td>'
         f"{_cells(st['total'])}</tr></tfoot>\n"
         "</table>\n</div>\n"
     )

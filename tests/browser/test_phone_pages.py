@@ -11,7 +11,9 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from cohorts.models import Cohort, Membership
+from cohorts.models import Assignment, Cohort, Membership
+from content.models import WalkthroughSet
+from content.pages import library
 from tests.browser.test_drill_phone import ARTIFACTS
 from tests.conftest import PASSWORD
 from tests.content.test_cohorts import make_attempt
@@ -50,12 +52,26 @@ def sticking_out(page) -> list[str]:
 @pytest.fixture
 def world(people):
     """teacher runs a cohort of which ada is a member; ada has graded drills over two weeks and an
-    upload with a realistic (long) file name."""
+    upload with a realistic (long) file name; every walkthrough is assigned, with a drill goal, so
+    the walkthrough grid is wider than its card even at 1280 px."""
     ada, teacher = people["ada"], people["teacher"]
     cohort = Cohort.objects.create(name="Spring performance engineering", created_by=teacher)
     cohort.instructors.add(teacher)
     Membership.objects.create(cohort=cohort, user=ada)
     now = timezone.now()
+    every = WalkthroughSet.objects.create(
+        slug="every",
+        title="Every walkthrough",
+        walkthroughs=[p.slug for p in library().walkthroughs()],
+    )
+    Assignment.objects.create(
+        cohort=cohort,
+        walkthrough_set=every,
+        due_at=now + timedelta(days=7),
+        goal=Assignment.Goal.PAIRS,
+        goal_pair_drills=3,
+        created_by=teacher,
+    )
     for i, (scenario, answer) in enumerate(ANSWERS):
         with transaction.atomic():  # a grade's counters are patched in its transaction
             make_attempt(ada, scenario, answer, when=now - timedelta(days=2 * i, hours=1))

@@ -261,3 +261,46 @@ def test_a_goal_number_gets_one_error(
     error = errors_of(resp.content.decode(), field)
     assert shown in error and not_shown not in error
     assert f'name="{field}" value="{value}"' in resp.content.decode() or not value
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("goal", "field", "value", "named"),
+    [
+        ("", "goal_retention", "0.9", "retrievability ≥ X"),
+        ("pairs", "goal_retention", "0.9", "retrievability ≥ X"),
+        ("", "goal_pair_drills", "3", "drilled ≥ k times"),
+        ("retention", "goal_pair_drills", "3", "drilled ≥ k times"),
+    ],
+)
+def test_a_goal_number_without_its_goal_is_refused_not_dropped(
+    client, people, cohort, wset, goal, field, value, named
+):
+    """An instructor who types X = 0.9 but leaves "No drill goal" chosen used to get
+    "Assigned" and an assignment without a goal; the form says which goal the number is for."""
+    client.force_login(people["teacher"])
+    extra = {"retention": {"goal_retention": "0.8"}, "pairs": {"goal_pair_drills": "2"}}
+    resp = post_assign(
+        client,
+        cohort,
+        walkthrough_set=wset.pk,
+        due_at=dt(timezone.now() + timedelta(days=3)),
+        goal=goal,
+        **{**extra.get(goal, {}), field: value},
+    )
+    assert resp.status_code == 400 and not Assignment.objects.exists()
+    error = errors_of(resp.content.decode(), field)
+    assert named in error and "choose that goal" in error
+
+
+@pytest.mark.django_db
+def test_the_assign_page_says_what_each_set_holds(client, people, cohort, wset):
+    """The set picker offered "Lookalikes", "First week"... with no way to see their walkthroughs
+    short of opening the track index in another tab."""
+    client.force_login(people["teacher"])
+    html = client.get(f"/cohorts/{cohort.pk}/assign/").content.decode()
+    held = html[html.index("What each set holds") :]
+    assert "<dt>Lookalikes</dt>" in held
+    for slug in WALKS:
+        assert f'href="/walkthroughs/{slug}/"' in held
+    assert "Straggler or bandwidth-bound? A lookalike, narrated" in held

@@ -385,6 +385,10 @@ def test_extensions_apply_and_bad_ones_are_refused(client, people, cohort, assig
     # Saving again updates the one extension.
     client.post(url, {p + "learner": people["bob"].pk, p + "due_at": dt(later + timedelta(days=1))})
     assert Extension.objects.count() == 1
+    # the assign page lists it with its year and zone, as it lists the assignment's own dates
+    listed = client.get(f"/cohorts/{cohort.pk}/assign/").content.decode()
+    moved = Extension.objects.get().due_at
+    assert f"bob: due {moved:%a} {moved.day} {moved:%b %Y, %H:%M} UTC" in listed
 
 
 def test_status_rules():
@@ -716,3 +720,78 @@ def test_per_sentence_accuracy_matches_the_attempts(client, people, cohort):
     assert stats["signature"]["graded"] == 3
     dash = cells(client.get("/dashboard/").content.decode(), "total")
     assert dash == mine
+
+
+def test_a_scenario_drilled_only_in_practice_is_not_called_not_drilled(client, people, cohort):
+    """Untimed practice schedules no review, so the learner page's "Next review" said "not
+    drilled" beside "Drills 1"; it says the drills were practice and nothing is scheduled."""
+    attempt = make_attempt(people["ada"], "straggler", "straggler")
+    Attempt.objects.filter(pk=attempt.pk).update(mode=Attempt.Mode.PRACTICE)
+    url = f"/cohorts/{cohort.pk}/learners/{people['ada'].pk}/"
+    html = as_user(client, people["teacher"]).get(url).content.decode()
+    drilled = re.search(r'<tr data-scenario-row="straggler">.*?</tr>', html, re.S).group(0)
+    assert ">1</td>" in drilled and "practice only, no review scheduled" in drilled
+    assert "not drilled" not in drilled
+    untouched = re.search(r'<tr data-scenario-row="healthy">.*?</tr>', html, re.S).group(0)
+    assert "not drilled" in untouched
+    # and "Last 20 drills" says which drills were practice
+    recent = html[html.index("Last 20 drills") :]
+    assert "<td>drill · untimed practice</td>" in recent
+
+
+def test_the_per_sentence_totals_row_counts_its_attempts(client, people, cohort):
+    """The total row of "Accuracy per sentence over time" left its Attempts cell blank under a
+    bare "12 weeks"; it sums the weeks above it."""
+    now = timezone.now()
+    for days in (1, 9, 16):
+        make_attempt(people["ada"], "straggler", "straggler", when=now - timedelta(days=days))
+    html = as_user(client, people["teacher"]).get(f"/cohorts/{cohort.pk}/").content.decode()
+    total = re.search(r'<tr data-sentence-week="total">(.*?)</tr>', html, re.S).group(1)
+    assert "All 12 weeks" in total and '<td class="num">3</td>' in total
+
+
+def test_destructive_buttons_on_the_cohort_page_confirm_and_name_their_target(
+    client, people, cohort
+):
+    """'Regenerate join code' broke every invite link already shared on one click; it asks
+    first. Each row's 'remove' button is named for the learner it removes (a screen reader
+    heard 'remove, remove, remove')."""
+    html = as_user(client, people["teacher"]).get(f"/cohorts/{cohort.pk}/").content.decode()
+    regen = re.search(r"<form[^>]*regenerate-code[^>]*>", html).group(0)
+    assert "data-confirm=" in regen and cohort.join_code in regen
+    assert f'aria-label="Remove ada from {cohort.name}"' in html
+
+
+def test_the_learner_pages_next_review_says_its_zone(client, people, cohort):
+    """Every date on the cohort pages says UTC but the learner page's "Next review" column."""
+    card = make_card(people["ada"], "straggler", reviewed_days_ago=0)
+    url = f"/cohorts/{cohort.pk}/learners/{people['ada'].pk}/"
+    html = as_user(client, people["teacher"]).get(url).content.decode()
+    row = re.search(r'<tr data-scenario-row="straggler">.*?</tr>', html, re.S).group(0)
+    due = timezone.localtime(card.due)
+    assert f"{due:%a} {due.day} {due:%b, %H:%M} UTC</time>" in row
+
+
+def test_the_confusion_matrix_says_why_a_blank_answer_is_not_in_it(client, people, cohort):
+    """A learner with drills submitted blank showed "Drills 2" in the scenarios table and a
+    confusion matrix of zeros, with nothing to say why."""
+    make_attempt(people["ada"], "straggler", "")
+    make_attempt(people["ada"], "healthy", "")
+    html = as_user(client, people["teacher"]).get(f"/cohorts/{cohort.pk}/").content.decode()
+    legend = html[html.index('<table class="confusion"') :]
+    assert "counts the drills that named a scenario" in legend
+    assert "submitted blank" in legend
+
+
+def test_an_instructor_cannot_make_two_cohorts_of_one_name(client, people, cohort):
+    """A second "Spring perf" was created beside the first: two identical rows on the
+    instructor's list and, for a learner in both, on theirs."""
+    as_user(client, people["teacher"])
+    resp = client.post("/cohorts/new/", {"name": "  spring PERF "})
+    assert resp.status_code == 400
+    assert "You already teach a cohort called" in resp.content.decode()
+    assert Cohort.objects.filter(name__iexact="spring perf").count() == 1
+    assert client.post("/cohorts/new/", {"name": "Spring perf 2027"}).status_code == 302
+    # another instructor's cohort of that name is no obstacle
+    as_user(client, people["stranger"])
+    assert client.post("/cohorts/new/", {"name": "Spring perf"}).status_code == 302

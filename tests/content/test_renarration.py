@@ -8,8 +8,10 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
+from accounts.roles import make_instructor
 from cohorts.models import Assignment, Cohort, Membership
 from cohorts.progress import cohort_grid, learner_assignments
 from content import renarration
@@ -203,10 +205,25 @@ def test_an_assignment_asking_for_renarration_counts_a_walkthrough_once_re_narra
 
     read(learner, CHEAP_WALK, timedelta(days=2))
     assert statuses() == (("open", "open") if asks_for_renarration else ("done", "done"))
+    # read but not re-narrated: still open, and the learner's list and the instructor's grid
+    # say the reading is done (they showed a bare "open", as if it had never been opened)
+    pending = "read; its re-narration is still to do"
+    assert (pending in learner_client.get("/").content.decode()) == asks_for_renarration
+    make_instructor(teacher)
+    client = Client()
+    client.force_login(teacher)
+    grid = client.get(f"/cohorts/{cohort.pk}/").content.decode()
+    grid = grid[
+        grid.index('id="walkthrough-grid"') : grid.index(
+            "</table>", grid.index('id="walkthrough-grid"')
+        )
+    ]
+    assert ("read, not re-narrated" in grid) == asks_for_renarration
     attempt = start_over_http(learner_client)
     assert statuses()[0] == ("open" if asks_for_renarration else "done")  # served, not graded
     learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
     assert statuses() == ("done", "done")
+    assert pending not in learner_client.get("/").content.decode()
     html = learner_client.get("/").content.decode()
     expected = "1/1 read and re-narrated" if asks_for_renarration else "1/1 read"
     assert expected in html

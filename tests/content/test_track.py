@@ -369,3 +369,76 @@ def test_markdown_rendering_tables_anchors_and_timeline_mount(tmp_path):
         r'data-src="/track/timelines/straggler/9\.json" data-focus="evidence:0"', page.html
     )
     assert "<script>" not in page.html
+
+
+def _busbw_spread(scenario: str, seed: int) -> tuple[float, float, float]:
+    from scenarios import engine
+
+    facts = engine.generate(scenario, seed).key.to_dict()["facts"]
+    return (
+        facts["busbw_min_rank_gbps"],
+        facts["busbw_max_rank_gbps"],
+        facts["link_achievable_gbps"],
+    )
+
+
+def test_the_busbw_rule_the_track_teaches_holds_on_the_trainers_traces():
+    """The bandwidth-bound signature and the lookalikes page said a bandwidth-bound all-reduce's
+    busbw comes out near the link's achievable figure. The trainer's bandwidth-bound traces move
+    their bytes far below it (a fabric that delivers less), alike on every rank, so a learner
+    following the page called them stragglers. The pages teach the spread across ranks, which is
+    what tells the two apart on these traces."""
+    for seed in (2, 6):
+        lo, hi, achievable = _busbw_spread("bandwidth-bound-collective", seed)
+        assert hi < 1.05 * lo and hi < 0.5 * achievable  # the same on every rank, far below
+    for seed in (3, 6):  # data-parallel stragglers: the late rank's own kernel is near the link
+        lo, hi, achievable = _busbw_spread("straggler", seed)
+        assert hi > 0.9 * achievable and lo < 0.5 * hi
+    signature = content_pages.get_page("signature-bandwidth-bound-collective").html
+    lookalikes = content_pages.get_page("lookalikes").html
+    assert "If every rank gets the same busbw" in signature
+    assert "If every rank is near\nthat number, the collective is bandwidth-bound" not in signature
+    assert "the spread across ranks" in lookalikes
+    assert "every rank's busbw comes out near the" not in lookalikes
+
+
+def test_the_interleaved_bubble_example_computes():
+    """The pipeline-bubbles page's interleaved example spoke of "three micro-batches per stage"
+    beside m = 12 (a count no schedule uses); it gives both bubbles, and both compute."""
+    text = content_pages.get_page("signature-pipeline-bubbles").path.read_text(encoding="utf-8")
+    assert "micro-batches per stage" not in text
+    p, m, v = 4, 12, 2
+    assert f"{p - 1}/{m + p - 1} = {round(100 * (p - 1) / (m + p - 1))} %" in text
+    assert f"{p - 1}/{v * m + p - 1} = {round(100 * (p - 1) / (v * m + p - 1))} %" in text
+
+
+def test_a_walkthrough_page_has_one_h1(learner_client):
+    """The intro under "About this walkthrough" began with the body's own "# Title", a second
+    h1 repeating the page's; the page keeps one, and the intro keeps the rest of its text."""
+    for page in content_pages.library().walkthroughs():
+        html = learner_client.get(page.url).content.decode()
+        assert html.count("<h1") == 1, page.slug
+        intro = html[html.index('class="wt-intro"') :]
+        assert "<p>" in intro[: intro.index("</details>")], page.slug
+
+
+def test_the_rows_page_describes_the_rows_the_trainer_draws():
+    """The rows page said the trainer draws backward on the main thread, beside traces with an
+    autograd thread row of their own, and never named the HIP API row of the MI300X traces."""
+    from scenarios import engine
+
+    text = content_pages.get_page("vocabulary-rows").path.read_text(encoding="utf-8")
+    drawn = json.dumps(engine.to_timeline(engine.generate("healthy", 3)))
+    assert "pt_autograd_0" in drawn
+    assert "draws it on the main thread" not in text
+    amd = json.dumps(engine.to_timeline(engine.generate("healthy", 3, hardware="mi300x")))
+    assert "HIP API" in amd and "hipLaunchKernel" in amd
+    assert "**HIP API**" in text and "`hipLaunchKernel`" in text
+
+
+def test_the_pipeline_signature_says_what_a_long_receive_is():
+    """It promised "small SendRecv blocks" beside traces whose receives run until the sender
+    delivers, milliseconds on every stage."""
+    text = content_pages.get_page("signature-pipeline-bubbles").path.read_text(encoding="utf-8")
+    assert "Small `ncclDevKernel_SendRecv` blocks" not in text
+    assert "the long ones measure the wait for the neighbouring stage" in " ".join(text.split())

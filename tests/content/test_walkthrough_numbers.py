@@ -74,6 +74,8 @@ def expected_text(key: dict, source: str, name: str, fmt: str | None) -> str:
         return str(round(value * 100))
     if fmt == "s":
         return f"{value / 1000:.1f}"
+    if fmt == "us":
+        return f"{round(value * 1000) + 0.0:.0f}"
     if fmt in ("d0", "d1", "d2"):
         return f"{round(value, int(fmt[1])) + 0.0:.{fmt[1]}f}"  # + 0.0: never "-0"
     if isinstance(value, int):
@@ -138,6 +140,9 @@ def test_the_hardware_a_narration_names_is_its_traces():
             if link in text:
                 assert link == hw.scaleup_link, (page.slug, link, hw.scaleup_link)
         assert _key(page)["facts"]["hbm_tbps"] == pytest.approx(hw.hbm_tbps)
+        if hw.vendor == "amd":  # the trace's rows and calls are HIP's (hipMalloc, "HIP API")
+            for word in ("cudaMalloc", "cudaFree", "on the CUDA API row"):
+                assert word not in text, (page.slug, word)
 
 
 def test_a_claim_the_trace_contradicts_is_reported():
@@ -204,6 +209,14 @@ Body.
             "not allowed",
         ),
         ('claims:\n  - says: "busy"\n', "The GPU is busy.", "needs 'says' and 'check'"),
+        ("", "The GPU is busy.", "needs 'theory'"),
+        ("theory:\n  scenario: straggler\n", "The GPU is busy.", "needs 'says'"),
+        (
+            'theory:\n  scenario: straggler\n  says: "One rank is late."\n',
+            "The GPU is busy.",
+            "never says",
+        ),
+        ("theory:\n  scenario: slow-network\n", "The GPU is busy.", "not an engine scenario"),
     ],
 )
 def test_bad_references_and_claims_are_refused_when_the_page_loads(tmp_path, extra, body, error):
@@ -224,3 +237,111 @@ def test_a_narration_over_a_trace_of_another_workload_is_reported():
     (failure,) = content_pages.check_claims(page, elsewhere)
     assert "ddp" in failure and "pp" in failure
     assert all(p.family for p in content_pages.library().walkthroughs())
+
+
+def test_every_narration_answers_the_theory_its_prompt_shows():
+    """The prompt above a walkthrough's timeline shows a colleague's theory drawn from the seed;
+    the narration answers that theory, not another one ("the colleague's allocator theory" under
+    a prompt that blames recompiling), and speaks of none when the prompt shows none."""
+    for page in _walkthroughs():
+        prompt = timelines.bundle(*page.trace_args)["prompt"]
+        assert content_pages.check_theory(page, prompt) == [], page.slug
+
+
+def test_a_narration_answering_another_theory_is_reported(learner_client):
+    page = content_pages.get_page("walkthrough-recompilation-vs-starvation")
+    prompt = timelines.bundle(*page.trace_args)["prompt"]
+    served = htmllib.unescape(learner_client.get(page.url).content.decode())
+    assert prompt["theory"] in served and page.theory.says in served
+    other = dataclasses.replace(page, theory=content_pages.Theory("allocator-stalls", "x"))
+    (failure,) = content_pages.check_theory(other, prompt)
+    assert "caching allocator" in failure and "recompiling" in failure
+    silent = dataclasses.replace(page, theory=content_pages.Theory(None))
+    (failure,) = content_pages.check_theory(silent, prompt)
+    assert "recompiling" in failure
+
+
+def test_the_sync_stalls_arithmetic_computes_from_what_it_prints(learner_client):
+    """The fix step prints the refill gap the step actually loses (the worst rank's), so the
+    reader's subtraction gives the expected step it prints: 67.4 − 14.8 = 52.6, not 67.4 − 14.5."""
+    page = content_pages.get_page("walkthrough-sync-stalls")
+    key = _key(page)
+    fix = htmllib.unescape(content_pages.render_walkthrough_steps(page, key)[-1]["html"])
+    lost = key["facts"]["sync_refill_ms_crit"]
+    assert f"{lost:.1f} ms on the rank" in fix
+    step, expected = round(key["step_ms"], 1), round(key["expected_step_ms"], 1)
+    assert step - round(lost, 1) == pytest.approx(expected, abs=0.11)
+
+
+def test_the_per_rank_busbw_range_reads_as_a_range():
+    """The straggler-vs-bandwidth narration printed the ranks' bus bandwidth as "34–34 GB/s";
+    it prints the range to a decimal, so its two ends are the two measured values."""
+    page = content_pages.get_page("walkthrough-straggler-vs-bandwidth")
+    key = _key(page)
+    text = htmllib.unescape(
+        " ".join(s["html"] for s in content_pages.render_walkthrough_steps(page, key))
+    )
+    lo, hi = (key["facts"][f"busbw_{end}_rank_gbps"] for end in ("min", "max"))
+    assert f"({lo:.1f}–{hi:.1f} GB/s" in text
+    assert not re.search(r"\((\d+)–\1 GB/s", text)
+
+
+def test_a_skew_of_microseconds_prints_in_microseconds():
+    """The symmetry check printed the collectives' start skew as "within 0.00 ms"; a skew
+    measured in microseconds prints in them."""
+    page = content_pages.get_page("walkthrough-straggler-vs-bandwidth")
+    key = _key(page)
+    text = " ".join(s["html"] for s in content_pages.render_walkthrough_steps(page, key))
+    skew = key["facts"]["coll_start_skew_ms"]
+    assert f"starts within {round(skew * 1000)} µs" in htmllib.unescape(text)
+    assert "within 0.00 ms" not in htmllib.unescape(text)
+    assert content_pages.format_fact(0.0016, "us") == "2"
+
+
+def test_the_typical_step_reads_the_same_in_the_narration_and_the_measurement():
+    """The recompilation narration said a typical step takes "140 ms" two steps before the
+    measurement line said "vs 140.1 ms" of the same steps."""
+    page = content_pages.get_page("walkthrough-recompilation-vs-starvation")
+    key = _key(page)
+    text = htmllib.unescape(
+        " ".join(s["html"] for s in content_pages.render_walkthrough_steps(page, key))
+    )
+    steady = f"{key['facts']['steady_step_ms']:.1f} ms"
+    assert f"a typical step here takes {steady}" in text and f"vs {steady}" in text
+
+
+def test_the_launch_bound_busy_share_is_said_once_one_way():
+    """The launch-bound narration said the GPU "idles 51 % of the step" where its arithmetic says
+    it "is busy 48 %" (99 % in all, two measures of one thing); it quotes the busy time the
+    measurement line quotes."""
+    page = content_pages.get_page("walkthrough-launch-bound-inference")
+    key = _key(page)
+    text = htmllib.unescape(
+        " ".join(s["html"] for s in content_pages.render_walkthrough_steps(page, key))
+    )
+    busy = f"{key['facts']['gpu_per_step_ms']:.1f}"
+    assert f"busy only {busy} ms of the {key['step_ms']:.1f} ms step" in text
+    assert f"busy {busy} of {key['step_ms']:.1f} ms" in key["measurement_value"]
+    assert "idles" not in text
+
+
+def test_the_pipeline_narration_accounts_for_the_long_receives_its_timeline_shows():
+    """The pipeline narration said "the SendRecv kernels are short next to the compute blocks"
+    over a timeline whose receives (which last until the sender's data arrives) run for
+    milliseconds on every stage; it says which are short and what the long ones are."""
+    from scenarios import engine
+
+    page = content_pages.get_page("walkthrough-pipeline-bubbles")
+    trace = engine.generate(page.scenario, page.seed, hardware=page.hardware)
+    tl = engine.to_timeline(trace)
+    names, slices = tl["names"], tl["slices"]
+    sendrecv = [
+        d for d, n in zip(slices["dur"], slices["name"], strict=True) if "SendRecv" in names[n]
+    ]
+    step_us = 1000 * _key(page)["step_ms"]
+    assert max(sendrecv) > 0.1 * step_us  # long receives are there to be seen
+    text = htmllib.unescape(
+        " ".join(s["html"] for s in content_pages.render_walkthrough_steps(page, _key(page)))
+    )
+    assert "Here the `SendRecv` kernels are short" not in narration_of(page)
+    assert "its length is the wait for the neighbouring stage" in " ".join(text.split())
