@@ -234,6 +234,22 @@ def test_renarration_too_soon_is_refused_on_the_page(client, people, cohort, wse
 # --------------------------------------------------------------------------- 4. goal numbers
 
 
+def refused_goal(client, people, cohort, wset, goal, field, **fields):
+    """The instructor's assign form posted with `goal` and `fields`: refused (400, nothing
+    saved); returns the response and the error shown at `field`."""
+    client.force_login(people["teacher"])
+    resp = post_assign(
+        client,
+        cohort,
+        walkthrough_set=wset.pk,
+        due_at=dt(timezone.now() + timedelta(days=3)),
+        goal=goal,
+        **fields,
+    )
+    assert resp.status_code == 400 and not Assignment.objects.exists()
+    return resp, errors_of(resp.content.decode(), field)
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     ("goal", "field", "value", "shown", "not_shown"),
@@ -248,17 +264,7 @@ def test_renarration_too_soon_is_refused_on_the_page(client, people, cohort, wse
 def test_a_goal_number_gets_one_error(
     client, people, cohort, wset, goal, field, value, shown, not_shown
 ):
-    client.force_login(people["teacher"])
-    resp = post_assign(
-        client,
-        cohort,
-        walkthrough_set=wset.pk,
-        due_at=dt(timezone.now() + timedelta(days=3)),
-        goal=goal,
-        **{field: value},
-    )
-    assert resp.status_code == 400 and not Assignment.objects.exists()
-    error = errors_of(resp.content.decode(), field)
+    resp, error = refused_goal(client, people, cohort, wset, goal, field, **{field: value})
     assert shown in error and not_shown not in error
     assert f'name="{field}" value="{value}"' in resp.content.decode() or not value
 
@@ -278,18 +284,10 @@ def test_a_goal_number_without_its_goal_is_refused_not_dropped(
 ):
     """An instructor who types X = 0.9 but leaves "No drill goal" chosen used to get
     "Assigned" and an assignment without a goal; the form says which goal the number is for."""
-    client.force_login(people["teacher"])
     extra = {"retention": {"goal_retention": "0.8"}, "pairs": {"goal_pair_drills": "2"}}
-    resp = post_assign(
-        client,
-        cohort,
-        walkthrough_set=wset.pk,
-        due_at=dt(timezone.now() + timedelta(days=3)),
-        goal=goal,
-        **{**extra.get(goal, {}), field: value},
+    _, error = refused_goal(
+        client, people, cohort, wset, goal, field, **{**extra.get(goal, {}), field: value}
     )
-    assert resp.status_code == 400 and not Assignment.objects.exists()
-    error = errors_of(resp.content.decode(), field)
     assert named in error and "choose that goal" in error
 
 
