@@ -319,3 +319,19 @@ def test_the_collectives_table_shows_the_duration_its_bandwidth_uses(learner_cli
     assert rows
     assert "fast end µs (10th percentile)" in html
     assert f"<td>{rows[0]['p10_us']:.1f}</td>" in html
+
+
+def test_a_long_launch_delay_reads_in_ms(learner_client):
+    """'launch delay median 295370.7' (µs) was hard to read: from 10 000 µs on it is in ms, and
+    the cell carries its unit."""
+    from scenarios.upload_views import duration_text
+
+    assert duration_text(295370.7) == "295.4 ms"
+    assert duration_text(42.31) == "42.3 µs"
+    data = (REAL / "nccl_a100_rank0.json.gz").read_bytes()
+    html = post(learner_client, "nccl.json.gz", data).content.decode()
+    up = Upload.objects.get()
+    delay = up.analysis["per_rank"][0]["launch"]["launch_delay_median_us"]
+    table = re.search(r'id="rank-table">(.*?)</table>', html, re.S).group(1)
+    assert "launch delay median</th>" in table
+    assert f"<td>{duration_text(delay)}</td>" in table
