@@ -61,6 +61,13 @@ def test_upload_view_perfetto_delete(browser, live_server, process_inline):
             time.sleep(0.5)
         assert any(r.startswith("rank 0 GPU") for r in refs), refs
         tab.close()
+    # deleting asks first, naming the file: answering Cancel keeps the trace
+    asked: list[str] = []
+    page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    page.click("#delete-upload")
+    page.wait_for_timeout(300)
+    assert asked and asked[0].startswith(f"Delete {REAL.name}?"), asked
+    assert Upload.objects.exists() and re.search(r"/traces/upload/[0-9a-f-]{36}/$", page.url)
     page.once("dialog", lambda d: d.accept())
     page.click("#delete-upload")
     page.wait_for_url(f"{live_server.url}/traces/upload/")

@@ -335,3 +335,16 @@ def test_a_long_launch_delay_reads_in_ms(learner_client):
     table = re.search(r'id="rank-table">(.*?)</table>', html, re.S).group(1)
     assert "launch delay median</th>" in table
     assert f"<td>{duration_text(delay)}</td>" in table
+
+
+def test_deleting_an_upload_asks_first_and_names_the_file(learner_client):
+    """'Delete' removed a trace at one click, from the list and from its page: both forms now
+    carry a question naming the file, which the page's confirm script asks before submitting."""
+    data = (REAL / "nccl_a100_rank0.json.gz").read_bytes()
+    detail = post(learner_client, "nccl.json.gz", data).content.decode()
+    listing = learner_client.get(reverse("scenarios:upload_list")).content.decode()
+    for html in (detail, listing):
+        form = re.search(r'<form[^>]*action="[^"]*/delete/"[^>]*>', html)
+        assert form, html
+        assert 'data-confirm="Delete nccl.json.gz?' in form.group(0)
+        assert "js/confirm" in html  # the script that asks
