@@ -11,6 +11,7 @@ table cells (``format``) and the charts' geometry (``charts``).
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -70,11 +71,21 @@ def _table(scenarios: list[dict[str, Any]]) -> list[dict[str, Any]]:
 LIVE = page.LIVE
 
 
-def card_cells(retrievability: float | None, due: datetime | None, due_now: bool = False) -> str:
+def card_cells(
+    retrievability: float | None,
+    due: datetime | None,
+    due_now: bool = False,
+    practised: bool = False,
+) -> str:
     """A table row's card columns, filled on every view: retrievability and next due (numbers
-    and dates only, nothing to escape; printed as the template's ``date`` filter would)."""
+    and dates only, nothing to escape; printed as the template's ``date`` filter would). A
+    scenario drilled only in untimed practice has no card (practice schedules no review)."""
     if due is None:
-        when = '<span class="muted">not drilled</span>'
+        when = (
+            '<span class="muted">practice only, no review scheduled</span>'
+            if practised
+            else '<span class="muted">not drilled</span>'
+        )
     elif due_now:
         when = '<strong class="warn-text">due now</strong>'
     else:
@@ -119,11 +130,16 @@ def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
     keys = _row_keys(stats["scenarios"], math)
     if len(chunks) != len(keys) + 1:
         raise ValueError("the drawn dashboard body (drills.stats.page) marks one live cell per row")
-    return {"chunks": chunks, "keys": keys}
+    # drilled only in untimed practice, which schedules no review: such a row has no card
+    practice_only = [r["slug"] for r in stats["scenarios"] if 0 < r["attempts"] == r["practice"]]
+    return {"chunks": chunks, "keys": keys, "practice_only": practice_only}
 
 
-def _cells(keys: list[str], cards: Cards, now: datetime) -> list[str] | None:
-    """Each row's card columns, in the order of ``keys`` (None when a math card has no row)."""
+def _cells(
+    keys: list[str], cards: Cards, now: datetime, practice_only: Iterable[str] = ()
+) -> list[str] | None:
+    """Each row's card columns, in the order of ``keys`` (None when a math card has no row);
+    ``practice_only``: the scenarios drilled only in untimed practice."""
     scenario_cards, math_cards = cards
     if any(f"m:{family}" not in keys for family in math_cards):
         return None
@@ -132,7 +148,8 @@ def _cells(keys: list[str], cards: Cards, now: datetime) -> list[str] | None:
         kind, item = key.split(":", 1)
         if kind == "s":
             card = scenario_card(scenario_cards.get(item), now)
-            out.append(card_cells(card["retrievability"], card["due"], card["due_now"]))
+            practised = item in practice_only
+            out.append(card_cells(card["retrievability"], card["due"], card["due_now"], practised))
         else:
             card = math_card(math_cards.get(item), now)
             out.append(card_cells(card["retrievability"], card["due"]))
@@ -167,11 +184,11 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         body = draw(user, now, key, counters)
         if not marked:  # from now on, a grade draws the next state ahead
             cached.mark_viewer(user.pk, now)
-    cells = _cells(body["keys"], cards, now)
+    cells = _cells(body["keys"], cards, now, set(body.get("practice_only", ())))
     if cells is None:  # a card of a family never answered: drawn for this view alone
         stats = with_cards(counters or cached.counters(user, now, key), user, now, cards)
         body = _drawn(stats, stats["math"])
-        cells = _cells(body["keys"], cards, now) or []
+        cells = _cells(body["keys"], cards, now, set(body["practice_only"])) or []
     parts = [body["chunks"][0]]
     for cell, chunk in zip(cells, body["chunks"][1:], strict=True):
         parts += [cell, chunk]

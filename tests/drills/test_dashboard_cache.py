@@ -126,6 +126,24 @@ def test_card_columns_are_read_on_every_view(learner_client, learner):
     assert "not drilled" in scenario_row(body(learner_client), S)
 
 
+def test_a_scenario_drilled_only_in_practice_says_so_on_the_dashboard(learner_client, learner):
+    """Untimed practice schedules no review, so the row read "not drilled" beside its attempt
+    count; it says the drills were practice and nothing is scheduled. A timed drill of the same
+    scenario brings its card (and a date) back."""
+    now = timezone.now()
+    save_all([build(learner, S, S, now - timedelta(hours=2), mode="practice")])
+    row = scenario_row(body(learner_client), S)
+    assert "practice only, no review scheduled" in row and "not drilled" not in row
+    assert "not drilled" in scenario_row(
+        body(learner_client), "healthy" if S != "healthy" else "straggler"
+    )
+    save_all([build(learner, S, S, now - timedelta(hours=1))])
+    state = scheduling.review(scheduling.new_card_state(), 3, now - timedelta(hours=1))
+    Card.objects.create(user=learner, item=S, state=state, due=scheduling.due(state))
+    row = scenario_row(body(learner_client), S)
+    assert "practice only" not in row and "<time datetime=" in row
+
+
 def test_a_due_date_prints_as_the_template_printed_it(learner_client, learner):
     now = timezone.now()
     save_all([build(learner, S, S, now - timedelta(hours=2))])
