@@ -148,6 +148,9 @@ def test_sharing_shows_the_report_read_only_to_the_cohorts_instructors_only(
     assert (
         learner_client.post(f"/interview/{interview.pk}/share/", {"shared": "1"}).status_code == 302
     )
+    # the learner's own report says what sharing adds: the drills are visible with the others
+    own = learner_client.get(f"/interview/{interview.pk}/").content.decode()
+    assert 'id="share-scope"' in own and "part of your drill history either way" in own
     response = as_(teacher).get(shared_url)
     html = response.content.decode()
     assert response.status_code == 200 and "Mock interview report" in html
