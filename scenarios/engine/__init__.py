@@ -270,13 +270,12 @@ def _prompt(family: str, p: dict, hw: Hardware, framing: int) -> dict:
     theories = THEORIES[family]
     if p["world"] == 1:
         syms = [x for x in syms if "{world}" not in x]
-    symptom = syms[framing % len(syms)].format(world=p["world"])
-    if hw.vendor == "amd":  # the same reading on ROCm comes from its own tool
-        symptom = symptom.replace("nvidia-smi", "rocm-smi")
+    # a utilisation reading comes from the platform's own tool
+    smi = "rocm-smi" if hw.vendor == "amd" else "nvidia-smi"
     return {
         "hardware": f"{p['world']}× {hw.name}" if p["world"] > 1 else hw.name,
         "workload": _describe(family, p, hw),
-        "symptom": symptom,
+        "symptom": syms[framing % len(syms)].format(world=p["world"], smi=smi),
         "theory": theories[(framing // len(syms)) % len(theories)],
     }
 

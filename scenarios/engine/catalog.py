@@ -373,7 +373,7 @@ SYMPTOMS: dict[str, list[str]] = {
         "The job got slower this week; the diff touched only configuration.",
         "MFU is poor although every GEMM on the timeline looks efficient.",
         "A teammate wants a second opinion before the job is launched at scale.",
-        "nvidia-smi shows the GPUs well under full utilisation.",
+        "{smi} shows the GPUs well under full utilisation.",
     ],
     "pp": [
         "Adding pipeline stages did not speed the job up as much as hoped.",
@@ -381,7 +381,7 @@ SYMPTOMS: dict[str, list[str]] = {
         "MFU is poor although every GEMM on the timeline looks efficient.",
         "Step time is higher than the team's estimate for this model size.",
         "A teammate wants a second opinion before the job is launched at scale.",
-        "nvidia-smi shows the GPUs well under full utilisation.",
+        "{smi} shows the GPUs well under full utilisation.",
     ],
     "decode": [
         "Tokens per second barely changed after moving to a faster GPU.",

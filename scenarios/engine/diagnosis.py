@@ -230,9 +230,9 @@ HEALTHY_RED_HERRINGS: dict[str, str] = {
     "trace from before the change; the slowdown is not in what this one shows.",
     "scale": "Nothing stalls (the GPU is busy {busy} % of the step), so scaling out changes "
     "throughput, not efficiency.",
-    "nvidia-smi": "The trace says otherwise: the compute stream is busy {busy} % of the step. "
-    "nvidia-smi samples its own window, which takes in whatever runs between the profiled "
-    "steps (evaluation, checkpoints, start-up).",
+    "smi": "The trace says otherwise: the compute stream is busy {busy} % of the step. "
+    "The utilisation tool samples its own window, which takes in whatever runs between the "
+    "profiled steps (evaluation, checkpoints, start-up).",
     "bubble": "A pipeline always has a warm-up and a drain; with many microbatches per stage "
     "they are the small (p−1)/(m+p−1) share the formula predicts.",
     "per-gpu": "Each stage idles at its own moments of the warm-up and drain, so a per-GPU "
@@ -287,7 +287,7 @@ _SYMPTOM_REPLY: tuple[tuple[str, str], ...] = (
     ("scaling from 1 to", "scaling"),
     ("touched only configuration", "config"),
     ("launched at scale", "scale"),
-    ("nvidia-smi", "nvidia-smi"),
+    ("-smi shows the gpus", "smi"),  # nvidia-smi, or rocm-smi on AMD
     ("adding pipeline stages", "bubble"),
     ("differs between ranks", "per-gpu"),
     ("faster gpu", "faster-gpu"),

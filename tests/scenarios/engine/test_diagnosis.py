@@ -416,10 +416,12 @@ def test_healthy_reveal_names_the_red_herring():
 def test_healthy_reveal_answers_the_symptom_the_learner_read(symptom):
     """Every symptom a healthy trace can be framed with gets its own reply, not the stock line
     about a team's estimate (which answered "One CPU core sits near 100 %")."""
-    found = D.red_herring({"symptom": symptom.format(world=8)}, {"gpu_idle_frac": 0.03})
     stock = D.HEALTHY_RED_HERRINGS["estimate"].format(**D._healthy_numbers({"gpu_idle_frac": 0.03}))
-    assert len(found) == 1
-    assert found[0] != stock or "team's estimate" in symptom
+    for smi in ("nvidia-smi", "rocm-smi"):  # as a CUDA and a ROCm trace word it
+        read = symptom.format(world=8, smi=smi)
+        found = D.red_herring({"symptom": read}, {"gpu_idle_frac": 0.03})
+        assert len(found) == 1
+        assert found[0] != stock or "team's estimate" in symptom
 
 
 @pytest.mark.parametrize("slug", sorted(THEORY_TEXT))

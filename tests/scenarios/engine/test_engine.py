@@ -688,10 +688,16 @@ def test_an_amd_prompt_reads_utilisation_from_rocm_smi_not_nvidia_smi():
     from scenarios.engine import _prompt
     from scenarios.engine.catalog import SYMPTOMS
 
-    fr = SYMPTOMS["ddp"].index("nvidia-smi shows the GPUs well under full utilisation.")
+    fr = SYMPTOMS["ddp"].index("{smi} shows the GPUs well under full utilisation.")
     p = {"world": 8, "hidden": 4096, "layers": 8, "params": 1.6e9, "grad_dtype": "Float",
          "unfused": False}  # fmt: skip
     amd = _prompt("ddp", p, E.get_hardware("mi300x"), fr)["symptom"]
     nv = _prompt("ddp", p, E.get_hardware("h100"), fr)["symptom"]
     assert amd == "rocm-smi shows the GPUs well under full utilisation."
     assert nv == "nvidia-smi shows the GPUs well under full utilisation."
+    # and a healthy reveal answers the reading on either platform
+    from scenarios.engine.diagnosis import red_herring
+
+    for symptom in (amd, nv):
+        (reply,) = red_herring({"symptom": symptom}, {"step_ms": 100.0, "gpu_idle_frac": 0.1})
+        assert reply.startswith("The trace says otherwise: the compute stream is busy 90 %")
