@@ -4,28 +4,60 @@ from django import forms
 
 from drills.models import Attempt
 from drills.trainer.grading import Diagnosis
+from drills.trainer.numbers import NumberError, read_number
 from scenarios import engine
 from scenarios.engine import diagnosis as D
 
 
+class NumberText(forms.CharField):
+    """A number typed as text and read by ``numbers.read_number`` in the field's unit: a viewer's
+    "345.2 µs", Perfetto's "12ms 345us" and "1,234.5" are read; a range, two numbers or a unit of
+    another quantity are refused with a message beside the field, and the text stays in the box
+    (a browser's number box would send "" for "1,234.5" and lose it). ``unit`` None: the unit is
+    the one of the measurement chosen beside it (``DiagnosisForm.clean_measurement_value``)."""
+
+    def __init__(self, *, unit: str | None, positive: bool, names: str, **kwargs) -> None:
+        self.unit, self.positive = unit, positive
+        what = f"{names} as a number{' in ' + unit if unit else ''}, e.g. 42.5"
+        kwargs.setdefault("error_messages", {})["required"] = f"Enter {what}."
+        attrs = {"autocomplete": "off", "spellcheck": "false"}
+        super().__init__(widget=forms.TextInput(attrs=attrs), **kwargs)
+
+    def clean(self, value):
+        text = super().clean(value)
+        return self.read(text, self.unit) if self.unit else text
+
+    def read(self, text: str, unit: str | None) -> float:
+        try:
+            value = read_number(text, unit)
+        except NumberError as e:
+            raise forms.ValidationError(str(e), code="invalid") from None
+        if value < 0 or (self.positive and value < 0.001):
+            raise forms.ValidationError(
+                "Must be more than 0." if self.positive else "Cannot be negative.",
+                code="min_value",
+            )
+        if value > MAX_VALUE:
+            raise forms.ValidationError("That is far too large for this trace.", code="max_value")
+        return value
+
+
+MAX_VALUE = 10_000_000
+TIME_UNITS_HELP = " A unit may follow: 40 ms, 40000 µs, 0.04 s, or Perfetto's 40ms 12us."
+
+
 def _number(
-    label: str, help_text: str, *, names: str, positive: bool, unit: str = "ms"
-) -> forms.FloatField:
-    """A finite number field with messages that say what to type ("NaN", "inf", "1e400", text
-    and negative times are refused beside the field); ``names`` is what the messages call it."""
-    what = f"{names} as a number{' in ' + unit if unit else ''}, e.g. 42.5"
-    return forms.FloatField(
+    label: str, help_text: str, *, names: str, positive: bool, unit: str | None = "ms"
+) -> NumberText:
+    """A finite number field with messages that say what to type ("NaN", "inf", "1e400", text,
+    ranges and negative times are refused beside the field); ``names`` is what the messages
+    call it."""
+    return NumberText(
         label=label,
-        min_value=0.001 if positive else 0,
-        max_value=10_000_000,
-        help_text=help_text,
-        error_messages={
-            "required": f"Enter {what}.",
-            "invalid": f"Enter {what} — digits only, no text, NaN or infinity.",
-            "min_value": "Must be more than 0." if positive else "Cannot be negative.",
-            "max_value": "That is far too large for this trace.",
-        },
-        widget=forms.NumberInput(attrs={"step": "any", "inputmode": "decimal"}),
+        help_text=help_text + (TIME_UNITS_HELP if unit == "ms" else ""),
+        unit=unit,
+        positive=positive,
+        names=names,
     )
 
 
@@ -68,11 +100,12 @@ class DiagnosisForm(forms.Form):
     )
     measurement_value = _number(
         "Its value on this trace",
-        "In the unit the measurement names. Graded ±15 % or the measurement's own band "
+        "In the unit the measurement names; it may follow the number (40 %, 20×, 350 GB/s), and "
+        "a time may be typed in µs or s. Graded ±15 % or the measurement's own band "
         "(±3–5 points for shares, ±1 for counts, ±2 % of the step for times).",
         names="the measurement's value on this trace",
         positive=False,
-        unit="",
+        unit=None,
     )
     fix = forms.ChoiceField(
         label="5 · The fix",
@@ -103,6 +136,13 @@ class DiagnosisForm(forms.Form):
         )
         set_choices(self.fields["measurement"], blank + measurement_choices())
         set_choices(self.fields["fix"], blank + list(D.FIX_CATALOGUE.items()))
+
+    def clean_measurement_value(self) -> float:
+        """Read in the unit of the measurement chosen beside it ("40 %", "20×", "350 GB/s")."""
+        field = self.fields["measurement_value"]
+        assert isinstance(field, NumberText)
+        m_def = D.MEASUREMENTS.get(self.cleaned_data.get("measurement") or "")
+        return field.read(self.cleaned_data["measurement_value"], m_def.unit if m_def else None)
 
     def diagnosis(self) -> Diagnosis:
         data = self.cleaned_data

@@ -249,10 +249,7 @@ def test_the_number_fields_say_what_to_type_in_plain_words():
 
     errors = DiagnosisForm(data={"gap_ms": "NaN"}).errors
     assert errors["step_ms"] == ["Enter the step time as a number in ms, e.g. 42.5."]
-    assert errors["gap_ms"] == [
-        "Enter the gap per step as a number in ms, e.g. 42.5 — digits only, no text, NaN or "
-        "infinity."
-    ]
+    assert errors["gap_ms"] == ["Could not read a number in “NaN”: type digits and a unit."]
     assert errors["measurement_value"] == [
         "Enter the measurement's value on this trace as a number, e.g. 42.5."
     ]
