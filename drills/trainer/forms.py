@@ -115,7 +115,8 @@ class DiagnosisForm(forms.Form):
     expected_step_ms = _number(
         "Expected step time after the fix (ms)",
         "If nothing needs fixing, the current step time. Graded ±"
-        f"{D.EXPECTED_TOLERANCE * 100:.0f} %.",
+        f"{D.EXPECTED_TOLERANCE * 100:.0f} %; where the fix saves time, it must be below the "
+        "step time.",
         names="the expected step time after the fix",
         positive=True,
     )

@@ -206,7 +206,12 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
             _num(attempt.answer_expected_ms, "ms"),
             _num(g.get("expected_step_ms", key.get("expected_step_ms")), "ms"),
             expected_ok,
-            f"±{D.EXPECTED_TOLERANCE * 100:.0f} %" if attempt.five_sentence else "±20 %",
+            D.expected_tolerance_text(
+                float(g.get("step_ms") or key.get("step_ms") or 0.0),
+                float(g.get("expected_step_ms") or key.get("expected_step_ms") or 0.0),
+            )
+            if attempt.five_sentence
+            else "±20 %",
             ev.get("step", []),
         )
     )

@@ -30,7 +30,8 @@ from .model import C_KERN, COMPUTE, MAIN, NCCL
 STEP_TOLERANCE = 0.10  # step time: ±10 %
 GAP_TOLERANCE = 0.10  # gap: ±10 % ...
 GAP_FLOOR_OF_STEP = 0.02  # ... or ±2 % of the step time, whichever is larger
-EXPECTED_TOLERANCE = 0.10  # expected step time after the fix: ±10 %
+EXPECTED_TOLERANCE = 0.10  # expected step time after the fix: ±10 % ...
+WIN_AT_LEAST = 0.01  # ... and, where the fix saves at least this share of the step, a saving
 VALUE_TOLERANCE = 0.15  # a measurement's value: ±15 % or the measurement's own band
 HARD_AFTER_S = 90.0  # right but slow
 LIMIT_S = 120.0  # the clock
@@ -730,6 +731,33 @@ def _pct(x: float) -> str:
     return f"±{x * 100:.0f} %"
 
 
+def fix_saves_time(step_ms: float, expected_step_ms: float) -> bool:
+    """The key's fix shortens the step (by at least ``WIN_AT_LEAST`` of it): then the expected
+    step time must say so, not repeat the current one (a healthy trace's fix saves nothing)."""
+    return step_ms > 0 and expected_step_ms < step_ms * (1 - WIN_AT_LEAST)
+
+
+def expected_correct(
+    said_ms: float, expected_ms: float, step_ms: float, said_step_ms: float
+) -> bool:
+    """The step time after the fix is within ±10 % of the key's; where the fix saves time it must
+    also be below the step time (the trace's, or the learner's own reading if that is larger):
+    "nothing changes" is not a step time after a fix that saves 5 %, even inside ±10 %."""
+    if not within(said_ms, expected_ms, EXPECTED_TOLERANCE * expected_ms):
+        return False
+    if fix_saves_time(step_ms, expected_ms):
+        own = said_step_ms if math.isfinite(said_step_ms) else 0.0
+        return said_ms < max(step_ms, own)
+    return True
+
+
+def expected_tolerance_text(step_ms: float, expected_step_ms: float) -> str:
+    text = _pct(EXPECTED_TOLERANCE)
+    if fix_saves_time(step_ms, expected_step_ms):
+        text += ", below the step time (the fix saves time)"
+    return text
+
+
 def grade_diagnosis(
     key: Mapping[str, Any],
     answer: Answer,
@@ -804,12 +832,12 @@ def grade_diagnosis(
     out.append(
         Sentence(
             "expected",
-            within(answer.expected_step_ms, expected, EXPECTED_TOLERANCE * expected)
+            expected_correct(answer.expected_step_ms, expected, step, answer.step_ms)
             if expected > 0
             else None,
             answer.expected_step_ms,
             expected,
-            _pct(EXPECTED_TOLERANCE),
+            expected_tolerance_text(step, expected),
         )
     )
     over = False if practice else elapsed_s > limit_s + grace_s

@@ -93,6 +93,9 @@ def test_the_reveal_shows_five_sentences_with_values_tolerances_and_evidence(
     shown = f"{step:,.{digits}f}".replace(",", " ")
     assert shown in html and "±10 %" in html
     assert html.count('class="show-me"') >= 5
+    # the step after a fix that saves time is graded as a saving, and the row says so
+    saves = g["expected_step_ms"] < 0.99 * step
+    assert ("±10 %, below the step time (the fix saves time)" in html) == saves
     # which step time that is, when one rank alone would read a little less
     multi_rank = attempt.trace.key["facts"]["world"] > 1
     said = f"{shown} ms (each step's slowest rank, averaged)" in unescape(html)

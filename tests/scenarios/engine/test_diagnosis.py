@@ -329,6 +329,29 @@ def test_right_scenario_with_one_sentence_off_is_hard(key, change):
     assert D.rate(graded) == D.HARD
 
 
+def test_saying_the_fix_changes_nothing_is_wrong_when_it_saves_time_within_the_tolerance():
+    """Exposed all-reduce, seed 6: the fix saves about 3 % of the step, so the current step time
+    lies within ±10 % of the step after the fix; repeating it says the fix saves nothing."""
+    k = engine.generate("exposed-allreduce", 6).key.to_dict()
+    g = k["grading"]
+    a = right(k)
+    assert D.within(g["step_ms"], g["expected_step_ms"], 0.10 * g["expected_step_ms"])
+    same = D.grade_diagnosis(k, replace(a, expected_step_ms=a.step_ms), elapsed_s=30)
+    assert same.get("expected").correct is False
+    assert "below the step time" in same.get("expected").tolerance
+    # a step read a little high, minus a saving, is a step after the fix (above the trace's)
+    high = g["step_ms"] * 1.03
+    own = D.grade_diagnosis(
+        k, replace(a, step_ms=high, expected_step_ms=g["step_ms"] * 1.005), elapsed_s=30
+    )
+    assert own.get("step").correct and own.get("expected").correct
+    # a healthy trace's step after the fix is its current step
+    h = engine.generate("healthy", 6).key.to_dict()
+    hg = h["grading"]
+    graded = D.grade_diagnosis(h, replace(right(h), expected_step_ms=hg["step_ms"]), elapsed_s=3)
+    assert graded.get("expected").correct
+
+
 def test_tolerances_are_the_stated_ones(key):
     a = right(key)
     g = key["grading"]
