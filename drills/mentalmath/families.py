@@ -670,6 +670,16 @@ def _ceil(x: float) -> int:
     return math.ceil(round(x, 9))
 
 
+def _before_rounding_up(x: float) -> str:
+    """``x`` as the step before "round up" prints it: never a whole number unless it is one
+    ("2,048 ÷ 170 = 12.05 → round up → 13", not "= 12 → round up → 13")."""
+    for sig in (3, 4, 5, 6):
+        text = fmt(x, sig)
+        if _ceil(float(text.replace(",", ""))) == _ceil(x):
+            return text
+    return fmt(x, 9)
+
+
 def _sample_workers(rng: random.Random, hw: Hardware, framing: str) -> Given:
     compute = float(rng.randrange(40, 301, 10))
     if framing == "per-sample":
@@ -701,7 +711,8 @@ def _solve_workers(framing: str, g: Given, hw: Hardware) -> _Solution:
         )
         steps = [
             f"one batch: {batch} × {show(sample)} ms = {fmt(data, 4)} ms per worker",
-            f"{fmt(data, 4)} ÷ {show(compute)} = {fmt(ratio)} → round up → {k} workers",
+            f"{fmt(data, 4)} ÷ {show(compute)} = {_before_rounding_up(ratio)} → round up → "
+            f"{k} workers",
         ]
         return _Solution(prompt, float(k), "workers", steps, TOL_EXACT)
     data = _num(g, "data_ms")
@@ -710,7 +721,10 @@ def _solve_workers(framing: str, g: Given, hw: Hardware) -> _Solution:
         ratio = data / compute
         k = _ceil(ratio)
         prompt = f"{setting} What is the smallest num_workers that keeps the GPU fed?"
-        steps = [f"{show(data)} ÷ {show(compute)} = {fmt(ratio)} → round up → {k} workers"]
+        steps = [
+            f"{show(data)} ÷ {show(compute)} = {_before_rounding_up(ratio)} → round up → "
+            f"{k} workers"
+        ]
         return _Solution(prompt, float(k), "workers", steps, TOL_EXACT)
     k = _int(g, "k")
     step = max(compute, data / k)

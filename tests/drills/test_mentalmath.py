@@ -854,3 +854,17 @@ def test_a_percentage_answer_says_how_many_points_it_is_off():
     assert not g.correct
     assert "1 % is 49 points from 50 %, a 98 % relative error" in g.message
     assert "80 ms is 18 % from 68.1 ms (" in grade_answer(ms_problem(), "80 ms").message
+
+
+def test_the_number_before_round_up_is_not_printed_as_the_whole_number_it_rounds_up_from():
+    """2,048 ms of loading per batch against a 170 ms step is 12.05 workers' worth: the steps
+    printed "= 12 → round up → 13 workers", which reads as an arithmetic slip."""
+    from drills.mentalmath.families import build_problem
+
+    p = build_problem(
+        "dataloader-workers", "per-sample", {"batch": 256, "sample_ms": 8, "compute_ms": 170.0}
+    )
+    assert p.answer == 13
+    assert p.steps[-1] == "2,048 ÷ 170 = 12.05 → round up → 13 workers"
+    exact = build_problem("dataloader-workers", "workers", {"data_ms": 500, "compute_ms": 250.0})
+    assert exact.steps[-1] == "500 ÷ 250 = 2 → round up → 2 workers"
