@@ -101,8 +101,8 @@ class DiagnosisForm(forms.Form):
     measurement_value = _number(
         "Its value on this trace",
         "In the unit the measurement names; it may follow the number (40 %, 20×, 350 GB/s), and "
-        "a time may be typed in µs or s. Graded ±15 % or the measurement's own band "
-        "(±3–5 points for shares, ±1 for counts, ±2 % of the step for times).",
+        "a time may be typed in µs or s. A share is graded ±3–5 points; other values ±15 % "
+        "or the measurement's own band (±1 for counts, ±2 % of the step for times).",
         names="the measurement's value on this trace",
         positive=False,
         unit=None,

@@ -352,6 +352,24 @@ def test_saying_the_fix_changes_nothing_is_wrong_when_it_saves_time_within_the_t
     assert graded.get("expected").correct
 
 
+def test_a_share_is_graded_in_points_so_a_typical_number_does_not_pass(traces):
+    """A straggler's NCCL spread across ranks is 50-90 %: ±15 % of it was ±8-14 points, so a
+    typical 78 % passed on most straggler traces without reading one. A share is read to a few
+    points whatever its size: its band is in points."""
+    k = traces["straggler"].key.to_dict()
+    a = right(k)
+    spread = k["grading"]["measurements"]["nccl_rank_spread"]["value"]
+    assert spread > 45
+
+    def value_ok(said: float) -> bool | None:
+        answer = replace(a, measurement="nccl_rank_spread", measurement_value=said)
+        return D.grade_diagnosis(k, answer, elapsed_s=30).get("value").correct
+
+    assert value_ok(spread + 4.9) and value_ok(spread - 4.9)
+    assert value_ok(spread * 1.12) is False and value_ok(spread * 0.88) is False
+    assert D.MEASUREMENTS["nccl_rank_spread"].band_text() == "±5 points"
+
+
 def test_tolerances_are_the_stated_ones(key):
     a = right(key)
     g = key["grading"]
