@@ -236,7 +236,8 @@ HEALTHY_RED_HERRINGS: dict[str, str] = {
     "trace from before the change; the slowdown is not in what this one shows.",
     "scale": "Nothing stalls (the GPU is busy {busy} % of the step), so scaling out changes "
     "throughput, not efficiency.",
-    "smi": "The trace says otherwise: the compute stream is busy {busy} % of the step. "
+    "smi": "The trace says otherwise: a kernel runs on the GPU {busy} % of the step (the "
+    "compute stream alone is busy {compute_busy} %). "
     "The utilisation tool samples its own window, which takes in whatever runs between the "
     "profiled steps (evaluation, checkpoints, start-up).",
     "bubble": "A pipeline always has a warm-up and a drain; with many microbatches per stage "
@@ -250,7 +251,7 @@ HEALTHY_RED_HERRINGS: dict[str, str] = {
     "weight-streaming": "A weight-streaming estimate divides the bytes by peak HBM bandwidth; "
     "real kernels reach part of that peak, and attention, norms and sampling add their time. "
     "The GPU is busy {busy} % of every token's step, so no stall adds to it.",
-    "decode-util": "The compute stream is busy {busy} % of every decode step in this trace; a "
+    "decode-util": "A kernel runs on the GPU {busy} % of every decode step in this trace; a "
     "server-wide utilisation counter also counts the time between requests.",
     "traffic": "The second opinion: the GPU is busy {busy} % of every step and nothing stalls "
     "it; there is nothing to fix before it takes traffic.",
@@ -315,9 +316,14 @@ def _healthy_numbers(facts: Mapping[str, Any]) -> dict[str, str]:
 
     step = num("step_ms")
     idle = [float(x) * 100 for x in facts.get("idle_frac_per_rank") or [num("gpu_idle_frac")]]
+    # the compute stream alone (the idle share the reveal's measurement row reads), which idles
+    # more than the GPU when NCCL kernels run on their own stream
+    c_idle = facts.get("compute_idle_frac_per_rank") or [num("gpu_idle_frac")]
+    compute_idle = 100 * sum(float(x) for x in c_idle) / len(c_idle)
     d = 2 if step < 10 else 1
     return {
         "busy": f"{100 - num('gpu_idle_frac', 100):.0f}",
+        "compute_busy": f"{100 - compute_idle:.0f}",
         "step_ms": f"{step:.{d}f}",
         "exposed_ms": f"{num('exposed_comm_ms'):.{d}f}",
         "exposed_pct": f"{100 * num('exposed_comm_ms') / step:.0f}" if step else "0",

@@ -473,6 +473,24 @@ def test_healthy_reveal_answers_the_colleagues_theory(slug):
     ]
 
 
+def test_the_utilisation_reply_gives_the_compute_stream_its_own_busy_share():
+    """Healthy, seed 7, six ranks: the GPU runs a kernel 95 % of the step but its compute stream
+    idles 15 % (NCCL runs on its own stream). The reply said "the compute stream is busy 95 %"
+    beside a measurement row reading a 15 % compute-stream idle share."""
+    t = engine.generate("healthy", 7)
+    assert "-smi shows the GPUs" in t.prompt["symptom"] and t.key.facts["world"] > 1
+    k = t.key.to_dict()
+    reply = D.red_herring(t.prompt, k["facts"])[0]  # the symptom's reply comes first
+    share = k["grading"]["measurements"]["gpu_idle_share"]["value"]
+    gpu_busy = 100 - 100 * k["facts"]["gpu_idle_frac"]
+    assert share > 10 and gpu_busy > 94
+    said = {
+        m[0]: float(m[1]) for m in re.findall(r"(GPU|compute stream alone is busy) (\d+) %", reply)
+    }
+    assert abs(said["GPU"] - gpu_busy) <= 0.5
+    assert abs(said["compute stream alone is busy"] - (100 - share)) <= 1
+
+
 def test_healthy_decode_reveal_speaks_to_the_busy_cpu_core_and_the_allocator_theory():
     prompt = {
         "symptom": "One CPU core sits near 100 % while the server runs.",

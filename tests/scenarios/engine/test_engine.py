@@ -700,4 +700,4 @@ def test_an_amd_prompt_reads_utilisation_from_rocm_smi_not_nvidia_smi():
 
     for symptom in (amd, nv):
         (reply,) = red_herring({"symptom": symptom}, {"step_ms": 100.0, "gpu_idle_frac": 0.1})
-        assert reply.startswith("The trace says otherwise: the compute stream is busy 90 %")
+        assert reply.startswith("The trace says otherwise: a kernel runs on the GPU 90 %")
