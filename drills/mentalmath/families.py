@@ -870,11 +870,19 @@ def _solve_amdahl(framing: str, g: Given, hw: Hardware) -> _Solution:
                 f"stalling the GPU for {show(cost)} ms. Remove them all: how much faster is the "
                 "step?"
             )
-        steps = [
-            f"stall = {count} × {show(cost)} = {fmt(removed)} ms",
-            f"new step = {show(step)} − {fmt(removed)} = {fmt(new)} ms",
-            f"{show(step)} ÷ {fmt(new)} ≈ {fmt(speedup)} ×",
-        ]
+        steps = [f"stall = {count} × {show(cost)} = {fmt(removed)} ms"]
+        if "steps" in g:  # the run's total, not a step: say so, and what the mean step becomes
+            n = _int(g, "steps")
+            steps += [
+                f"new run = {show(step)} − {fmt(removed)} = {fmt(new)} ms",
+                f"{show(step)} ÷ {fmt(new)} ≈ {fmt(speedup)} × (the mean step: "
+                f"{fmt(step / n)} → {fmt(new / n)} ms)",
+            ]
+        else:
+            steps += [
+                f"new step = {show(step)} − {fmt(removed)} = {fmt(new)} ms",
+                f"{show(step)} ÷ {fmt(new)} ≈ {fmt(speedup)} ×",
+            ]
         return _Solution(prompt, speedup, "×", steps, TOL_TIGHT)
     if framing == "straggler":
         n, slow = _int(g, "ranks"), _num(g, "slow_pct")

@@ -868,3 +868,16 @@ def test_the_number_before_round_up_is_not_printed_as_the_whole_number_it_rounds
     assert p.steps[-1] == "2,048 ÷ 170 = 12.05 → round up → 13 workers"
     exact = build_problem("dataloader-workers", "workers", {"data_ms": 500, "compute_ms": 250.0})
     assert exact.steps[-1] == "500 ÷ 250 = 2 → round up → 2 workers"
+
+
+def test_a_run_of_steps_is_not_called_a_step_in_the_worked_answer():
+    """A trace's recompiles are asked about over its whole run (3,460 ms for 5 steps): the
+    steps said "new step = 3,460 − 3,200 = 260 ms", a run's total under a mean step's name."""
+    from drills.mentalmath.families import build_problem
+
+    given = {"stall": 4, "count": 2, "cost_ms": 1600.0, "step_ms": 3460.0, "steps": 5}
+    p = build_problem("amdahl", "remove", given, hardware="h100")
+    assert p.answer == pytest.approx(3460 / 260)
+    assert p.steps[1] == "new run = 3,460 − 3,200 = 260 ms"
+    assert p.steps[2] == "3,460 ÷ 260 ≈ 13.3 × (the mean step: 692 → 52 ms)"
+    assert not any(s.startswith("new step") for s in p.steps)
