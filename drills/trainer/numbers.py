@@ -33,7 +33,8 @@ class NumberError(ValueError):
 _LEAD = re.compile(r"^(?:~|≈|=|about|approx\.?|approximately|roughly|around|circa)\s*", re.I)
 # a number as typed: digits with "," and "." anywhere (sorted out below), an exponent
 _NUM = r"(?>(?:\d[\d,.]*|[.,]\d[\d,.]*)(?:[eE][+-]?\d+)?)"  # atomic: "1e-3" is one number
-_TOKEN = re.compile(rf"([+-]?{_NUM})\s*([^\d\s+-][^\d\s]*(?:\s+step)?)?\s*")
+# a number, then its unit: the words up to the next number ("8 syncs per step")
+_TOKEN = re.compile(rf"([+-]?{_NUM})\s*([^\d\s+-][^\d\s]*(?:\s+[^\d\s+-][^\d\s]*)*)?\s*")
 _RANGE = re.compile(rf"^[+-]?{_NUM}\s*[^\d\s+\-–—.…]*\s*(?:-|–|—|to|\.\.|…)\s*[+-]?{_NUM}")
 
 # time units -> factor to ms
@@ -42,9 +43,16 @@ _TIME = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, "sec": 1e3, "msec": 1.0, "
 _OWN: dict[str, tuple[frozenset[str], str]] = {
     "%": (frozenset({"%", "percent", "pct"}), "a percentage"),
     "×": (frozenset({"×", "x", "times"}), "a ratio (×)"),
-    "GB/s": (frozenset({"gb/s", "gbps", "gb/sec"}), "a bandwidth in GB/s"),
+    "GB/s": (frozenset({"gb/s", "gbps", "gb/sec"}), "a bandwidth"),
     "per step": (
-        frozenset({"per step", "/step", "/ step", "per-step", "calls", "calls/step"}),
+        frozenset(
+            {"per step", "/step", "per-step"}
+            | {
+                f"{w}{tail}"
+                for w in ("calls", "syncs", "allocs")
+                for tail in ("", "/step", " per step")
+            }
+        ),
         "a count per step",
     ),
 }
@@ -146,14 +154,14 @@ def read_number(text: str, unit: str | None) -> float:
     if given in spellings:
         return _finite(value, shown)
     what = _QUANTITY.get(given)
+    in_unit = "ms" if is_time else unit
+    named = "" if in_unit in quantity else f" ({in_unit})"
     if what is None:
         raise NumberError(
-            f"“{given}” is not a unit this answer takes: it is {quantity} "
-            f"({'ms' if is_time else unit}); type the number alone or with that unit."
+            f"“{given}” is not a unit this answer takes: it is {quantity}{named}; type the "
+            "number alone or with that unit."
         )
-    raise NumberError(
-        f"“{shown}” is {what}, and this answer is {quantity} ({'ms' if is_time else unit})."
-    )
+    raise NumberError(f"“{shown}” is {what}, and this answer is {quantity}{named}.")
 
 
 def _finite(value: float, shown: str) -> float:

@@ -39,6 +39,8 @@ from tests.drills.test_drill_flow import start
         ("20 ×", "×", 20.0),
         ("350 GB/s", "GB/s", 350.0),
         ("8 per step", "per step", 8.0),
+        ("8 syncs per step", "per step", 8.0),
+        ("8 allocs/step", "per step", 8.0),
         ("1e-3", "ms", 0.001),
     ],
 )
