@@ -118,9 +118,27 @@ def submit_diagnosis(request: SignedInRequest, attempt_id) -> HttpResponse:
         return _after_submit(request, attempt)
     form = DiagnosisForm(request.POST)
     if not form.is_valid():
-        return _attempt_page(request, attempt, form, status=400, partial=bool(request.htmx))
+        if request.htmx:
+            return _form_errors(request, attempt, form)
+        return _attempt_page(request, attempt, form, status=400)
     attempt, _ = services.submit_diagnosis(attempt, form.diagnosis())
     return _after_submit(request, attempt)
+
+
+def _form_errors(request: HttpRequest, attempt: Attempt, form: DiagnosisForm) -> HttpResponse:
+    """A refused diagnosis sent by htmx: only the form comes back, in place of the form, so the
+    timeline keeps its zoom, selection and measurements (and the checklist its ticks) while the
+    learner corrects a field."""
+    response = TemplateResponse(
+        request,
+        "drills/attempt.html#diagnosis-form",
+        {"attempt": attempt, "form": form},
+        status=400,
+    )
+    response["HX-Retarget"] = "#diagnosis-form"
+    response["HX-Reswap"] = "outerHTML"
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 def _follow_up_url(attempt: Attempt) -> str | None:

@@ -113,3 +113,24 @@ def test_a_range_is_refused_beside_its_field_and_every_typed_answer_stays(
     assert 'value="1,234.5 ms"' in gap_box and 'type="text"' in gap_box
     attempt.refresh_from_db()
     assert attempt.submitted_at is None and attempt.answer_step_ms is None
+
+
+@pytest.mark.django_db
+def test_a_refused_diagnosis_sent_by_htmx_replaces_only_the_form_and_keeps_the_timeline(
+    learner_client, no_refill
+):
+    """The whole drill area came back on a refused field: the timeline was mounted afresh and
+    the learner lost their zoom, selection and measurements, under the clock."""
+    attempt = start(learner_client)
+    response = learner_client.post(
+        f"/drill/attempts/{attempt.pk}/diagnosis/",
+        {**right_answer(attempt), "step_ms": "30-50"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 400
+    assert response["HX-Retarget"] == "#diagnosis-form"
+    assert response["HX-Reswap"] == "outerHTML"
+    html = unescape(response.content.decode())
+    assert html.lstrip().startswith('<form method="post"') and 'id="diagnosis-form"' in html
+    assert "is a range" in html and 'value="30-50"' in html
+    assert 'id="timeline"' not in html and 'id="clock"' not in html
