@@ -79,6 +79,9 @@ BUS_FACTOR = {"allreduce": "2(n-1)/n", "allgather": "(n-1)/n", "reducescatter": 
 COLL_FROM_NAME = re.compile(
     r"(AllReduce|AllGather|ReduceScatter|AllToAll|Broadcast|Reduce|SendRecv|Send|Recv)", re.I
 )
+# the process-group op on the CPU that launched a collective kernel: "c10d::alltoall_base_",
+# "nccl:all_reduce", "c10d::send"
+COLL_OP = re.compile(r"^(?:c10d::|nccl:)_?(.+)$")
 
 
 def family(name: str) -> str:
@@ -108,7 +111,7 @@ def _norm_coll(name: str) -> str:
     for k in ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"):
         if k in s:
             return k
-    if s in ("send", "recv"):
+    if s.startswith(("send", "recv")):  # "send", "recv_", "recv_any_source_"
         return "sendrecv"
     if "reduce" in s:
         return "reduce"
@@ -405,13 +408,43 @@ def kernel_table(v: RankView) -> tuple[list[dict], list[dict]]:
     return kernels, families
 
 
+def launching_collective(v: RankView, idx: list[int]) -> dict[int, str]:
+    """The collective each communication kernel in ``idx`` runs, as named by the c10d / NCCL op
+    on the CPU that launched it (the innermost such op around its launch call). NCCL runs
+    all-to-all as SendRecv kernels, and some builds run every collective so: the kernel's own
+    name would call an embedding all-to-all or a gradient all-reduce point-to-point."""
+    r = v.r
+    op_ids = [n for n, name in enumerate(r.names) if COLL_OP.match(name)]
+    if not op_ids:
+        return {}
+    ops = np.flatnonzero((r.kind == CPU_OP) & np.isin(r.name, op_ids))
+    o_ts, o_end, o_pid, o_tid = r.ts[ops], v.end[ops], r.pid[ops], r.tid[ops]
+    out: dict[int, str] = {}
+    for i in idx:
+        j = v.rt_by_corr.get(int(r.corr[i])) if r.corr[i] >= 0 else None
+        if j is None:
+            continue
+        around = np.flatnonzero(
+            (o_pid == r.pid[j]) & (o_tid == r.tid[j]) & (o_ts <= r.ts[j]) & (o_end >= v.end[j])
+        )
+        if len(around):
+            inner = ops[around[np.argmax(o_ts[around])]]
+            m = COLL_OP.match(r.names[r.name[inner]])
+            if m:
+                out[i] = m.group(1)
+    return out
+
+
 def collectives(v: RankView, link_gbps: float | None, world: int) -> list[dict]:
     r = v.r
-    idx = np.flatnonzero(v.kept & (r.kind == COMM))
+    idx = np.flatnonzero(v.kept & (r.kind == COMM)).tolist()
+    launched_by = launching_collective(v, idx)
     groups: dict[tuple[str, int, int], list[int]] = defaultdict(list)
-    for i in idx.tolist():
+    for i in idx:
         a = r.args[r.aid[i]] if r.aid[i] >= 0 else {}
         cname = a.get("Collective name")
+        if not isinstance(cname, str):
+            cname = launched_by.get(i)
         if not isinstance(cname, str):
             m = COLL_FROM_NAME.search(r.names[r.name[i]])
             cname = m.group(1) if m else "unknown"

@@ -224,3 +224,47 @@ def test_a_collectives_bandwidth_is_shown_with_the_duration_it_is_taken_at():
     factor = bus_factor(c["collective"], c["group_size"])
     rate = c["bytes"] / (c["p10_us"] * 1e-6) / 1e9 * factor
     assert rate == pytest.approx(c["busbw_gbps"], rel=0.01)
+
+
+@pytest.mark.parametrize("name", ["sampled_rank-0.json.gz", "sampled_rank-1.json.gz"])
+def test_collectives_run_as_sendrecv_kernels_are_named_by_the_op_that_launched_them(name):
+    """On these 128-rank TorchRec traces every NCCL kernel is ``ncclKernel_SendRecv_…``, but
+    the ops that launch them are ``c10d::alltoall_base_``, ``c10d::allreduce_`` and
+    ``c10d::_allgather_base_``: no point-to-point traffic, so no pipeline. The page called them
+    send/recv and found "2 microbatches through 128 stages" of pipeline bubbles."""
+    from pathlib import Path
+
+    from scenarios.traceanalysis.ingest import Limits, load
+
+    real = Path(__file__).resolve().parents[2] / "data" / "real" / name
+    with open(real, "rb") as f:
+        a = analyse(load(name, f, Limits()))
+    colls = {c["collective"] for c in a["per_rank"][0]["collectives"]}
+    assert colls == {"alltoall", "allreduce", "allgather"}
+    assert "pipeline-bubbles" not in {x["slug"] for x in a["findings"]}
+
+
+def test_a_send_launched_by_c10d_send_stays_point_to_point():
+    """The launching op names a kernel that carries no "Collective name" either way: a
+    ``c10d::send`` is point-to-point, a ``nccl:all_reduce`` an all-reduce."""
+    ev = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
+         "ts": 0, "dur": 1000},
+        {"ph": "X", "cat": "cpu_op", "name": "c10d::send", "pid": 1, "tid": 1, "ts": 10,
+         "dur": 30},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 20, "dur": 5, "args": {"correlation": 1}},
+        {"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 100,
+         "dur": 30},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 110, "dur": 5, "args": {"correlation": 2}},
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv(ncclDevKernelArgs)",
+         "pid": 0, "tid": 7, "ts": 40, "dur": 50, "args": {"stream": 7, "correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv(ncclDevKernelArgs)",
+         "pid": 0, "tid": 7, "ts": 140, "dur": 50, "args": {"stream": 7, "correlation": 2}},
+    ]  # fmt: skip
+    a = analyse(assemble([parse({"traceEvents": ev}, source="t.json")]))
+    assert sorted(c["collective"] for c in a["per_rank"][0]["collectives"]) == [
+        "allreduce",
+        "sendrecv",
+    ]
