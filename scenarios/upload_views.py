@@ -121,6 +121,7 @@ def upload_detail(request: HtmxRequest, upload_id) -> HttpResponse:
             analysis=a,
             overview=_overview(a),
             rank_rows=_rank_rows(a),
+            skipped_events=sum(pr.get("skipped_events", 0) for pr in a["per_rank"]),
             thresholds=rules.THRESHOLDS,
             kernel_gap_us=KERNEL_GAP_US,
             **perfetto_ui.link_context(

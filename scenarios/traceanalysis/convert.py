@@ -95,8 +95,9 @@ def assemble(parsed: list[RankTrace]) -> list[RankTrace]:
                 # it again with CUDA on"
                 raise TraceError(
                     f"{p.source}: no usable GPU events (kernels, memcpy or memset); "
-                    f"{p.skipped:,} event{'s' if p.skipped != 1 else ''} had no numeric "
-                    '"ts" or a missing or negative "dur" and were left out.'
+                    f"{p.skipped:,} event{'s' if p.skipped != 1 else ''} had no usable "
+                    '"ts" or "dur" (missing, not a number, negative, or beyond any real clock) '
+                    "and were left out."
                 )
             raise TraceError(
                 f"{p.source}: no GPU events (kernels, memcpy or memset). Record the trace with "

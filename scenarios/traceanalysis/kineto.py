@@ -85,6 +85,17 @@ _INF = float("inf")
 
 
 _BIG = 1 << 62  # ids beyond this do not fit the int64 columns
+# Times no profiler writes: a timestamp beyond 2^53 µs (year 2255 counted from 1970; past it a
+# double no longer holds every µs) or a slice longer than a day. One such event stretched a
+# step to 10^27 ms, or moved a ProfilerStep out of the trace with every figure of it read 0.
+MAX_TS_US = float(1 << 53)
+MAX_DUR_US = 86_400e6
+
+
+def usable_time(ts: float, dur: float) -> bool:
+    """Whether a slice's ts and dur place it on a timeline (a negative or impossible value does
+    not: the event is counted and skipped, never guessed, as one with no ts is)."""
+    return abs(ts) <= MAX_TS_US and 0 <= dur <= MAX_DUR_US
 
 
 def _int(v: Any, default: int = -1) -> int:
@@ -241,7 +252,7 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
             continue
         ts = _num(ev.get("ts"))
         dur = _num(ev.get("dur"))
-        if ts is None or dur is None or dur < 0:
+        if ts is None or dur is None or not usable_time(ts, dur):
             skipped += 1
             continue
         name = ev.get("name")

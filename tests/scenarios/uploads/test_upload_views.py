@@ -348,3 +348,23 @@ def test_deleting_an_upload_asks_first_and_names_the_file(learner_client):
         assert form, html
         assert 'data-confirm="Delete nccl.json.gz?' in form.group(0)
         assert "js/confirm" in html  # the script that asks
+
+
+@pytest.mark.parametrize(("field", "value"), [("dur", 10**30), ("ts", 1e308)])
+def test_an_impossible_time_is_left_out_and_said_so_not_read_as_a_step(
+    learner_client, field, value
+):
+    """A ProfilerStep with a duration of 10^30 µs showed a step of 10^27 ms and a GPU gap as
+    long; one at ts 1e308 left step #100 on the page with every figure 0.00. The event is left
+    out, the page says so, and the figures are those of the events that remain."""
+    doc = json.loads(gzip.decompress((REAL / "event_sync_a100.json.gz").read_bytes()))
+    (step,) = [e for e in doc["traceEvents"] if e.get("name") == "ProfilerStep#100"]
+    step[field] = value
+    page = post(learner_client, "t.json", json.dumps(doc).encode())
+    html = page.content.decode()
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.READY
+    assert 'id="skipped-events"' in html and "1 event of the file" in html
+    (row,) = up.analysis["per_rank"][0]["steps"]
+    assert row["step"] is None and 0 < row["step_ms"] < 1  # the GPU's own 0.26 ms span
+    assert "#100" not in html.split('id="overview-table"', 1)[1]
