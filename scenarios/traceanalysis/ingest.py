@@ -289,6 +289,16 @@ def read_files(name: str, fileobj: BinaryIO, limits: Limits) -> list[tuple[str, 
     return files
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _without_bom(raw: bytes) -> bytes | memoryview:
+    """The JSON text without the UTF-8 byte order mark Windows editors and PowerShell's
+    ``Out-File -Encoding utf8`` put in front (orjson refuses it; the JSON is fine). A view, not a
+    copy of the whole document."""
+    return memoryview(raw)[len(UTF8_BOM) :] if raw.startswith(UTF8_BOM) else raw
+
+
 def load(name: str, fileobj: BinaryIO, limits: Limits) -> list[RankTrace]:
     """Read, parse and assemble an upload: the ranks, or TraceError."""
     files = read_files(name, fileobj, limits)
@@ -297,7 +307,7 @@ def load(name: str, fileobj: BinaryIO, limits: Limits) -> list[RankTrace]:
     for i, (path, raw) in enumerate(files):
         files[i] = (path, b"")  # drop our reference as we go: one document in memory at a time
         try:
-            obj = orjson.loads(raw)
+            obj = orjson.loads(_without_bom(raw))
         except orjson.JSONDecodeError as e:
             hint = " (is it cut off?)" if "unexpected end" in str(e).lower() else ""
             raise TraceError(f"{path}: not valid JSON{hint}: {e}.") from None

@@ -252,3 +252,10 @@ def test_fuzz_any_bytes_give_ranks_or_a_clear_error(data):
 def test_read_files_reports_member_names():
     files = read_files("t.zip", io.BytesIO(zipped({"dir/rank-3.json": b"{}"})), SMALL)
     assert files == [("dir/rank-3.json", b"{}")]
+
+
+def test_a_json_file_saved_with_a_utf8_byte_order_mark_is_read():
+    """Saved by a Windows editor or PowerShell's Out-File: the upload failed with "UTF-8 byte
+    order mark (BOM) is not supported"."""
+    ranks = load("t.json", io.BytesIO(b"\xef\xbb\xbf" + json.dumps(rank_doc(0)).encode()), SMALL)
+    assert [r.rank for r in ranks] == [0] and ranks[0].n == 9
