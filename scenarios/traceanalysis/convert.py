@@ -349,7 +349,23 @@ def to_perfetto(ranks: list[RankTrace]) -> bytes:
             evs.append(ev)
         parts.append(dumps(evs)[1:-1])
         del evs
-    return b'{"displayTimeUnit": "ms", "traceEvents": [' + b",".join(parts) + b"]}"
+    head = dumps(perfetto_header(ranks))[1:-1]
+    return b"{" + head + b', "traceEvents": [' + b",".join(parts) + b"]}"
+
+
+def perfetto_header(ranks: list[RankTrace]) -> dict:
+    """The export's Kineto header: what an upload of the export needs to read the job as it
+    was read the first time. Without it the export of rank 1 of a 2-rank job came back as
+    rank 0 of a 1-rank job on an unknown device (no link, so no bus bandwidth against it)."""
+    worlds = [r.world_size for r in ranks if r.world_size]
+    dist: dict = {"world_size": max([*worlds, len(ranks), max(r.rank for r in ranks) + 1])}
+    if len(ranks) == 1:
+        dist["rank"] = ranks[0].rank  # a merged file's ranks are in its process names
+    head: dict = {"schemaVersion": 1, "displayTimeUnit": "ms", "distributedInfo": dist}
+    devices = [{"id": r.rank, "name": r.device_name} for r in ranks if r.device_name]
+    if devices:
+        head["deviceProperties"] = devices
+    return head
 
 
 def kind_name(k: int) -> str:
