@@ -82,6 +82,20 @@ def _steps(a: dict) -> list[tuple[int, dict]]:
     return out
 
 
+def _steady_steps(steps: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+    """The steps after the first profiled one, which may carry warm-up (the caching allocator's
+    first cudaMalloc calls); the first itself when it is the only one analysed (the profiler's
+    schedule records steps after its own warm-up). None without step annotations: the whole
+    trace is one window then, set-up and warm-up included (AlexNet's benchmark trace, no
+    ProfilerStep, spent 8.5 s of warm-up in cudaMalloc/cudaFree and was said to stall in
+    steady-state steps)."""
+    numbered = [x for x in steps if x[1]["step"] is not None]
+    if not numbered:
+        return []
+    first = min(s["step"] for _, s in numbered)
+    return [(r, s) for r, s in numbered if s["step"] != first] or numbered
+
+
 def _share(s: dict, key: str) -> float:
     return s[key] / s["step_ms"] if s["step_ms"] > 0 else 0.0
 
@@ -219,9 +233,9 @@ def evaluate(a: dict) -> list[dict]:
         )
 
     # allocator stalls: cudaMalloc/cudaFree in steady state
-    steady = [(r, s) for r, s in steps if s["step"] != min(x[1]["step"] for x in steps)] or steps
+    steady = _steady_steps(steps)
     al = [_share(s, "alloc_ms") for _, s in steady]
-    if median(al) >= ALLOC_SHARE:
+    if steady and median(al) >= ALLOC_SHARE:
         r, s = _median_step(steady)
         out.append(
             _finding(
@@ -488,7 +502,9 @@ def evaluate(a: dict) -> list[dict]:
                 )
             )
         pages = sum(pr.get("pageable_memcpy_data", 0) for pr in a["per_rank"]) / max(1, n)
-        if pages >= PAGEABLE_PER_STEP:
+        # a rate per step needs steps: without them the copies may be the model's weights,
+        # loaded once (AlexNet's benchmark trace: 8 copies of up to 151 MB, then no step)
+        if pages >= PAGEABLE_PER_STEP and any(x[1]["step"] is not None for x in steps):
             r, s = _median_step(steps)
             out.append(
                 _finding(

@@ -268,3 +268,23 @@ def test_a_send_launched_by_c10d_send_stays_point_to_point():
         "allreduce",
         "sendrecv",
     ]
+
+
+def test_a_trace_without_steps_is_not_said_to_stall_in_steady_state_steps():
+    """AlexNet's benchmark trace has no ProfilerStep: its 8.5 s of cudaMalloc / cudaFree are the
+    warm-up's, and its 8 large host-to-device copies load the weights once. The page said
+    "cudaMalloc / cudaFree in steady-state steps" and "8.0 pageable memcpy … per step"; what the
+    trace does show is a GPU idle 99 % of the time."""
+    from pathlib import Path
+
+    from scenarios.traceanalysis.ingest import Limits, load
+
+    name = "alexnet_a100.json.gz"
+    real = Path(__file__).resolve().parents[2] / "data" / "real" / name
+    with open(real, "rb") as f:
+        a = analyse(load(name, f, Limits()))
+    assert [s["step"] for s in a["per_rank"][0]["steps"]] == [None]
+    titles = [x["title"] for x in a["findings"]]
+    assert "cudaMalloc / cudaFree in steady-state steps" not in titles
+    assert "Copies to pageable host memory" not in titles
+    assert titles[0].startswith("Low GPU utilisation")
