@@ -368,3 +368,26 @@ def test_an_impossible_time_is_left_out_and_said_so_not_read_as_a_step(
     (row,) = up.analysis["per_rank"][0]["steps"]
     assert row["step"] is None and 0 < row["step_ms"] < 1  # the GPU's own 0.26 ms span
     assert "#100" not in html.split('id="overview-table"', 1)[1]
+
+
+def test_a_collectives_size_reads_in_the_units_of_its_bandwidth_and_unknown_when_unknown(
+    learner_client,
+):
+    """8 196 000 bytes read "7.8 MB" (binary units) beside a bus bandwidth in decimal GB/s, so
+    size ÷ time did not give the rate shown; the TorchRec trace's collectives, whose size the
+    trace does not give, read "0 bytes"."""
+    from scenarios.upload_views import bytes_text
+
+    assert bytes_text(8_196_000) == "8.2 MB" and bytes_text(0) == "unknown"
+    html = post(
+        learner_client, "nccl.json.gz", (REAL / "nccl_a100_rank0.json.gz").read_bytes()
+    ).content.decode()
+    up = Upload.objects.get()
+    c = next(c for c in up.analysis["per_rank"][0]["collectives"] if c["bytes"] == 8_196_000)
+    assert f"<td>allreduce</td><td>8.2 MB</td><td>2</td><td>{c['count']}</td>" in html
+    # the size shown ÷ the duration shown × the factor is the bandwidth shown
+    assert 8.2e6 / (c["p10_us"] * 1e-6) / 1e9 == pytest.approx(c["busbw_gbps"], rel=0.02)
+    html = post(
+        learner_client, "r0.json.gz", (REAL / "sampled_rank-0.json.gz").read_bytes()
+    ).content.decode()
+    assert "<td>alltoall</td><td>unknown</td>" in html and "0 bytes" not in html
