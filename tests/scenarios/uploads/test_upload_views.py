@@ -391,3 +391,16 @@ def test_a_collectives_size_reads_in_the_units_of_its_bandwidth_and_unknown_when
         learner_client, "r0.json.gz", (REAL / "sampled_rank-0.json.gz").read_bytes()
     ).content.decode()
     assert "<td>alltoall</td><td>unknown</td>" in html and "0 bytes" not in html
+
+
+def test_a_client_that_refuses_gzip_gets_plain_json(learner_client):
+    """A header of "Accept-Encoding: gzip;q=0" refuses gzip (RFC 9110 §12.5.3); the upload's
+    export and timeline were sent gzipped to it all the same, as to any header with "gzip"."""
+    post(learner_client, "t.json.gz", (REAL / "event_sync_a100.json.gz").read_bytes())
+    up = Upload.objects.get()
+    for name in ("upload_perfetto", "upload_timeline"):
+        url = reverse(f"scenarios:{name}", args=[up.pk])
+        r = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip;q=0, identity")
+        assert r.get("Content-Encoding") is None and json.loads(r.content)
+        r = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate, br")
+        assert r["Content-Encoding"] == "gzip" and json.loads(gzip.decompress(r.content))
