@@ -33,6 +33,9 @@ COMM_SYMMETRY = 1.5
 BW_MIN_BYTES = 1024 * 1024
 STRAGGLER_RATIO = 1.08  # one rank's compute over the median rank's
 STRAGGLER_STEPS = 0.6  # ... the same rank in at least this share of steps
+# ... among at least this many ranks of the upload: of two, one is always the slower, their
+# median is their mean, and nothing tells a slow rank from a fast other one
+STRAGGLER_MIN_RANKS = 3
 # bus bandwidth at least this share of the link's achievable figure: the link runs at its
 # ceiling; below it the fabric runs slow (both are bandwidth-bound: it only words the finding)
 BUSBW_SHARE = 0.60
@@ -252,7 +255,7 @@ def evaluate(a: dict) -> list[dict]:
     # collectives: straggler / bandwidth-bound / exposed
     skew = a["skew"]["steps"]
     straggler_rank = None
-    if skew:
+    if skew and len(a["per_rank"]) >= STRAGGLER_MIN_RANKS:
         slow = [
             x
             for x in skew
@@ -277,7 +280,8 @@ def evaluate(a: dict) -> list[dict]:
                         f"Rank {top} is slower and the others wait for it",
                         f"rank {top}'s compute is {ratio:.2f}x the median rank's in {k} of "
                         f"{len(skew)} steps, and it spends the least time in collectives",
-                        f">= {STRAGGLER_RATIO}x in >= {STRAGGLER_STEPS:.0%} of steps",
+                        f">= {STRAGGLER_RATIO}x in >= {STRAGGLER_STEPS:.0%} of steps, among "
+                        f">= {STRAGGLER_MIN_RANKS} ranks",
                         ratio - 1.0,
                         [_ev(top, "gpu", s["start_us"], s["end_us"], "the slow rank")],
                     )
