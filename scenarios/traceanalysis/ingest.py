@@ -289,6 +289,19 @@ def read_files(name: str, fileobj: BinaryIO, limits: Limits) -> list[tuple[str, 
     return files
 
 
+def not_json_message(path: str, error: str, *, in_archive: bool) -> str:
+    """What to tell the user about a file that is not JSON. A stray file beside the ranks in an
+    archive (a README, a log) is named as such, with what to do, rather than as a JSON syntax
+    error at line 1 column 1."""
+    if in_archive and not path.lower().endswith((".json", ".gz")):
+        return (
+            f"{path} in the archive is not a trace (it is not JSON). An archive holds only the "
+            f"trace files, one per rank: take {posixpath.basename(path)} out and upload it again."
+        )
+    hint = " (is it cut off?)" if "unexpected end" in error.lower() else ""
+    return f"{path}: not valid JSON{hint}: {error}."
+
+
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
@@ -309,8 +322,7 @@ def load(name: str, fileobj: BinaryIO, limits: Limits) -> list[RankTrace]:
         try:
             obj = orjson.loads(_without_bom(raw))
         except orjson.JSONDecodeError as e:
-            hint = " (is it cut off?)" if "unexpected end" in str(e).lower() else ""
-            raise TraceError(f"{path}: not valid JSON{hint}: {e}.") from None
+            raise TraceError(not_json_message(path, str(e), in_archive=path != name)) from None
         del raw
         r = parse(obj, source=path, max_events=limits.max_events - total)
         del obj

@@ -259,3 +259,27 @@ def test_a_json_file_saved_with_a_utf8_byte_order_mark_is_read():
     order mark (BOM) is not supported"."""
     ranks = load("t.json", io.BytesIO(b"\xef\xbb\xbf" + json.dumps(rank_doc(0)).encode()), SMALL)
     assert [r.rank for r in ranks] == [0] and ranks[0].n == 9
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_a_stray_file_beside_the_ranks_in_an_archive_is_named_with_what_to_do(kind):
+    """It failed with "README.txt: not valid JSON: unexpected character, expected a JSON value:
+    line 1 column 1 (char 0)"."""
+    members = {"rank-0.json": js(rank_doc(0)), "notes/README.txt": b"profiled on node 7\n"}
+    buf = io.BytesIO()
+    if kind == "zip":
+        with zipfile.ZipFile(buf, "w") as z:
+            for n, b in members.items():
+                z.writestr(n, b)
+    else:
+        with tarfile.open(fileobj=buf, mode="w:gz") as t:
+            for n, b in members.items():
+                info = tarfile.TarInfo(n)
+                info.size = len(b)
+                t.addfile(info, io.BytesIO(b))
+    with pytest.raises(TraceError) as e:
+        load(f"job.{kind}", io.BytesIO(buf.getvalue()), SMALL)
+    assert str(e.value) == (
+        "notes/README.txt in the archive is not a trace (it is not JSON). An archive holds only "
+        "the trace files, one per rank: take README.txt out and upload it again."
+    )
