@@ -99,6 +99,13 @@ def assemble(parsed: list[RankTrace]) -> list[RankTrace]:
                     '"ts" or "dur" (missing, not a number, negative, or beyond any real clock) '
                     "and were left out."
                 )
+            if not from_pytorch(p):
+                raise TraceError(
+                    f"{p.source}: this is not a PyTorch profiler trace: it has no PyTorch ops "
+                    "(aten::…), no ProfilerStep, no CUDA or HIP runtime calls and no GPU events "
+                    "(a Chrome trace of another program?). Upload what torch.profiler wrote, "
+                    "recorded with ProfilerActivity.CUDA."
+                )
             raise TraceError(
                 f"{p.source}: no GPU events (kernels, memcpy or memset). Record the trace with "
                 "ProfilerActivity.CUDA so the GPU side is in it."
@@ -108,6 +115,18 @@ def assemble(parsed: list[RankTrace]) -> list[RankTrace]:
     for p in parsed:
         p.shift(t0)
     return parsed
+
+
+PYTORCH_NAME = re.compile(r"^(aten::|autograd::|torch\.|c10d::|nccl:|Optimizer\.|ProfilerStep#)")
+
+
+def from_pytorch(r: RankTrace) -> bool:
+    """Whether a rank's events are the PyTorch profiler's: runtime calls, a ProfilerStep, or an
+    op of PyTorch's own (a CPU-only torch.profiler trace has aten:: ops and no GPU side)."""
+    if np.isin(r.kind, (RUNTIME, STEP)).any():
+        return True
+    used = set(r.name.tolist())
+    return any(PYTORCH_NAME.match(r.names[i]) for i in used)
 
 
 def _depths(ts: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -283,3 +283,21 @@ def test_a_stray_file_beside_the_ranks_in_an_archive_is_named_with_what_to_do(ki
         "notes/README.txt in the archive is not a trace (it is not JSON). An archive holds only "
         "the trace files, one per rank: take README.txt out and upload it again."
     )
+
+
+def test_a_chrome_trace_of_another_program_is_named_as_such_not_sent_to_record_cuda():
+    """A browser's Chrome trace was told to "Record the trace with ProfilerActivity.CUDA", as if
+    it were a PyTorch trace without its GPU side."""
+    chrome = {
+        "traceEvents": [
+            {"ph": "X", "cat": "toplevel", "name": "ThreadControllerImpl::RunTask", "pid": 1,
+             "tid": 2, "ts": 1000 + 100 * i, "dur": 50, "args": {}} for i in range(50)
+        ] + [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "Renderer"}}]
+    }  # fmt: skip
+    with pytest.raises(TraceError, match="this is not a PyTorch profiler trace"):
+        run(js(chrome))
+    # a CPU-only torch.profiler trace is PyTorch's: it is told to record the GPU side
+    cpu_only = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1,
+                                 "tid": 1, "ts": 0, "dur": 5}]}  # fmt: skip
+    with pytest.raises(TraceError, match=r"Record the trace with ProfilerActivity\.CUDA"):
+        run(js(cpu_only))
