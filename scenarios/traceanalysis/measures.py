@@ -36,15 +36,17 @@ from .kineto import (
 KERNEL_GAP_US = 30.0  # HTA's consecutive_kernel_delay: shorter gaps are launch latency
 SYNC_RE = re.compile(
     r"^(cuda|hip)(StreamSynchronize|DeviceSynchronize|EventSynchronize|Memcpy|MemcpyDtoH|"
-    r"MemcpyHtoD|Memcpy2D|ThreadSynchronize)$|^cuCtxSynchronize$|^cuStreamSynchronize$"
+    r"MemcpyHtoD|Memcpy2D|MemcpyWithStream|ThreadSynchronize)$|^cuCtxSynchronize$|"
+    r"^cuStreamSynchronize$"
 )
 ALLOC_RE = re.compile(
     r"^(cuda|hip)(Malloc|Free|MallocHost|FreeHost|HostAlloc|MallocManaged|MallocAsync|"
     r"FreeAsync|ExtMallocWithFlags)$|^cuMemAlloc|^cuMemFree"
 )
+# hipExtModuleLaunchKernel: how ROCm launches hipBLASLt / Tensile GEMMs (Cijk_…)
 LAUNCH_RE = re.compile(
     r"^(cuda|hip)(LaunchKernel|LaunchKernelExC|LaunchCooperativeKernel|ExtLaunchKernel|"
-    r"ModuleLaunchKernel|MemcpyAsync|MemsetAsync)$|^cuLaunchKernel"
+    r"ModuleLaunchKernel|ExtModuleLaunchKernel|MemcpyAsync|MemsetAsync)$|^cuLaunchKernel"
 )
 DATALOADER_RE = re.compile(r"DataLoader.*__next__|enumerate\(DataLoader\)")
 COMPILE_RE = re.compile(

@@ -312,3 +312,23 @@ def test_of_two_ranks_the_slower_one_is_not_named_a_straggler():
     assert "straggler" not in [x["slug"] for x in a["findings"]]
     assert "straggler" not in [x["slug"] for x in analyse(job(ranks=2, slow_rank=1))["findings"]]
     assert analyse(job(ranks=4, slow_rank=1))["findings"][0]["slug"] == "straggler"
+
+
+def test_rocm_gemms_launched_by_hipextmodulelaunchkernel_count_as_launches():
+    """On ROCm the hipBLASLt / Tensile GEMMs (Cijk_…) go out through hipExtModuleLaunchKernel:
+    the MI250 trace's 14 kernels read as 12 launches, its two GEMMs left out of every launch
+    figure; and its blocking hipMemcpyWithStream calls were not counted as synchronising."""
+    from pathlib import Path
+
+    from scenarios.traceanalysis.ingest import Limits, load
+
+    name = "mi250_minitoy.json.gz"
+    real = Path(__file__).resolve().parents[2] / "data" / "real" / name
+    with open(real, "rb") as f:
+        a = analyse(load(name, f, Limits()))
+    pr = a["per_rank"][0]
+    gemms = [k for k in pr["top_kernels"] if k["name"].startswith("Cijk_")]
+    assert sum(k["count"] for k in gemms) == 2
+    assert pr["launch"]["kernel_launches"] == 14  # 12 hipLaunchKernel + 2 hipExtModuleLaunchKernel
+    # step #1's two hipMemcpyWithStream (its hipDeviceSynchronize comes after the last step)
+    assert pr["steps"][0]["sync_calls"] == 2
