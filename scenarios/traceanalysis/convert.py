@@ -40,7 +40,6 @@ TL_CATS = [
 ]
 # kind -> index into TL_CATS
 TL_CAT_OF = np.array([0, 0, 1, 2, 3, 6, 4, 5, 0, 2], np.int64)
-FLOW_STRIDE = 1 << 24
 PID_STRIDE = 1 << 20
 
 
@@ -278,10 +277,11 @@ def to_perfetto(ranks: list[RankTrace]) -> bytes:
     own flow ids, so Perfetto neither merges processes nor links launches across ranks."""
     parts: list[bytes] = []
     dumps = orjson.dumps
+    next_flow = 1
     for r in ranks:
         cpu_pid = (2 * r.rank + 1) * PID_STRIDE
         gpu_pid = (2 * r.rank + 2) * PID_STRIDE
-        flow = r.rank * FLOW_STRIDE
+        flow, next_flow = flow_ids(r.corr, next_flow)
         gpu = np.isin(r.kind, (*GPU_KINDS, GPU_SYNC, GPU_ANNOT))
         meta = [
             {
@@ -353,7 +353,7 @@ def to_perfetto(ranks: list[RankTrace]) -> bytes:
                 a["correlation"] = c
                 fl: dict = {
                     "ph": "s" if k == RUNTIME else "f",
-                    "id": flow + c,
+                    "id": flow[c],
                     "pid": ev["pid"],
                     "tid": ev["tid"],
                     "ts": ts[i],
@@ -370,6 +370,15 @@ def to_perfetto(ranks: list[RankTrace]) -> bytes:
         del evs
     head = dumps(perfetto_header(ranks))[1:-1]
     return b"{" + head + b', "traceEvents": [' + b",".join(parts) + b"]}"
+
+
+def flow_ids(corr: np.ndarray, first: int) -> tuple[dict[int, int], int]:
+    """One rank's flow ids, its correlation ids numbered densely from ``first``, and the next
+    free id: unique across ranks whatever the correlation ids are (they were offset by
+    rank × 2^24, and a long job's ids pass 2^24, so rank 0's launches were tied to rank 1's
+    kernels)."""
+    uniq = np.unique(corr[corr >= 0]).tolist()
+    return {c: first + i for i, c in enumerate(uniq)}, first + len(uniq)
 
 
 def perfetto_header(ranks: list[RankTrace]) -> dict:

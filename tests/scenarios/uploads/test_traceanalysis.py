@@ -332,3 +332,43 @@ def test_rocm_gemms_launched_by_hipextmodulelaunchkernel_count_as_launches():
     assert pr["launch"]["kernel_launches"] == 14  # 12 hipLaunchKernel + 2 hipExtModuleLaunchKernel
     # step #1's two hipMemcpyWithStream (its hipDeviceSynchronize comes after the last step)
     assert pr["steps"][0]["sync_calls"] == 2
+
+
+def test_the_exports_flows_stay_within_their_rank_whatever_the_correlation_ids():
+    """Flow ids were rank × 2^24 + correlation: a long job's correlation ids pass 2^24 (the
+    TorchRec trace's reach 7.2 million at step 552), and then rank 0's launch arrows landed on
+    rank 1's kernels in Perfetto."""
+    docs = []
+    for rank in (0, 1):
+        ev = []
+        # each process counts its own: rank 0's (1 << 24) + 5 was rank 1's 5, offset by 1 << 24
+        for i, corr in enumerate((5, (1 << 24) + 5)):
+            t = 100.0 * i
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": t,
+                    "dur": 5,
+                    "args": {"correlation": corr},
+                }
+            )
+            ev.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7,
+                       "ts": t + 10, "dur": 50,
+                       "args": {"stream": 7, "correlation": corr}})  # fmt: skip
+        docs.append({"distributedInfo": {"rank": rank, "world_size": 2}, "traceEvents": ev})
+    doc = orjson.loads(
+        to_perfetto(assemble([parse(d, source=f"r{i}") for i, d in enumerate(docs)]))
+    )
+    rank_of = {}
+    for e in doc["traceEvents"]:
+        if e.get("name") == "process_name":
+            rank_of[e["pid"]] = int(e["args"]["name"].split()[1])
+    by_id: dict[int, set[int]] = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] in ("s", "f"):
+            by_id.setdefault(e["id"], set()).add(rank_of[e["pid"]])
+    assert len(by_id) == 4 and all(len(v) == 1 for v in by_id.values()), by_id
