@@ -437,6 +437,19 @@ def launching_collective(v: RankView, idx: list[int]) -> dict[int, str]:
     return out
 
 
+MAX_ELEMENTS = 1 << 50  # a message of more elements than this is no real one (a petabyte)
+MAX_GROUP = 1 << 20  # ranks in a process group
+
+
+def count_arg(v: object, limit: int = MAX_ELEMENTS) -> int:
+    """A count from a kernel's args (elements, ranks): a whole number from 1 to ``limit``, else
+    0 for unknown. A damaged or hand-edited trace's 1e308 elements made an integer no float
+    holds, and the upload failed with "something went wrong"; a string made int() raise."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return 0
+    return int(v) if 1 <= v <= limit else 0
+
+
 def collectives(v: RankView, link_gbps: float | None, world: int) -> list[dict]:
     r = v.r
     idx = np.flatnonzero(v.kept & (r.kind == COMM)).tolist()
@@ -452,14 +465,13 @@ def collectives(v: RankView, link_gbps: float | None, world: int) -> list[dict]:
             cname = m.group(1) if m else "unknown"
         coll = _norm_coll(cname)
         nbytes = 0
-        n_el = a.get("In msg nelems")
-        if isinstance(n_el, (int, float)) and n_el > 0:
+        n_el = count_arg(a.get("In msg nelems"))
+        if n_el:
             dt = str(a.get("dtype", "")).lower().replace("c10::", "")
-            nbytes = int(n_el) * DTYPE_BYTES.get(dt, 0)
             if coll == "allgather":
-                nbytes = int(a.get("Out msg nelems", n_el)) * DTYPE_BYTES.get(dt, 0)
-        gs = a.get("Group size")
-        n = int(gs) if isinstance(gs, (int, float)) and gs > 0 else world
+                n_el = count_arg(a.get("Out msg nelems", n_el))
+            nbytes = n_el * DTYPE_BYTES.get(dt, 0)
+        n = count_arg(a.get("Group size"), MAX_GROUP) or world
         groups[(coll, nbytes, n)].append(i)
     out = []
     for (coll, nbytes, n), ii in sorted(groups.items(), key=lambda kv: -r.dur[kv[1]].sum()):

@@ -404,3 +404,25 @@ def test_a_client_that_refuses_gzip_gets_plain_json(learner_client):
         assert r.get("Content-Encoding") is None and json.loads(r.content)
         r = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate, br")
         assert r["Content-Encoding"] == "gzip" and json.loads(gzip.decompress(r.content))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"In msg nelems": 1e308, "Group size": 1e300},
+        {"Collective name": "allgather", "In msg nelems": 10, "Out msg nelems": "lots"},
+    ],
+)
+def test_an_absurd_message_size_is_unknown_not_a_failed_upload(learner_client, args):
+    """1e308 elements made an integer no float holds and a string one made int() raise: the
+    upload failed with "Something went wrong while reading this trace"."""
+    doc = json.loads(gzip.decompress((REAL / "nccl_a100_rank0.json.gz").read_bytes()))
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel" and e["name"].startswith("ncclKernel"):
+            e["args"].update(args)
+    html = post(learner_client, "t.json", json.dumps(doc).encode()).content.decode()
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.READY, up.error
+    colls = up.analysis["per_rank"][0]["collectives"]
+    assert colls and all(c["bytes"] == 0 and c["group_size"] == 2 for c in colls)
+    assert "<td>unknown</td>" in html
