@@ -25,6 +25,7 @@ from .kineto import (
     RUNTIME,
     STEP,
     RankTrace,
+    check_job_size,
 )
 
 RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.I)
@@ -87,6 +88,8 @@ def assemble(parsed: list[RankTrace]) -> list[RankTrace]:
                 raise TraceError(
                     f"{bad[0].source} says rank {bad[0].rank} but the world size is {world}."
                 )
+    for p in parsed:
+        check_job_size(p.source, p.rank, p.world_size or 0)
     for p in parsed:
         if not np.isin(p.kind, GPU_KINDS).any():
             if p.skipped:

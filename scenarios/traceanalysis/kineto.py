@@ -82,6 +82,18 @@ def _num(v: Any) -> float | None:
 
 
 _INF = float("inf")
+MAX_WORLD = 1 << 20  # ranks in one job (the largest run today have some 10^5 GPUs)
+
+
+def check_job_size(source: str, rank: int, world: int) -> None:
+    """TraceError for a rank or world size no job has (from distributedInfo, a file name or a
+    process name): a rank of 10^15 made process ids past 64 bits and the upload failed with
+    "something went wrong"; a world size of 10^17 was printed as the job's rank count."""
+    if rank >= MAX_WORLD or world > MAX_WORLD:
+        raise TraceError(
+            f"{source}: rank {rank:,}" + (f" of {world:,}" if world > 0 else "") + "; no job "
+            f"has more than {MAX_WORLD:,} ranks, so the file or its name is damaged."
+        )
 
 
 _BIG = 1 << 62  # ids beyond this do not fit the int64 columns

@@ -301,3 +301,24 @@ def test_a_chrome_trace_of_another_program_is_named_as_such_not_sent_to_record_c
                                  "tid": 1, "ts": 0, "dur": 5}]}  # fmt: skip
     with pytest.raises(TraceError, match=r"Record the trace with ProfilerActivity\.CUDA"):
         run(js(cpu_only))
+
+
+@pytest.mark.parametrize(("rank", "world"), [(10**15, 10**15 + 1), (3, 10**17)])
+def test_a_rank_or_world_size_no_job_has_is_a_clear_error(rank, world):
+    """Rank 10^15 made process ids past 64 bits in the export ("Something went wrong while
+    reading this trace"); a world size of 10^17 was printed as the job's rank count."""
+    doc = rank_doc(0)
+    doc["distributedInfo"] = {"rank": rank, "world_size": world}
+    with pytest.raises(TraceError, match="no job has more than 1,048,576 ranks"):
+        run(js(doc))
+
+
+def test_a_rank_no_job_has_in_a_file_name_is_a_clear_error():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name in ("rank_0.json", "rank_99999999999999999999999.json"):
+            doc = rank_doc(0)
+            del doc["distributedInfo"]
+            z.writestr(name, js(doc))
+    with pytest.raises(TraceError, match="no job has more than 1,048,576 ranks"):
+        run(buf.getvalue(), "job.zip")
