@@ -162,6 +162,7 @@ def evaluate(a: dict) -> list[dict]:
         return []
     out: list[dict] = []
     n = len(steps)
+    stepped = any(s["step"] is not None for _, s in steps)  # else one window: the whole trace
     med_step = median(s["step_ms"] for _, s in steps)
 
     # input starvation: every step waits on the data loader with the GPU idle
@@ -489,10 +490,15 @@ def evaluate(a: dict) -> list[dict]:
                 _finding(
                     slug,
                     title,
-                    f"GPU idle {median(_share(x, 'idle_ms') for _, x in steps):.0%} of the step "
-                    "(median); "
-                    f"longest gap {s['longest_gap_ms']:.1f} ms",
-                    f"idle >= {IDLE_SHARE:.0%} of the step in half the steps or more",
+                    f"GPU idle {median(_share(x, 'idle_ms') for _, x in steps):.0%} of "
+                    + (
+                        "the step (median); "
+                        if stepped
+                        else "the trace (no ProfilerStep: from its first GPU event to its last); "
+                    )
+                    + f"longest gap {s['longest_gap_ms']:.1f} ms",
+                    f"idle >= {IDLE_SHARE:.0%} of the step in half the steps or more"
+                    + ("" if stepped else " (of the trace, without steps)"),
                     median(_share(x, "idle_ms") for _, x in steps),
                     [
                         _ev(
@@ -508,7 +514,7 @@ def evaluate(a: dict) -> list[dict]:
         pages = sum(pr.get("pageable_memcpy_data", 0) for pr in a["per_rank"]) / max(1, n)
         # a rate per step needs steps: without them the copies may be the model's weights,
         # loaded once (AlexNet's benchmark trace: 8 copies of up to 151 MB, then no step)
-        if pages >= PAGEABLE_PER_STEP and any(x[1]["step"] is not None for x in steps):
+        if pages >= PAGEABLE_PER_STEP and stepped:
             r, s = _median_step(steps)
             out.append(
                 _finding(

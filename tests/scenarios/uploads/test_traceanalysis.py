@@ -290,6 +290,10 @@ def test_a_trace_without_steps_is_not_said_to_stall_in_steady_state_steps():
     assert "cudaMalloc / cudaFree in steady-state steps" not in titles
     assert "Copies to pageable host memory" not in titles
     assert titles[0].startswith("Low GPU utilisation")
+    # and it does not call the whole trace "the step"
+    assert a["findings"][0]["measured"].startswith(
+        "GPU idle 99% of the trace (no ProfilerStep: from its first GPU event to its last)"
+    )
 
 
 def test_of_two_ranks_the_slower_one_is_not_named_a_straggler():
