@@ -59,7 +59,8 @@ FAMILIES: list[tuple[str, re.Pattern[str]]] = [
     ("communication", re.compile(r"nccl|rccl|hccl", re.I)),
     ("attention", re.compile(r"flash|fmha|attention|sdpa|mha_", re.I)),
     ("embedding", re.compile(r"embed", re.I)),  # before gemm: embedding kernels name tiles too
-    ("gemm", re.compile(r"gemm|Cijk_|xmma|cutlass|matmul|_mm_|sm\d+_|wvSplitK|gemv", re.I)),
+    # "gemm", but not the "fbgemm_gpu::" namespace of TorchRec's permute / quantize kernels
+    ("gemm", re.compile(r"(?<!fb)gemm|Cijk_|xmma|cutlass|matmul|_mm_|sm\d+_|wvSplitK|gemv", re.I)),
     ("convolution", re.compile(r"conv|cudnn|implicit_", re.I)),
     ("normalization", re.compile(r"norm", re.I)),
     ("softmax", re.compile(r"softmax", re.I)),

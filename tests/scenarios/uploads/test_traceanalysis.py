@@ -376,3 +376,23 @@ def test_the_exports_flows_stay_within_their_rank_whatever_the_correlation_ids()
         if e["ph"] in ("s", "f"):
             by_id.setdefault(e["id"], set()).add(rank_of[e["pid"]])
     assert len(by_id) == 4 and all(len(v) == 1 for v in by_id.values()), by_id
+
+
+def test_torchrec_kernels_in_the_fbgemm_namespace_are_not_gemms():
+    """ "fbgemm_gpu::permute_2D_data_kernel", the FP8 quantize / dequantize kernels and an
+    embedding bounds check matched "gemm" in their namespace: the TorchRec trace's memory-bound
+    kernels were counted as high-intensity GEMM time."""
+    from scenarios.traceanalysis.measures import family
+
+    for name in (
+        "void fbgemm_gpu::permute_2D_data_kernel<false, int, int, decltype(nullptr)>(int, int)",
+        "void fbgemm_gpu::(anonymous namespace)::_compute_FP8_quantize_cuda_kernel<float>(float)",
+        "void bounds_check_indices_kernel<long, false>(fbgemm_gpu::TensorAccessor<long, 1>)",
+    ):
+        assert family(name) != "gemm", name
+    for name in (
+        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x64_32x6_nt_align1>(Params)",
+        "ampere_sgemm_128x64_nn",
+        "void fbgemm_gpu::gemm_f8f8bf16_rowwise_kernel<float>(float)",
+    ):
+        assert family(name) == "gemm", name
