@@ -86,6 +86,29 @@ def duration_text(us: float | None) -> str:
     return f"{us / 1000:.1f} ms" if us >= 10_000 else f"{us:.1f} µs"
 
 
+def bytes_text(n: int | None) -> str:
+    """A message size in decimal units, as the GB/s beside it (8 196 000 bytes read "7.8 MB"
+    in binary units, and 7.8 MB ÷ 2.6 ms is not the 3.2 GB/s shown next to it); "unknown"
+    when the trace does not say (it read "0 bytes")."""
+    if not n:
+        return "unknown"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _rank_details(analysis: dict) -> list[dict]:
+    """Each rank's measurements with its collectives' sizes written for reading."""
+    return [
+        {
+            **pr,
+            "collectives": [{**c, "bytes_text": bytes_text(c["bytes"])} for c in pr["collectives"]],
+        }
+        for pr in analysis["per_rank"]
+    ]
+
+
 def _rank_rows(analysis: dict) -> list[dict]:
     """The per-rank measurements with their launch delay written for reading."""
     return [
@@ -121,6 +144,8 @@ def upload_detail(request: HtmxRequest, upload_id) -> HttpResponse:
             analysis=a,
             overview=_overview(a),
             rank_rows=_rank_rows(a),
+            rank_details=_rank_details(a),
+            skipped_events=sum(pr.get("skipped_events", 0) for pr in a["per_rank"]),
             thresholds=rules.THRESHOLDS,
             kernel_gap_us=KERNEL_GAP_US,
             **perfetto_ui.link_context(

@@ -22,7 +22,7 @@ def _trace_for(request: HttpRequest, trace_id) -> Trace:
 
 def gzipped_json(request: HttpRequest, body_gz: bytes) -> HttpResponse:
     """Send already-gzipped JSON as is to clients that accept gzip, inflated to the others."""
-    if "gzip" in request.headers.get("Accept-Encoding", ""):
+    if exports.accepts_gzip(request):  # not "gzip;q=0", which refuses it
         response = HttpResponse(body_gz, content_type="application/json")
         response["Content-Encoding"] = "gzip"
     else:

@@ -25,6 +25,7 @@ from .kineto import (
     RUNTIME,
     STEP,
     RankTrace,
+    check_job_size,
 )
 
 RANK_IN_NAME = re.compile(r"rank[-_ ]?(\d+)", re.I)
@@ -40,7 +41,6 @@ TL_CATS = [
 ]
 # kind -> index into TL_CATS
 TL_CAT_OF = np.array([0, 0, 1, 2, 3, 6, 4, 5, 0, 2], np.int64)
-FLOW_STRIDE = 1 << 24
 PID_STRIDE = 1 << 20
 
 
@@ -89,14 +89,24 @@ def assemble(parsed: list[RankTrace]) -> list[RankTrace]:
                     f"{bad[0].source} says rank {bad[0].rank} but the world size is {world}."
                 )
     for p in parsed:
+        check_job_size(p.source, p.rank, p.world_size or 0)
+    for p in parsed:
         if not np.isin(p.kind, GPU_KINDS).any():
             if p.skipped:
                 # the GPU events may be there with fields we could not read: say so, not "record
                 # it again with CUDA on"
                 raise TraceError(
                     f"{p.source}: no usable GPU events (kernels, memcpy or memset); "
-                    f"{p.skipped:,} event{'s' if p.skipped != 1 else ''} had no numeric "
-                    '"ts" or a missing or negative "dur" and were left out.'
+                    f"{p.skipped:,} event{'s' if p.skipped != 1 else ''} had no usable "
+                    '"ts" or "dur" (missing, not a number, negative, or beyond any real clock) '
+                    "and were left out."
+                )
+            if not from_pytorch(p):
+                raise TraceError(
+                    f"{p.source}: this is not a PyTorch profiler trace: it has no PyTorch ops "
+                    "(aten::…), no ProfilerStep, no CUDA or HIP runtime calls and no GPU events "
+                    "(a Chrome trace of another program?). Upload what torch.profiler wrote, "
+                    "recorded with ProfilerActivity.CUDA."
                 )
             raise TraceError(
                 f"{p.source}: no GPU events (kernels, memcpy or memset). Record the trace with "
@@ -107,6 +117,18 @@ def assemble(parsed: list[RankTrace]) -> list[RankTrace]:
     for p in parsed:
         p.shift(t0)
     return parsed
+
+
+PYTORCH_NAME = re.compile(r"^(aten::|autograd::|torch\.|c10d::|nccl:|Optimizer\.|ProfilerStep#)")
+
+
+def from_pytorch(r: RankTrace) -> bool:
+    """Whether a rank's events are the PyTorch profiler's: runtime calls, a ProfilerStep, or an
+    op of PyTorch's own (a CPU-only torch.profiler trace has aten:: ops and no GPU side)."""
+    if np.isin(r.kind, (RUNTIME, STEP)).any():
+        return True
+    used = set(r.name.tolist())
+    return any(PYTORCH_NAME.match(r.names[i]) for i in used)
 
 
 def _depths(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -258,10 +280,11 @@ def to_perfetto(ranks: list[RankTrace]) -> bytes:
     own flow ids, so Perfetto neither merges processes nor links launches across ranks."""
     parts: list[bytes] = []
     dumps = orjson.dumps
+    next_flow = 1
     for r in ranks:
         cpu_pid = (2 * r.rank + 1) * PID_STRIDE
         gpu_pid = (2 * r.rank + 2) * PID_STRIDE
-        flow = r.rank * FLOW_STRIDE
+        flow, next_flow = flow_ids(r.corr, next_flow)
         gpu = np.isin(r.kind, (*GPU_KINDS, GPU_SYNC, GPU_ANNOT))
         meta = [
             {
@@ -333,7 +356,7 @@ def to_perfetto(ranks: list[RankTrace]) -> bytes:
                 a["correlation"] = c
                 fl: dict = {
                     "ph": "s" if k == RUNTIME else "f",
-                    "id": flow + c,
+                    "id": flow[c],
                     "pid": ev["pid"],
                     "tid": ev["tid"],
                     "ts": ts[i],
@@ -348,7 +371,32 @@ def to_perfetto(ranks: list[RankTrace]) -> bytes:
             evs.append(ev)
         parts.append(dumps(evs)[1:-1])
         del evs
-    return b'{"displayTimeUnit": "ms", "traceEvents": [' + b",".join(parts) + b"]}"
+    head = dumps(perfetto_header(ranks))[1:-1]
+    return b"{" + head + b', "traceEvents": [' + b",".join(parts) + b"]}"
+
+
+def flow_ids(corr: np.ndarray, first: int) -> tuple[dict[int, int], int]:
+    """One rank's flow ids, its correlation ids numbered densely from ``first``, and the next
+    free id: unique across ranks whatever the correlation ids are (they were offset by
+    rank × 2^24, and a long job's ids pass 2^24, so rank 0's launches were tied to rank 1's
+    kernels)."""
+    uniq = np.unique(corr[corr >= 0]).tolist()
+    return {c: first + i for i, c in enumerate(uniq)}, first + len(uniq)
+
+
+def perfetto_header(ranks: list[RankTrace]) -> dict:
+    """The export's Kineto header: what an upload of the export needs to read the job as it
+    was read the first time. Without it the export of rank 1 of a 2-rank job came back as
+    rank 0 of a 1-rank job on an unknown device (no link, so no bus bandwidth against it)."""
+    worlds = [r.world_size for r in ranks if r.world_size]
+    dist: dict = {"world_size": max([*worlds, len(ranks), max(r.rank for r in ranks) + 1])}
+    if len(ranks) == 1:
+        dist["rank"] = ranks[0].rank  # a merged file's ranks are in its process names
+    head: dict = {"schemaVersion": 1, "displayTimeUnit": "ms", "distributedInfo": dist}
+    devices = [{"id": r.rank, "name": r.device_name} for r in ranks if r.device_name]
+    if devices:
+        head["deviceProperties"] = devices
+    return head
 
 
 def kind_name(k: int) -> str:

@@ -33,6 +33,9 @@ COMM_SYMMETRY = 1.5
 BW_MIN_BYTES = 1024 * 1024
 STRAGGLER_RATIO = 1.08  # one rank's compute over the median rank's
 STRAGGLER_STEPS = 0.6  # ... the same rank in at least this share of steps
+# ... among at least this many ranks of the upload: of two, one is always the slower, their
+# median is their mean, and nothing tells a slow rank from a fast other one
+STRAGGLER_MIN_RANKS = 3
 # bus bandwidth at least this share of the link's achievable figure: the link runs at its
 # ceiling; below it the fabric runs slow (both are bandwidth-bound: it only words the finding)
 BUSBW_SHARE = 0.60
@@ -80,6 +83,20 @@ def _steps(a: dict) -> list[tuple[int, dict]]:
         # first profiled step often carries warm-up; keep it (a recompile can be there too)
         out.extend((pr["rank"], s) for s in st)
     return out
+
+
+def _steady_steps(steps: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+    """The steps after the first profiled one, which may carry warm-up (the caching allocator's
+    first cudaMalloc calls); the first itself when it is the only one analysed (the profiler's
+    schedule records steps after its own warm-up). None without step annotations: the whole
+    trace is one window then, set-up and warm-up included (AlexNet's benchmark trace, no
+    ProfilerStep, spent 8.5 s of warm-up in cudaMalloc/cudaFree and was said to stall in
+    steady-state steps)."""
+    numbered = [x for x in steps if x[1]["step"] is not None]
+    if not numbered:
+        return []
+    first = min(s["step"] for _, s in numbered)
+    return [(r, s) for r, s in numbered if s["step"] != first] or numbered
 
 
 def _share(s: dict, key: str) -> float:
@@ -145,6 +162,7 @@ def evaluate(a: dict) -> list[dict]:
         return []
     out: list[dict] = []
     n = len(steps)
+    stepped = any(s["step"] is not None for _, s in steps)  # else one window: the whole trace
     med_step = median(s["step_ms"] for _, s in steps)
 
     # input starvation: every step waits on the data loader with the GPU idle
@@ -219,9 +237,9 @@ def evaluate(a: dict) -> list[dict]:
         )
 
     # allocator stalls: cudaMalloc/cudaFree in steady state
-    steady = [(r, s) for r, s in steps if s["step"] != min(x[1]["step"] for x in steps)] or steps
+    steady = _steady_steps(steps)
     al = [_share(s, "alloc_ms") for _, s in steady]
-    if median(al) >= ALLOC_SHARE:
+    if steady and median(al) >= ALLOC_SHARE:
         r, s = _median_step(steady)
         out.append(
             _finding(
@@ -238,7 +256,7 @@ def evaluate(a: dict) -> list[dict]:
     # collectives: straggler / bandwidth-bound / exposed
     skew = a["skew"]["steps"]
     straggler_rank = None
-    if skew:
+    if skew and len(a["per_rank"]) >= STRAGGLER_MIN_RANKS:
         slow = [
             x
             for x in skew
@@ -263,7 +281,8 @@ def evaluate(a: dict) -> list[dict]:
                         f"Rank {top} is slower and the others wait for it",
                         f"rank {top}'s compute is {ratio:.2f}x the median rank's in {k} of "
                         f"{len(skew)} steps, and it spends the least time in collectives",
-                        f">= {STRAGGLER_RATIO}x in >= {STRAGGLER_STEPS:.0%} of steps",
+                        f">= {STRAGGLER_RATIO}x in >= {STRAGGLER_STEPS:.0%} of steps, among "
+                        f">= {STRAGGLER_MIN_RANKS} ranks",
                         ratio - 1.0,
                         [_ev(top, "gpu", s["start_us"], s["end_us"], "the slow rank")],
                     )
@@ -471,10 +490,15 @@ def evaluate(a: dict) -> list[dict]:
                 _finding(
                     slug,
                     title,
-                    f"GPU idle {median(_share(x, 'idle_ms') for _, x in steps):.0%} of the step "
-                    "(median); "
-                    f"longest gap {s['longest_gap_ms']:.1f} ms",
-                    f"idle >= {IDLE_SHARE:.0%} of the step in half the steps or more",
+                    f"GPU idle {median(_share(x, 'idle_ms') for _, x in steps):.0%} of "
+                    + (
+                        "the step (median); "
+                        if stepped
+                        else "the trace (no ProfilerStep: from its first GPU event to its last); "
+                    )
+                    + f"longest gap {s['longest_gap_ms']:.1f} ms",
+                    f"idle >= {IDLE_SHARE:.0%} of the step in half the steps or more"
+                    + ("" if stepped else " (of the trace, without steps)"),
                     median(_share(x, "idle_ms") for _, x in steps),
                     [
                         _ev(
@@ -488,7 +512,9 @@ def evaluate(a: dict) -> list[dict]:
                 )
             )
         pages = sum(pr.get("pageable_memcpy_data", 0) for pr in a["per_rank"]) / max(1, n)
-        if pages >= PAGEABLE_PER_STEP:
+        # a rate per step needs steps: without them the copies may be the model's weights,
+        # loaded once (AlexNet's benchmark trace: 8 copies of up to 151 MB, then no step)
+        if pages >= PAGEABLE_PER_STEP and stepped:
             r, s = _median_step(steps)
             out.append(
                 _finding(

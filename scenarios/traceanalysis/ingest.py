@@ -289,6 +289,29 @@ def read_files(name: str, fileobj: BinaryIO, limits: Limits) -> list[tuple[str, 
     return files
 
 
+def not_json_message(path: str, error: str, *, in_archive: bool) -> str:
+    """What to tell the user about a file that is not JSON. A stray file beside the ranks in an
+    archive (a README, a log) is named as such, with what to do, rather than as a JSON syntax
+    error at line 1 column 1."""
+    if in_archive and not path.lower().endswith((".json", ".gz")):
+        return (
+            f"{path} in the archive is not a trace (it is not JSON). An archive holds only the "
+            f"trace files, one per rank: take {posixpath.basename(path)} out and upload it again."
+        )
+    hint = " (is it cut off?)" if "unexpected end" in error.lower() else ""
+    return f"{path}: not valid JSON{hint}: {error}."
+
+
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _without_bom(raw: bytes) -> bytes | memoryview:
+    """The JSON text without the UTF-8 byte order mark Windows editors and PowerShell's
+    ``Out-File -Encoding utf8`` put in front (orjson refuses it; the JSON is fine). A view, not a
+    copy of the whole document."""
+    return memoryview(raw)[len(UTF8_BOM) :] if raw.startswith(UTF8_BOM) else raw
+
+
 def load(name: str, fileobj: BinaryIO, limits: Limits) -> list[RankTrace]:
     """Read, parse and assemble an upload: the ranks, or TraceError."""
     files = read_files(name, fileobj, limits)
@@ -297,10 +320,9 @@ def load(name: str, fileobj: BinaryIO, limits: Limits) -> list[RankTrace]:
     for i, (path, raw) in enumerate(files):
         files[i] = (path, b"")  # drop our reference as we go: one document in memory at a time
         try:
-            obj = orjson.loads(raw)
+            obj = orjson.loads(_without_bom(raw))
         except orjson.JSONDecodeError as e:
-            hint = " (is it cut off?)" if "unexpected end" in str(e).lower() else ""
-            raise TraceError(f"{path}: not valid JSON{hint}: {e}.") from None
+            raise TraceError(not_json_message(path, str(e), in_archive=path != name)) from None
         del raw
         r = parse(obj, source=path, max_events=limits.max_events - total)
         del obj

@@ -82,9 +82,32 @@ def _num(v: Any) -> float | None:
 
 
 _INF = float("inf")
+MAX_WORLD = 1 << 20  # ranks in one job (the largest run today have some 10^5 GPUs)
+
+
+def check_job_size(source: str, rank: int, world: int) -> None:
+    """TraceError for a rank or world size no job has (from distributedInfo, a file name or a
+    process name): a rank of 10^15 made process ids past 64 bits and the upload failed with
+    "something went wrong"; a world size of 10^17 was printed as the job's rank count."""
+    if rank >= MAX_WORLD or world > MAX_WORLD:
+        raise TraceError(
+            f"{source}: rank {rank:,}" + (f" of {world:,}" if world > 0 else "") + "; no job "
+            f"has more than {MAX_WORLD:,} ranks, so the file or its name is damaged."
+        )
 
 
 _BIG = 1 << 62  # ids beyond this do not fit the int64 columns
+# Times no profiler writes: a timestamp beyond 2^53 µs (year 2255 counted from 1970; past it a
+# double no longer holds every µs) or a slice longer than a day. One such event stretched a
+# step to 10^27 ms, or moved a ProfilerStep out of the trace with every figure of it read 0.
+MAX_TS_US = float(1 << 53)
+MAX_DUR_US = 86_400e6
+
+
+def usable_time(ts: float, dur: float) -> bool:
+    """Whether a slice's ts and dur place it on a timeline (a negative or impossible value does
+    not: the event is counted and skipped, never guessed, as one with no ts is)."""
+    return abs(ts) <= MAX_TS_US and 0 <= dur <= MAX_DUR_US
 
 
 def _int(v: Any, default: int = -1) -> int:
@@ -241,7 +264,7 @@ def parse(obj: Any, *, source: str = "trace", max_events: int | None = None) -> 
             continue
         ts = _num(ev.get("ts"))
         dur = _num(ev.get("dur"))
-        if ts is None or dur is None or dur < 0:
+        if ts is None or dur is None or not usable_time(ts, dur):
             skipped += 1
             continue
         name = ev.get("name")

@@ -36,15 +36,17 @@ from .kineto import (
 KERNEL_GAP_US = 30.0  # HTA's consecutive_kernel_delay: shorter gaps are launch latency
 SYNC_RE = re.compile(
     r"^(cuda|hip)(StreamSynchronize|DeviceSynchronize|EventSynchronize|Memcpy|MemcpyDtoH|"
-    r"MemcpyHtoD|Memcpy2D|ThreadSynchronize)$|^cuCtxSynchronize$|^cuStreamSynchronize$"
+    r"MemcpyHtoD|Memcpy2D|MemcpyWithStream|ThreadSynchronize)$|^cuCtxSynchronize$|"
+    r"^cuStreamSynchronize$"
 )
 ALLOC_RE = re.compile(
     r"^(cuda|hip)(Malloc|Free|MallocHost|FreeHost|HostAlloc|MallocManaged|MallocAsync|"
     r"FreeAsync|ExtMallocWithFlags)$|^cuMemAlloc|^cuMemFree"
 )
+# hipExtModuleLaunchKernel: how ROCm launches hipBLASLt / Tensile GEMMs (Cijk_…)
 LAUNCH_RE = re.compile(
     r"^(cuda|hip)(LaunchKernel|LaunchKernelExC|LaunchCooperativeKernel|ExtLaunchKernel|"
-    r"ModuleLaunchKernel|MemcpyAsync|MemsetAsync)$|^cuLaunchKernel"
+    r"ModuleLaunchKernel|ExtModuleLaunchKernel|MemcpyAsync|MemsetAsync)$|^cuLaunchKernel"
 )
 DATALOADER_RE = re.compile(r"DataLoader.*__next__|enumerate\(DataLoader\)")
 COMPILE_RE = re.compile(
@@ -57,7 +59,8 @@ FAMILIES: list[tuple[str, re.Pattern[str]]] = [
     ("communication", re.compile(r"nccl|rccl|hccl", re.I)),
     ("attention", re.compile(r"flash|fmha|attention|sdpa|mha_", re.I)),
     ("embedding", re.compile(r"embed", re.I)),  # before gemm: embedding kernels name tiles too
-    ("gemm", re.compile(r"gemm|Cijk_|xmma|cutlass|matmul|_mm_|sm\d+_|wvSplitK|gemv", re.I)),
+    # "gemm", but not the "fbgemm_gpu::" namespace of TorchRec's permute / quantize kernels
+    ("gemm", re.compile(r"(?<!fb)gemm|Cijk_|xmma|cutlass|matmul|_mm_|sm\d+_|wvSplitK|gemv", re.I)),
     ("convolution", re.compile(r"conv|cudnn|implicit_", re.I)),
     ("normalization", re.compile(r"norm", re.I)),
     ("softmax", re.compile(r"softmax", re.I)),
@@ -79,6 +82,9 @@ BUS_FACTOR = {"allreduce": "2(n-1)/n", "allgather": "(n-1)/n", "reducescatter": 
 COLL_FROM_NAME = re.compile(
     r"(AllReduce|AllGather|ReduceScatter|AllToAll|Broadcast|Reduce|SendRecv|Send|Recv)", re.I
 )
+# the process-group op on the CPU that launched a collective kernel: "c10d::alltoall_base_",
+# "nccl:all_reduce", "c10d::send"
+COLL_OP = re.compile(r"^(?:c10d::|nccl:)_?(.+)$")
 
 
 def family(name: str) -> str:
@@ -108,7 +114,7 @@ def _norm_coll(name: str) -> str:
     for k in ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"):
         if k in s:
             return k
-    if s in ("send", "recv"):
+    if s.startswith(("send", "recv")):  # "send", "recv_", "recv_any_source_"
         return "sendrecv"
     if "reduce" in s:
         return "reduce"
@@ -405,26 +411,68 @@ def kernel_table(v: RankView) -> tuple[list[dict], list[dict]]:
     return kernels, families
 
 
+def launching_collective(v: RankView, idx: list[int]) -> dict[int, str]:
+    """The collective each communication kernel in ``idx`` runs, as named by the c10d / NCCL op
+    on the CPU that launched it (the innermost such op around its launch call). NCCL runs
+    all-to-all as SendRecv kernels, and some builds run every collective so: the kernel's own
+    name would call an embedding all-to-all or a gradient all-reduce point-to-point."""
+    r = v.r
+    op_ids = [n for n, name in enumerate(r.names) if COLL_OP.match(name)]
+    if not op_ids:
+        return {}
+    ops = np.flatnonzero((r.kind == CPU_OP) & np.isin(r.name, op_ids))
+    o_ts, o_end, o_pid, o_tid = r.ts[ops], v.end[ops], r.pid[ops], r.tid[ops]
+    out: dict[int, str] = {}
+    for i in idx:
+        j = v.rt_by_corr.get(int(r.corr[i])) if r.corr[i] >= 0 else None
+        if j is None:
+            continue
+        around = np.flatnonzero(
+            (o_pid == r.pid[j]) & (o_tid == r.tid[j]) & (o_ts <= r.ts[j]) & (o_end >= v.end[j])
+        )
+        if len(around):
+            inner = ops[around[np.argmax(o_ts[around])]]
+            m = COLL_OP.match(r.names[r.name[inner]])
+            if m:
+                out[i] = m.group(1)
+    return out
+
+
+MAX_ELEMENTS = 1 << 50  # a message of more elements than this is no real one (a petabyte)
+MAX_GROUP = 1 << 20  # ranks in a process group
+
+
+def count_arg(v: object, limit: int = MAX_ELEMENTS) -> int:
+    """A count from a kernel's args (elements, ranks): a whole number from 1 to ``limit``, else
+    0 for unknown. A damaged or hand-edited trace's 1e308 elements made an integer no float
+    holds, and the upload failed with "something went wrong"; a string made int() raise."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return 0
+    return int(v) if 1 <= v <= limit else 0
+
+
 def collectives(v: RankView, link_gbps: float | None, world: int) -> list[dict]:
     r = v.r
-    idx = np.flatnonzero(v.kept & (r.kind == COMM))
+    idx = np.flatnonzero(v.kept & (r.kind == COMM)).tolist()
+    launched_by = launching_collective(v, idx)
     groups: dict[tuple[str, int, int], list[int]] = defaultdict(list)
-    for i in idx.tolist():
+    for i in idx:
         a = r.args[r.aid[i]] if r.aid[i] >= 0 else {}
         cname = a.get("Collective name")
+        if not isinstance(cname, str):
+            cname = launched_by.get(i)
         if not isinstance(cname, str):
             m = COLL_FROM_NAME.search(r.names[r.name[i]])
             cname = m.group(1) if m else "unknown"
         coll = _norm_coll(cname)
         nbytes = 0
-        n_el = a.get("In msg nelems")
-        if isinstance(n_el, (int, float)) and n_el > 0:
+        n_el = count_arg(a.get("In msg nelems"))
+        if n_el:
             dt = str(a.get("dtype", "")).lower().replace("c10::", "")
-            nbytes = int(n_el) * DTYPE_BYTES.get(dt, 0)
             if coll == "allgather":
-                nbytes = int(a.get("Out msg nelems", n_el)) * DTYPE_BYTES.get(dt, 0)
-        gs = a.get("Group size")
-        n = int(gs) if isinstance(gs, (int, float)) and gs > 0 else world
+                n_el = count_arg(a.get("Out msg nelems", n_el))
+            nbytes = n_el * DTYPE_BYTES.get(dt, 0)
+        n = count_arg(a.get("Group size"), MAX_GROUP) or world
         groups[(coll, nbytes, n)].append(i)
     out = []
     for (coll, nbytes, n), ii in sorted(groups.items(), key=lambda kv: -r.dur[kv[1]].sum()):

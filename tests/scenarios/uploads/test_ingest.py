@@ -125,7 +125,7 @@ def test_gpu_events_with_unreadable_times_are_named_not_called_missing():
     doc["traceEvents"].append(
         {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "abc", "dur": -5}
     )
-    with pytest.raises(TraceError, match=r'1 event had no numeric "ts" or a missing or negative'):
+    with pytest.raises(TraceError, match=r'1 event had no usable "ts" or "dur"'):
         run(js(doc))
 
 
@@ -252,3 +252,73 @@ def test_fuzz_any_bytes_give_ranks_or_a_clear_error(data):
 def test_read_files_reports_member_names():
     files = read_files("t.zip", io.BytesIO(zipped({"dir/rank-3.json": b"{}"})), SMALL)
     assert files == [("dir/rank-3.json", b"{}")]
+
+
+def test_a_json_file_saved_with_a_utf8_byte_order_mark_is_read():
+    """Saved by a Windows editor or PowerShell's Out-File: the upload failed with "UTF-8 byte
+    order mark (BOM) is not supported"."""
+    ranks = load("t.json", io.BytesIO(b"\xef\xbb\xbf" + json.dumps(rank_doc(0)).encode()), SMALL)
+    assert [r.rank for r in ranks] == [0] and ranks[0].n == 9
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_a_stray_file_beside_the_ranks_in_an_archive_is_named_with_what_to_do(kind):
+    """It failed with "README.txt: not valid JSON: unexpected character, expected a JSON value:
+    line 1 column 1 (char 0)"."""
+    members = {"rank-0.json": js(rank_doc(0)), "notes/README.txt": b"profiled on node 7\n"}
+    buf = io.BytesIO()
+    if kind == "zip":
+        with zipfile.ZipFile(buf, "w") as z:
+            for n, b in members.items():
+                z.writestr(n, b)
+    else:
+        with tarfile.open(fileobj=buf, mode="w:gz") as t:
+            for n, b in members.items():
+                info = tarfile.TarInfo(n)
+                info.size = len(b)
+                t.addfile(info, io.BytesIO(b))
+    with pytest.raises(TraceError) as e:
+        load(f"job.{kind}", io.BytesIO(buf.getvalue()), SMALL)
+    assert str(e.value) == (
+        "notes/README.txt in the archive is not a trace (it is not JSON). An archive holds only "
+        "the trace files, one per rank: take README.txt out and upload it again."
+    )
+
+
+def test_a_chrome_trace_of_another_program_is_named_as_such_not_sent_to_record_cuda():
+    """A browser's Chrome trace was told to "Record the trace with ProfilerActivity.CUDA", as if
+    it were a PyTorch trace without its GPU side."""
+    chrome = {
+        "traceEvents": [
+            {"ph": "X", "cat": "toplevel", "name": "ThreadControllerImpl::RunTask", "pid": 1,
+             "tid": 2, "ts": 1000 + 100 * i, "dur": 50, "args": {}} for i in range(50)
+        ] + [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "Renderer"}}]
+    }  # fmt: skip
+    with pytest.raises(TraceError, match="this is not a PyTorch profiler trace"):
+        run(js(chrome))
+    # a CPU-only torch.profiler trace is PyTorch's: it is told to record the GPU side
+    cpu_only = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1,
+                                 "tid": 1, "ts": 0, "dur": 5}]}  # fmt: skip
+    with pytest.raises(TraceError, match=r"Record the trace with ProfilerActivity\.CUDA"):
+        run(js(cpu_only))
+
+
+@pytest.mark.parametrize(("rank", "world"), [(10**15, 10**15 + 1), (3, 10**17)])
+def test_a_rank_or_world_size_no_job_has_is_a_clear_error(rank, world):
+    """Rank 10^15 made process ids past 64 bits in the export ("Something went wrong while
+    reading this trace"); a world size of 10^17 was printed as the job's rank count."""
+    doc = rank_doc(0)
+    doc["distributedInfo"] = {"rank": rank, "world_size": world}
+    with pytest.raises(TraceError, match="no job has more than 1,048,576 ranks"):
+        run(js(doc))
+
+
+def test_a_rank_no_job_has_in_a_file_name_is_a_clear_error():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name in ("rank_0.json", "rank_99999999999999999999999.json"):
+            doc = rank_doc(0)
+            del doc["distributedInfo"]
+            z.writestr(name, js(doc))
+    with pytest.raises(TraceError, match="no job has more than 1,048,576 ranks"):
+        run(buf.getvalue(), "job.zip")

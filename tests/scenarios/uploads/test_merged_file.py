@@ -79,3 +79,29 @@ def test_one_process_driving_two_gpus_stays_one_rank():
     ev.append({"ph": "M", "name": "process_labels", "pid": 9, "tid": 0, "args": {"labels": "CPU"}})
     ranks = load("one.json", io.BytesIO(json.dumps({"traceEvents": ev}).encode()), Limits())
     assert len(ranks) == 1 and ranks[0].n == len(ev) - 3
+
+
+@pytest.mark.parametrize(
+    ("name", "rank", "world", "device"),
+    [
+        ("sampled_rank-1.json.gz", 1, 128, None),
+        ("nccl_a100_rank0.json.gz", 0, 2, "NVIDIA A100-PG509-200"),
+    ],
+)
+def test_an_uploads_export_of_one_rank_uploads_again_as_that_rank_of_that_job(
+    name, rank, world, device
+):
+    """The export kept no Kineto header: rank 1 of a 128-rank job came back as rank 0 of a
+    1-rank job, and the A100 trace on an unknown device (no link to rate its all-reduces
+    against)."""
+    from pathlib import Path
+
+    real = Path(__file__).resolve().parents[2] / "data" / "real" / name
+    first = analyse(load(name, io.BytesIO(real.read_bytes()), Limits()))
+    exported = to_perfetto(load(name, io.BytesIO(real.read_bytes()), Limits()))
+    again = analyse(load("upload-0123456789ab.json", io.BytesIO(exported), Limits()))
+    assert again["ranks"] == first["ranks"] == [rank]
+    assert again["world_size"] == first["world_size"] == world
+    assert again["device"] == first["device"] == device
+    assert again["link"] == first["link"]
+    assert [f["slug"] for f in again["findings"]] == [f["slug"] for f in first["findings"]]

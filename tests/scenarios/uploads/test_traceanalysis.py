@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import orjson
 import pytest
 
@@ -224,3 +226,173 @@ def test_a_collectives_bandwidth_is_shown_with_the_duration_it_is_taken_at():
     factor = bus_factor(c["collective"], c["group_size"])
     rate = c["bytes"] / (c["p10_us"] * 1e-6) / 1e9 * factor
     assert rate == pytest.approx(c["busbw_gbps"], rel=0.01)
+
+
+@pytest.mark.parametrize("name", ["sampled_rank-0.json.gz", "sampled_rank-1.json.gz"])
+def test_collectives_run_as_sendrecv_kernels_are_named_by_the_op_that_launched_them(name):
+    """On these 128-rank TorchRec traces every NCCL kernel is ``ncclKernel_SendRecv_…``, but
+    the ops that launch them are ``c10d::alltoall_base_``, ``c10d::allreduce_`` and
+    ``c10d::_allgather_base_``: no point-to-point traffic, so no pipeline. The page called them
+    send/recv and found "2 microbatches through 128 stages" of pipeline bubbles."""
+    from pathlib import Path
+
+    from scenarios.traceanalysis.ingest import Limits, load
+
+    real = Path(__file__).resolve().parents[2] / "data" / "real" / name
+    with open(real, "rb") as f:
+        a = analyse(load(name, f, Limits()))
+    colls = {c["collective"] for c in a["per_rank"][0]["collectives"]}
+    assert colls == {"alltoall", "allreduce", "allgather"}
+    assert "pipeline-bubbles" not in {x["slug"] for x in a["findings"]}
+
+
+def test_a_send_launched_by_c10d_send_stays_point_to_point():
+    """The launching op names a kernel that carries no "Collective name" either way: a
+    ``c10d::send`` is point-to-point, a ``nccl:all_reduce`` an all-reduce."""
+    ev = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1,
+         "ts": 0, "dur": 1000},
+        {"ph": "X", "cat": "cpu_op", "name": "c10d::send", "pid": 1, "tid": 1, "ts": 10,
+         "dur": 30},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 20, "dur": 5, "args": {"correlation": 1}},
+        {"ph": "X", "cat": "cpu_op", "name": "nccl:all_reduce", "pid": 1, "tid": 1, "ts": 100,
+         "dur": 30},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+         "ts": 110, "dur": 5, "args": {"correlation": 2}},
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv(ncclDevKernelArgs)",
+         "pid": 0, "tid": 7, "ts": 40, "dur": 50, "args": {"stream": 7, "correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_SendRecv(ncclDevKernelArgs)",
+         "pid": 0, "tid": 7, "ts": 140, "dur": 50, "args": {"stream": 7, "correlation": 2}},
+    ]  # fmt: skip
+    a = analyse(assemble([parse({"traceEvents": ev}, source="t.json")]))
+    assert sorted(c["collective"] for c in a["per_rank"][0]["collectives"]) == [
+        "allreduce",
+        "sendrecv",
+    ]
+
+
+def test_a_trace_without_steps_is_not_said_to_stall_in_steady_state_steps():
+    """AlexNet's benchmark trace has no ProfilerStep: its 8.5 s of cudaMalloc / cudaFree are the
+    warm-up's, and its 8 large host-to-device copies load the weights once. The page said
+    "cudaMalloc / cudaFree in steady-state steps" and "8.0 pageable memcpy … per step"; what the
+    trace does show is a GPU idle 99 % of the time."""
+    from pathlib import Path
+
+    from scenarios.traceanalysis.ingest import Limits, load
+
+    name = "alexnet_a100.json.gz"
+    real = Path(__file__).resolve().parents[2] / "data" / "real" / name
+    with open(real, "rb") as f:
+        a = analyse(load(name, f, Limits()))
+    assert [s["step"] for s in a["per_rank"][0]["steps"]] == [None]
+    titles = [x["title"] for x in a["findings"]]
+    assert "cudaMalloc / cudaFree in steady-state steps" not in titles
+    assert "Copies to pageable host memory" not in titles
+    assert titles[0].startswith("Low GPU utilisation")
+    # and it does not call the whole trace "the step"
+    assert a["findings"][0]["measured"].startswith(
+        "GPU idle 99% of the trace (no ProfilerStep: from its first GPU event to its last)"
+    )
+
+
+def test_of_two_ranks_the_slower_one_is_not_named_a_straggler():
+    """Two ranks of the 128-rank TorchRec job, one analysed step: rank 1 computed 27 % longer
+    than rank 0 and the page said "Rank 1 is slower and the others wait for it … in 1 of 1
+    steps". Of two ranks one is always the slower (their median is their mean); the same
+    slowdown among four ranks is a straggler."""
+    import zipfile
+    from pathlib import Path
+
+    from scenarios.traceanalysis.ingest import Limits, load
+
+    real = Path(__file__).resolve().parents[2] / "data" / "real"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for r in (0, 1):
+            z.write(real / f"sampled_rank-{r}.json.gz", f"rank-{r}.json.gz")
+    a = analyse(load("job.zip", io.BytesIO(buf.getvalue()), Limits()))
+    assert a["ranks"] == [0, 1] and a["skew"]["steps"]
+    assert "straggler" not in [x["slug"] for x in a["findings"]]
+    assert "straggler" not in [x["slug"] for x in analyse(job(ranks=2, slow_rank=1))["findings"]]
+    assert analyse(job(ranks=4, slow_rank=1))["findings"][0]["slug"] == "straggler"
+
+
+def test_rocm_gemms_launched_by_hipextmodulelaunchkernel_count_as_launches():
+    """On ROCm the hipBLASLt / Tensile GEMMs (Cijk_…) go out through hipExtModuleLaunchKernel:
+    the MI250 trace's 14 kernels read as 12 launches, its two GEMMs left out of every launch
+    figure; and its blocking hipMemcpyWithStream calls were not counted as synchronising."""
+    from pathlib import Path
+
+    from scenarios.traceanalysis.ingest import Limits, load
+
+    name = "mi250_minitoy.json.gz"
+    real = Path(__file__).resolve().parents[2] / "data" / "real" / name
+    with open(real, "rb") as f:
+        a = analyse(load(name, f, Limits()))
+    pr = a["per_rank"][0]
+    gemms = [k for k in pr["top_kernels"] if k["name"].startswith("Cijk_")]
+    assert sum(k["count"] for k in gemms) == 2
+    assert pr["launch"]["kernel_launches"] == 14  # 12 hipLaunchKernel + 2 hipExtModuleLaunchKernel
+    # step #1's two hipMemcpyWithStream (its hipDeviceSynchronize comes after the last step)
+    assert pr["steps"][0]["sync_calls"] == 2
+
+
+def test_the_exports_flows_stay_within_their_rank_whatever_the_correlation_ids():
+    """Flow ids were rank × 2^24 + correlation: a long job's correlation ids pass 2^24 (the
+    TorchRec trace's reach 7.2 million at step 552), and then rank 0's launch arrows landed on
+    rank 1's kernels in Perfetto."""
+    docs = []
+    for rank in (0, 1):
+        ev = []
+        # each process counts its own: rank 0's (1 << 24) + 5 was rank 1's 5, offset by 1 << 24
+        for i, corr in enumerate((5, (1 << 24) + 5)):
+            t = 100.0 * i
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": t,
+                    "dur": 5,
+                    "args": {"correlation": corr},
+                }
+            )
+            ev.append({"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7,
+                       "ts": t + 10, "dur": 50,
+                       "args": {"stream": 7, "correlation": corr}})  # fmt: skip
+        docs.append({"distributedInfo": {"rank": rank, "world_size": 2}, "traceEvents": ev})
+    doc = orjson.loads(
+        to_perfetto(assemble([parse(d, source=f"r{i}") for i, d in enumerate(docs)]))
+    )
+    rank_of = {}
+    for e in doc["traceEvents"]:
+        if e.get("name") == "process_name":
+            rank_of[e["pid"]] = int(e["args"]["name"].split()[1])
+    by_id: dict[int, set[int]] = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] in ("s", "f"):
+            by_id.setdefault(e["id"], set()).add(rank_of[e["pid"]])
+    assert len(by_id) == 4 and all(len(v) == 1 for v in by_id.values()), by_id
+
+
+def test_torchrec_kernels_in_the_fbgemm_namespace_are_not_gemms():
+    """ "fbgemm_gpu::permute_2D_data_kernel", the FP8 quantize / dequantize kernels and an
+    embedding bounds check matched "gemm" in their namespace: the TorchRec trace's memory-bound
+    kernels were counted as high-intensity GEMM time."""
+    from scenarios.traceanalysis.measures import family
+
+    for name in (
+        "void fbgemm_gpu::permute_2D_data_kernel<false, int, int, decltype(nullptr)>(int, int)",
+        "void fbgemm_gpu::(anonymous namespace)::_compute_FP8_quantize_cuda_kernel<float>(float)",
+        "void bounds_check_indices_kernel<long, false>(fbgemm_gpu::TensorAccessor<long, 1>)",
+    ):
+        assert family(name) != "gemm", name
+    for name in (
+        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x64_32x6_nt_align1>(Params)",
+        "ampere_sgemm_128x64_nn",
+        "void fbgemm_gpu::gemm_f8f8bf16_rowwise_kernel<float>(float)",
+    ):
+        assert family(name) == "gemm", name

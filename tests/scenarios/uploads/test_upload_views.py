@@ -348,3 +348,81 @@ def test_deleting_an_upload_asks_first_and_names_the_file(learner_client):
         assert form, html
         assert 'data-confirm="Delete nccl.json.gz?' in form.group(0)
         assert "js/confirm" in html  # the script that asks
+
+
+@pytest.mark.parametrize(("field", "value"), [("dur", 10**30), ("ts", 1e308)])
+def test_an_impossible_time_is_left_out_and_said_so_not_read_as_a_step(
+    learner_client, field, value
+):
+    """A ProfilerStep with a duration of 10^30 µs showed a step of 10^27 ms and a GPU gap as
+    long; one at ts 1e308 left step #100 on the page with every figure 0.00. The event is left
+    out, the page says so, and the figures are those of the events that remain."""
+    doc = json.loads(gzip.decompress((REAL / "event_sync_a100.json.gz").read_bytes()))
+    (step,) = [e for e in doc["traceEvents"] if e.get("name") == "ProfilerStep#100"]
+    step[field] = value
+    page = post(learner_client, "t.json", json.dumps(doc).encode())
+    html = page.content.decode()
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.READY
+    assert 'id="skipped-events"' in html and "1 event of the file" in html
+    (row,) = up.analysis["per_rank"][0]["steps"]
+    assert row["step"] is None and 0 < row["step_ms"] < 1  # the GPU's own 0.26 ms span
+    assert "#100" not in html.split('id="overview-table"', 1)[1]
+
+
+def test_a_collectives_size_reads_in_the_units_of_its_bandwidth_and_unknown_when_unknown(
+    learner_client,
+):
+    """8 196 000 bytes read "7.8 MB" (binary units) beside a bus bandwidth in decimal GB/s, so
+    size ÷ time did not give the rate shown; the TorchRec trace's collectives, whose size the
+    trace does not give, read "0 bytes"."""
+    from scenarios.upload_views import bytes_text
+
+    assert bytes_text(8_196_000) == "8.2 MB" and bytes_text(0) == "unknown"
+    html = post(
+        learner_client, "nccl.json.gz", (REAL / "nccl_a100_rank0.json.gz").read_bytes()
+    ).content.decode()
+    up = Upload.objects.get()
+    c = next(c for c in up.analysis["per_rank"][0]["collectives"] if c["bytes"] == 8_196_000)
+    assert f"<td>allreduce</td><td>8.2 MB</td><td>2</td><td>{c['count']}</td>" in html
+    # the size shown ÷ the duration shown × the factor is the bandwidth shown
+    assert 8.2e6 / (c["p10_us"] * 1e-6) / 1e9 == pytest.approx(c["busbw_gbps"], rel=0.02)
+    html = post(
+        learner_client, "r0.json.gz", (REAL / "sampled_rank-0.json.gz").read_bytes()
+    ).content.decode()
+    assert "<td>alltoall</td><td>unknown</td>" in html and "0 bytes" not in html
+
+
+def test_a_client_that_refuses_gzip_gets_plain_json(learner_client):
+    """A header of "Accept-Encoding: gzip;q=0" refuses gzip (RFC 9110 §12.5.3); the upload's
+    export and timeline were sent gzipped to it all the same, as to any header with "gzip"."""
+    post(learner_client, "t.json.gz", (REAL / "event_sync_a100.json.gz").read_bytes())
+    up = Upload.objects.get()
+    for name in ("upload_perfetto", "upload_timeline"):
+        url = reverse(f"scenarios:{name}", args=[up.pk])
+        r = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip;q=0, identity")
+        assert r.get("Content-Encoding") is None and json.loads(r.content)
+        r = learner_client.get(url, HTTP_ACCEPT_ENCODING="gzip, deflate, br")
+        assert r["Content-Encoding"] == "gzip" and json.loads(gzip.decompress(r.content))
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"In msg nelems": 1e308, "Group size": 1e300},
+        {"Collective name": "allgather", "In msg nelems": 10, "Out msg nelems": "lots"},
+    ],
+)
+def test_an_absurd_message_size_is_unknown_not_a_failed_upload(learner_client, args):
+    """1e308 elements made an integer no float holds and a string one made int() raise: the
+    upload failed with "Something went wrong while reading this trace"."""
+    doc = json.loads(gzip.decompress((REAL / "nccl_a100_rank0.json.gz").read_bytes()))
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "kernel" and e["name"].startswith("ncclKernel"):
+            e["args"].update(args)
+    html = post(learner_client, "t.json", json.dumps(doc).encode()).content.decode()
+    up = Upload.objects.get()
+    assert up.status == Upload.Status.READY, up.error
+    colls = up.analysis["per_rank"][0]["collectives"]
+    assert colls and all(c["bytes"] == 0 and c["group_size"] == 2 for c in colls)
+    assert "<td>unknown</td>" in html
