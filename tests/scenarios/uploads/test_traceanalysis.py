@@ -204,6 +204,43 @@ def test_a_mostly_idle_real_gpu_is_reported_idle_first_not_only_by_its_kernel_mi
     with open(real, "rb") as f:
         found = evaluate(analyse(load(name, f, Limits())))
     assert found[0]["title"].startswith("Low GPU utilisation")
+    # nor beside it: a few stray kernels (tens of µs in all) on an idle GPU are no kernel mix
+    assert "memory-bound-kernel" not in [x["slug"] for x in found]
+
+
+def _elementwise_job(busy_us: float):
+    """One rank, 4 steps of 1000 µs: an elementwise kernel of ``busy_us`` µs and a GEMM a
+    third of its length, launched at the step's start."""
+    ev: list[dict] = []
+    for i in range(4):
+        t = i * STEP
+        ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}",
+                   "pid": 10, "tid": 10, "ts": t, "dur": STEP - 1})  # fmt: skip
+        spans = [
+            ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add"
+             "<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, "
+             "at::detail::Array<char*, 3>)", 1, busy_us),
+            ("sm90_xmma_gemm_bf16", busy_us + 2, busy_us / 3),
+        ]  # fmt: skip
+        for k, (name, ts, dur) in enumerate(spans):
+            corr = 10 * i + k + 1
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                       "pid": 10, "tid": 10, "ts": t + k, "dur": 0.5,
+                       "args": {"correlation": corr}})  # fmt: skip
+            ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7,
+                       "ts": t + ts, "dur": dur,
+                       "args": {"stream": 7, "correlation": corr}})  # fmt: skip
+    doc = {"deviceProperties": [{"name": "NVIDIA H100 80GB HBM3"}], "traceEvents": ev}
+    return assemble([parse(doc, source="rank-0.json")])
+
+
+def test_a_kernel_mix_finding_needs_a_gpu_busy_most_of_the_step():
+    """The same mix, elementwise three times the GEMM: named memory-bound on a GPU busy 93 % of
+    the step, not on one busy 7 % of it (idle is what holds that job back)."""
+    busy = [x["slug"] for x in analyse(_elementwise_job(700.0))["findings"]]
+    assert "memory-bound-kernel" in busy
+    idle = [x["slug"] for x in analyse(_elementwise_job(50.0))["findings"]]
+    assert "memory-bound-kernel" not in idle
 
 
 def test_copies_of_data_to_pageable_memory_are_found_and_scalar_reads_are_not():
