@@ -1,0 +1,57 @@
+"""Track pages on a phone (390 px): the page never scrolls sideways (a long inline command or path
+wraps), and the page's own text comes before the track's 33-entry contents, which fold under a
+summary that opens from the keyboard. At 1280 px the contents stay open beside the page."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.test_phone_pages import signed_in, sticking_out
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# pages whose inline code (a long command, a path, a metric name) is wider than a phone
+LONG_INLINE_CODE = [
+    "/track/signature-input-starvation/",
+    "/track/signature-allocator-stalls/",
+    "/track/lab-a-torch-profiler/",
+    "/track/tool-ncu/",
+    "/track/tool-torch-profiler-hta/",
+]
+
+
+def test_track_pages_fit_a_phone(browser, live_server, learner):
+    ctx, page = signed_in(browser, live_server, learner.username, 390)
+    too_wide = {}
+    for url in LONG_INLINE_CODE:
+        page.goto(live_server.url + url)
+        sw, inner = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+        if sw > inner:
+            too_wide[url] = (sw, inner, sticking_out(page))
+    ctx.close()
+    assert not too_wide, too_wide
+
+
+def test_on_a_phone_the_page_comes_before_the_contents(browser, live_server, learner):
+    ctx, page = signed_in(browser, live_server, learner.username, 390)
+    page.goto(live_server.url + "/track/reading-order/")
+    h1 = page.locator("main h1")
+    assert h1.inner_text() == "The fixed reading order"
+    assert h1.bounding_box()["y"] < 844, "the page's title is below the first screen"
+    nav_link = page.locator(".track-nav a", has_text="Signature: straggler rank")
+    assert not nav_link.is_visible()
+    # the contents open from the keyboard
+    summary = page.locator(".track-nav summary")
+    assert summary.inner_text() == "Track contents"
+    summary.focus()
+    page.keyboard.press("Enter")
+    assert nav_link.is_visible()
+    ctx.close()
+
+
+def test_on_a_desktop_the_contents_stay_open(browser, live_server, learner):
+    ctx, page = signed_in(browser, live_server, learner.username, 1280)
+    page.goto(live_server.url + "/track/reading-order/")
+    assert page.locator(".track-nav a", has_text="Signature: straggler rank").is_visible()
+    assert not page.locator(".track-nav summary").is_visible()
+    ctx.close()
