@@ -46,7 +46,22 @@ def _head(stats: dict[str, Any], totals_accuracy: str) -> str:
         f"{ren['right']} of {ren['graded']} signatures right</dd></div>\n"
         f"    <div><dt>Active days (26 weeks)</dt><dd>{act['active_days']}</dd></div>\n"
         "  </dl>\n"
+        f"{_first_steps(totals['graded'])}"
         "</section>\n\n"
+    )
+
+
+def _first_steps(graded: int) -> str:
+    """A brand-new learner's dashboard is all dashes: say what fills it and where to begin."""
+    if graded:
+        return ""
+    return (
+        '  <p class="empty-note" id="dashboard-empty">Nothing graded yet: every table and chart '
+        "below fills in as you commit diagnoses. "
+        f'<a class="button primary" href="{esc(reverse("trainer:home"))}">'
+        "Start your first drill</a>"
+        f' or read <a href="{esc(reverse("content:page", args=["vocabulary-rows"]))}">'
+        "the rows of a trace</a> first.</p>\n"
     )
 
 

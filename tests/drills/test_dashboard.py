@@ -324,3 +324,17 @@ def test_each_sentence_column_is_named_as_the_drill_form_names_it():
     for key, _field, title in dashboard.SENTENCES:
         assert form[key].startswith(title) or title in ("Gap", "Measurement", "Measurement value")
     assert {k: t for k, _f, t in dashboard.SENTENCES}["expected"] == "Expected step time"
+
+
+def test_a_new_learners_dashboard_says_where_to_begin(learner_client, learner):
+    """A brand-new account's dashboard is all zeros and dashes: it says what fills it and links
+    to the first drill; the note goes once a drill is graded."""
+    html = learner_client.get("/dashboard/").content.decode()
+    note = re.search(r'<p class="empty-note" id="dashboard-empty">(.*?)</p>', html, re.S)
+    assert note, "no note on an empty dashboard"
+    assert "Nothing graded yet" in note.group(1)
+    assert 'href="/drill/"' in note.group(1) and "Start your first drill" in note.group(1)
+    save_all([build(learner, "straggler", "straggler", timezone.now() - timedelta(hours=1))])
+    html = learner_client.get("/dashboard/").content.decode()
+    assert 'id="dashboard-empty"' not in html
+    assert '<dd data-kpi="graded">1</dd>' in html
