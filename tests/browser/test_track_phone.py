@@ -55,3 +55,29 @@ def test_on_a_desktop_the_contents_stay_open(browser, live_server, learner):
     assert page.locator(".track-nav a", has_text="Signature: straggler rank").is_visible()
     assert not page.locator(".track-nav summary").is_visible()
     ctx.close()
+
+
+def test_every_tab_stop_on_a_track_page_is_visible(browser, live_server, learner):
+    """Tabbing through a track page never lands on something invisible (the headings' "#"
+    permalinks were transparent tab stops, and read as "link #" after every heading)."""
+    ctx, page = signed_in(browser, live_server, learner.username, 1280)
+    page.goto(live_server.url + "/track/tool-ncu/")
+    assert page.locator(".prose h2").count() >= 3
+    hidden, seen = [], 0
+    for _ in range(120):
+        page.keyboard.press("Tab")
+        info = page.evaluate(
+            """() => { const e = document.activeElement; if (!e || e === document.body) return null;
+            let o = 1; for (let a = e; a; a = a.parentElement) o *= +getComputedStyle(a).opacity;
+            const r = e.getBoundingClientRect();
+            return {tag: e.tagName, text: (e.textContent || '').trim().slice(0, 30),
+                    cls: e.className, visible: o > 0.2 && r.width > 0 && r.height > 0}; }"""
+        )
+        if info is None:
+            break
+        seen += 1
+        if not info["visible"]:
+            hidden.append(info)
+    ctx.close()
+    assert seen > 20
+    assert not hidden, hidden[:5]
