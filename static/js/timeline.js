@@ -368,7 +368,7 @@
     const keys = [
       ['W', 'S', 'zoom'], ['A', 'D', 'pan'], ['Wheel', 'zoom'], ['⇧Wheel', 'pan'], ['Drag', 'measure'],
       ['Space+drag', 'pan'], ['Click', 'details'], ['↑', '↓', 'rows'], ['Enter', 'fold'], ['←', '→', 'slices'],
-      ['F', 'fit'], ['M', 'mark'], ['L', 'longest kernel'], ['P', 'pin row'], ['/', 'find'], ['Esc', 'clear'],
+      ['F', 'fit'], ['M', 'measure slice'], ['⇧M', 'on every row'], ['L', 'longest kernel'], ['P', 'pin row'], ['/', 'find'], ['Esc', 'clear'],
     ];
     const keyList = el('span', 'tt-keys');
     for (const k of keys) {
@@ -399,7 +399,7 @@
     over.tabIndex = 0;
     over.setAttribute('role', 'application');
     over.setAttribute('aria-roledescription', 'trace timeline');
-    over.setAttribute('aria-label', 'Trace timeline. W and S zoom, A and D pan, arrow keys move between rows and slices, Enter folds a rank, Escape clears.');
+    over.setAttribute('aria-label', 'Trace timeline. W and S zoom, A and D pan, arrow keys move between rows and slices, M measures the selected slice, Shift+M its time on every row, Enter folds a rank, Escape clears.');
     const tip = el('div', 'tt-tooltip');
     tip.hidden = true;
     tip.setAttribute('role', 'tooltip');
@@ -1879,7 +1879,9 @@
           if (it && it.type === 'row') togglePin(it.row);
           break;
         }
-        case 'm': if (selected >= 0) setRange(D.tsA[selected], D.tsA[selected] + D.durA[selected], false, [D.rowA[selected]]); break;
+        // M: measure the selected slice on its row; Shift+M: its time span on every row (a step's
+        // idle time per stream from the keyboard, as a drag across the rows measures it)
+        case 'm': if (selected >= 0) setRange(D.tsA[selected], D.tsA[selected] + D.durA[selected], false, e.shiftKey ? undefined : [D.rowA[selected]]); break;
         case 'Escape':
           if (drag) { drag = null; invalidate(false); }
           else if (range) setRange(null);
