@@ -1,10 +1,14 @@
-"""Track pages on a phone (390 px): the page never scrolls sideways (a long inline command or path
-wraps), and the page's own text comes before the track's 33-entry contents, which fold under a
-summary that opens from the keyboard. At 1280 px the contents stay open beside the page."""
+"""Track pages (and a contrast trial) on a phone: the page never scrolls sideways (a long inline
+command or path wraps), and the page's own text comes before the track's 33-entry contents, which
+fold under a summary that opens from the keyboard. At 1280 px the contents stay open beside the
+page."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from tests.browser.test_phone_pages import signed_in, sticking_out
 
@@ -81,3 +85,28 @@ def test_every_tab_stop_on_a_track_page_is_visible(browser, live_server, learner
     ctx.close()
     assert seen > 20
     assert not hidden, hidden[:5]
+
+
+def test_a_contrast_trial_fits_a_phone(browser, live_server, learner, no_refill):
+    """A trial past its clock on a phone: the page does not scroll sideways (the clock's
+    "Over time — still commit, it counts as a miss" did not wrap, 46 px past a 375 px screen)."""
+    from drills.models import Attempt
+    from tests.drills.test_contrast import confuse
+
+    confuse(learner, "launch-bound", "healthy")
+    ctx, page = signed_in(browser, live_server, learner.username, 375)
+    page.goto(live_server.url + "/drill/")
+    page.click("#start-drill")
+    page.wait_for_url("**/drill/trials/**")
+    assert Attempt.objects.filter(kind=Attempt.Kind.CONTRAST).exists()
+    # past its 45 s: the clock says so at length ("Over time — still commit, it counts as a miss")
+    Attempt.objects.filter(kind=Attempt.Kind.CONTRAST).update(
+        served_at=timezone.now() - timedelta(minutes=5)
+    )
+    page.reload()
+    page.wait_for_selector("#timeline-right canvas")
+    assert "Over time" in page.locator("#clock").inner_text()
+    sw, inner = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    wide = sticking_out(page)
+    ctx.close()
+    assert sw <= inner, (sw, inner, wide)
