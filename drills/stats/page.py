@@ -97,7 +97,12 @@ def _scenarios(stats: dict[str, Any], table: list[dict[str, Any]]) -> str:
         f'  <p class="muted">{esc(RETRIEVABILITY_NOTE)}</p>\n'
         '  <div class="table-scroll">\n'
         '  <table class="compact dash-table" aria-describedby="per-scenario">\n'
-        "    <thead><tr>\n"
+        '    <colgroup span="7"></colgroup><colgroup span="6"></colgroup><colgroup span="2">'
+        "</colgroup>\n"
+        '    <thead><tr class="col-groups"><td colspan="7"></td>'
+        '<th scope="colgroup" colspan="6">Each sentence right, share of graded drills</th>'
+        '<td colspan="2"></td></tr>\n'
+        "    <tr>\n"
         '      <th scope="col">Scenario</th><th scope="col" class="num">Attempts</th>'
         '<th scope="col" class="num">of which practice</th>'
         '<th scope="col" class="num">Accuracy</th>\n'

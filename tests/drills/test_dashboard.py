@@ -338,3 +338,16 @@ def test_a_new_learners_dashboard_says_where_to_begin(learner_client, learner):
     html = learner_client.get("/dashboard/").content.decode()
     assert 'id="dashboard-empty"' not in html
     assert '<dd data-kpi="graded">1</dd>' in html
+
+
+def test_the_sentence_columns_say_they_are_shares(learner_client):
+    """'Step time 0%' read as a time: the six sentence columns sit under one header that says
+    they are the share of graded drills with that sentence right."""
+    html = learner_client.get("/dashboard/").content.decode()
+    head = re.search(r'<table class="compact dash-table"[^>]*>.*?<thead>(.*?)</thead>', html, re.S)
+    groups, columns = re.findall(r"<tr[^>]*>(.*?)</tr>", head.group(1), re.S)
+    cells = re.findall(r'<t[hd][^>]*colspan="(\d+)"[^>]*>(.*?)</t[hd]>', groups)
+    assert [int(n) for n, _ in cells] == [7, 6, 2]
+    assert "sentence right" in cells[1][1] and "share of graded drills" in cells[1][1]
+    names = [re.sub(r"<[^>]+>|&shy;", "", t) for t in re.findall(r"<th[^>]*>(.*?)</th>", columns)]
+    assert names[7:13] == ["Step time", "Gap", "Measurement", "Value", "Fix", "Expected step time"]
