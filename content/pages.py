@@ -261,6 +261,11 @@ def render_markdown(text: str, source: Path) -> str:
         return f"\n\nTTINLINETIMELINE{len(mounts) - 1}TT\n\n"
 
     out = _MD.render(TIMELINE_RE.sub(stash, text))
+    # The "#" permalink shows on hover only: out of the tab order and of the heading's spoken
+    # name (keyboard and screen-reader users have the same links in "On this page").
+    out = out.replace(
+        'class="header-anchor"', 'class="header-anchor" aria-hidden="true" tabindex="-1"'
+    )
     for i, mount in enumerate(mounts):
         out = out.replace(f"<p>TTINLINETIMELINE{i}TT</p>", mount)
     return out

@@ -54,6 +54,15 @@ def test_login_form_rejects_a_wrong_password_without_saying_which_part(client, m
     assert b"correct username and password" in response.content
 
 
+def test_a_refused_sign_in_is_announced(client, make_user):
+    """The refusal is in an alert, so a screen reader says it when the page comes back (the
+    cursor lands in the empty password box, which says nothing of why)."""
+    make_user("ada")
+    html = client.post("/accounts/login/", {"username": "ada", "password": "nope"}).content
+    alert = re.search(r'<div class="errors" role="alert">(.*?)</div>', html.decode(), re.S)
+    assert alert and "correct username and password" in alert.group(1)
+
+
 def test_a_refused_sign_in_puts_the_cursor_in_the_password_box(client, make_user):
     """The name stays filled in and the password is cleared: the cursor went back to the name."""
     make_user("ada")

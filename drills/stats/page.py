@@ -46,7 +46,22 @@ def _head(stats: dict[str, Any], totals_accuracy: str) -> str:
         f"{ren['right']} of {ren['graded']} signatures right</dd></div>\n"
         f"    <div><dt>Active days (26 weeks)</dt><dd>{act['active_days']}</dd></div>\n"
         "  </dl>\n"
+        f"{_first_steps(totals['graded'])}"
         "</section>\n\n"
+    )
+
+
+def _first_steps(graded: int) -> str:
+    """A brand-new learner's dashboard is all dashes: say what fills it and where to begin."""
+    if graded:
+        return ""
+    return (
+        '  <p class="empty-note" id="dashboard-empty">Nothing graded yet: every table and chart '
+        "below fills in as you commit diagnoses. "
+        f'<a class="button primary" href="{esc(reverse("trainer:home"))}">'
+        "Start your first drill</a>"
+        f' or read <a href="{esc(reverse("content:page", args=["vocabulary-rows"]))}">'
+        "the rows of a trace</a> first.</p>\n"
     )
 
 
@@ -82,7 +97,12 @@ def _scenarios(stats: dict[str, Any], table: list[dict[str, Any]]) -> str:
         f'  <p class="muted">{esc(RETRIEVABILITY_NOTE)}</p>\n'
         '  <div class="table-scroll">\n'
         '  <table class="compact dash-table" aria-describedby="per-scenario">\n'
-        "    <thead><tr>\n"
+        '    <colgroup span="7"></colgroup><colgroup span="6"></colgroup><colgroup span="2">'
+        "</colgroup>\n"
+        '    <thead><tr class="col-groups"><td colspan="7"></td>'
+        '<th scope="colgroup" colspan="6">Each sentence right, share of graded drills</th>'
+        '<td colspan="2"></td></tr>\n'
+        "    <tr>\n"
         '      <th scope="col">Scenario</th><th scope="col" class="num">Attempts</th>'
         '<th scope="col" class="num">of which practice</th>'
         '<th scope="col" class="num">Accuracy</th>\n'

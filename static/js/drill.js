@@ -23,8 +23,13 @@
     if (!button) return;
     const host = document.getElementById("timeline");
     if (!host || !host.viewer) return;
-    showEvidence(host.viewer, JSON.parse(button.dataset.evidence || "[]"));
+    const evidence = JSON.parse(button.dataset.evidence || "[]");
+    showEvidence(host.viewer, evidence);
     host.scrollIntoView({ block: "center", behavior: "smooth" });
+    // Say what changed: the timeline moved, out of sight of a screen reader; focus stays here.
+    const say = document.getElementById("evidence-announce");
+    const labels = [...new Set(evidence.map((e) => e.label).filter(Boolean))];
+    if (say) say.textContent = "The timeline is zoomed to the evidence" + (labels.length ? ": " + labels.join(", ") : "") + ", highlighted.";
   });
 
   function mountTimeline(root) {

@@ -2,9 +2,10 @@
  * TraceTrack timeline viewer — vendored, plain ES2020, no build step, no dependencies.
  *
  *   const viewer = TraceTimeline.mount(container, timelineData, {height: 520});
- *     options: height (px of the timeline canvas), details: false (no built-in details panel —
- *     listen to "select" instead), legend: false (no key legend), utilisation: false (no busy
- *     strips under the GPU/NCCL streams), measureRaster (bench only)
+ *     options: height (the most px of the timeline canvas; it is as tall as its expanded rows,
+ *     at least 200), details: false (no built-in details panel — listen to "select" instead),
+ *     legend: false (no key legend), utilisation: false (no busy strips under the GPU/NCCL
+ *     streams), measureRaster (bench only)
  *   viewer.zoomTo(t0_us, t1_us); viewer.getView() -> {t0, t1}
  *   viewer.highlight([{rank, row, start_us, end_us, label}]); viewer.clearHighlight();
  *     (every span is drawn; labels are laid out in lanes so no two overlap: highlightLayout())
@@ -52,6 +53,7 @@
   const LANE_H = 18;
   const UTIL_H = 16; // the utilisation strip under each GPU / NCCL stream
   const ROW_PAD = 3;
+  const MIN_H = 200; // the shortest stage, in px
   const SB_W = 10;
   const PIN_W = 16;
   const LABEL_H = 16; // an evidence label's box // the pin toggle at the right end of a row's label
@@ -301,7 +303,15 @@
     opts = opts || {};
     const D = prepare(data);
     const tPrep = performance.now();
-    const height = Math.max(200, opts.height || 520);
+    const showUtil = opts.utilisation !== false;
+    const hasUtil = (row) => showUtil && (row.kind === 'gpu' || row.kind === 'nccl');
+    const rowH = (row) => row.nLanes * LANE_H + 2 * ROW_PAD + (hasUtil(row) ? UTIL_H : 0);
+    // The stage is as tall as its rows with every rank expanded, between MIN_H and opts.height
+    // (the most; it scrolls past that): a one-rank trace leaves no empty band under its rows,
+    // and folding a rank does not move the page under the pointer.
+    let rowsH = AXIS_H + 4;
+    for (const R of D.ranks) { rowsH += HEADER_H; for (const row of R.rows) rowsH += rowH(row); }
+    const height = Math.min(Math.max(MIN_H, opts.height || 520), Math.max(MIN_H, rowsH));
     const listeners = { select: [], range: [], view: [] };
     const stats = { prepMs: tPrep - tMount, firstRenderMs: 0, frames: [], drawMs: [], frameCount: 0, lastRects: 0, lastTexts: 0 };
 
@@ -358,7 +368,7 @@
     const keys = [
       ['W', 'S', 'zoom'], ['A', 'D', 'pan'], ['Wheel', 'zoom'], ['⇧Wheel', 'pan'], ['Drag', 'measure'],
       ['Space+drag', 'pan'], ['Click', 'details'], ['↑', '↓', 'rows'], ['Enter', 'fold'], ['←', '→', 'slices'],
-      ['F', 'fit'], ['M', 'mark'], ['L', 'longest kernel'], ['P', 'pin row'], ['/', 'find'], ['Esc', 'clear'],
+      ['F', 'fit'], ['M', 'measure slice'], ['⇧M', 'on every row'], ['L', 'longest kernel'], ['P', 'pin row'], ['/', 'find'], ['Esc', 'clear'],
     ];
     const keyList = el('span', 'tt-keys');
     for (const k of keys) {
@@ -389,7 +399,7 @@
     over.tabIndex = 0;
     over.setAttribute('role', 'application');
     over.setAttribute('aria-roledescription', 'trace timeline');
-    over.setAttribute('aria-label', 'Trace timeline. W and S zoom, A and D pan, arrow keys move between rows and slices, Enter folds a rank, Escape clears.');
+    over.setAttribute('aria-label', 'Trace timeline. W and S zoom, A and D pan, arrow keys move between rows and slices, M measures the selected slice, Shift+M its time on every row, Enter folds a rank, Escape clears.');
     const tip = el('div', 'tt-tooltip');
     tip.hidden = true;
     tip.setAttribute('role', 'tooltip');
@@ -437,7 +447,6 @@
     let matches = new Int32Array(0), matchPos = -1; // matching slices in time order; the current one
     const mRects = []; let mN = 0; // match marks collected while drawing (x, y, w, h)*
     let nPinned = 0, pinH = 0;
-    const showUtil = opts.utilisation !== false;
     let utilBuf = new Float64Array(2048);
 
     // label column width from the longest label
@@ -468,8 +477,6 @@
     const rowTop = (row) => (row.pinned ? AXIS_H + row.y : AXIS_H + pinH + row.y - scrollY);
     const rankTop = (R) => AXIS_H + pinH + R.y0 - scrollY;
 
-    const hasUtil = (row) => showUtil && (row.kind === 'gpu' || row.kind === 'nccl');
-    const rowH = (row) => row.nLanes * LANE_H + 2 * ROW_PAD + (hasUtil(row) ? UTIL_H : 0);
     function relayout() {
       items = [];
       let y = 0;
@@ -1872,7 +1879,9 @@
           if (it && it.type === 'row') togglePin(it.row);
           break;
         }
-        case 'm': if (selected >= 0) setRange(D.tsA[selected], D.tsA[selected] + D.durA[selected], false, [D.rowA[selected]]); break;
+        // M: measure the selected slice on its row; Shift+M: its time span on every row (a step's
+        // idle time per stream from the keyboard, as a drag across the rows measures it)
+        case 'm': if (selected >= 0) setRange(D.tsA[selected], D.tsA[selected] + D.durA[selected], false, e.shiftKey ? undefined : [D.rowA[selected]]); break;
         case 'Escape':
           if (drag) { drag = null; invalidate(false); }
           else if (range) setRange(null);

@@ -134,6 +134,9 @@
   }
 
   function init() {
+    // On a phone the track's contents fold under their summary, so the page itself comes first.
+    const navBox = document.querySelector(".track-nav-box");
+    if (navBox && window.matchMedia("(max-width: 820px)").matches) navBox.open = false;
     document.querySelectorAll(".progress-bar[data-max]").forEach((bar) => {
       const max = parseFloat(bar.dataset.max) || 1;
       bar.style.width = Math.round((100 * parseFloat(bar.dataset.value || "0")) / max) + "%";

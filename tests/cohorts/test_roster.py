@@ -222,3 +222,20 @@ def test_recall_is_kept_per_cohort_state_and_a_card_rebuild_moves_it_on(
     shown = scenario_cells(client.get(f"/cohorts/{cohort.pk}/").content.decode())
     assert shown["cat"] == _recomputed({"cat": users["cat"]})["cat"]
     assert shown["cat"]["straggler"][1] == "1.00"  # reviewed by its one attempt, an hour ago
+
+
+def test_an_empty_cohorts_scenario_grid_says_who_will_fill_it(client, people):
+    """A new cohort's Scenarios table was a row of headers over nothing: it says that each
+    learner who joins gets a row; the row goes once someone joins."""
+    teacher = people["teacher"]
+    cohort = Cohort.objects.create(name="Empty", created_by=teacher)
+    cohort.instructors.add(teacher)
+    client.force_login(teacher)
+    html = client.get(f"/cohorts/{cohort.pk}/").content.decode()
+    grid = re.search(r'id="scenario-grid".*?<tbody>(.*?)</tbody>', html, re.S).group(1)
+    assert "No learners yet: each learner who joins gets a row here" in grid
+    assert 'colspan="13"' in grid  # learner, drills and the eleven scenarios
+    Membership.objects.create(cohort=cohort, user=people["ada"])
+    html = client.get(f"/cohorts/{cohort.pk}/").content.decode()
+    grid = re.search(r'id="scenario-grid".*?<tbody>(.*?)</tbody>', html, re.S).group(1)
+    assert "No learners yet" not in grid

@@ -181,3 +181,28 @@ def test_a_trial_given_up_says_no_measurement_was_chosen(learner, learner_client
     assert "You picked <strong>nothing</strong>" in html
     assert "Measurement: <strong>none chosen</strong>" in html
     assert "does not tell these two apart" not in html
+
+
+def test_the_trial_question_names_its_radio_group(learner, learner_client, no_refill):
+    """ "Which one is it?" is the legend of the group that holds the two radios, so a screen
+    reader says the question with each choice (a <label> that points at the group's <div> is
+    read with neither); a missing pick is announced in that group."""
+    confuse(learner, "launch-bound", "healthy")
+    url = learner_client.post("/drill/next/", {"mode": "timed"})["Location"]
+    trial = Attempt.objects.get(kind=Attempt.Kind.CONTRAST)
+    html = learner_client.get(url).content.decode()
+    group = re.search(
+        r"<fieldset[^>]*>\s*<legend>Which one is it\?</legend>(.*?)</fieldset>", html, re.S
+    )
+    assert group, "the two sides are not a group with the question as its legend"
+    assert len(re.findall(r'<input type="radio" name="side"', group.group(1))) == 2
+    assert '<label for="id_side">' not in html
+    bad = learner_client.post(f"/drill/trials/{trial.pk}/answer/", {"measurement": "busbw"})
+    group = re.search(
+        r"<fieldset[^>]*>\s*<legend>Which one is it\?</legend>(.*?)</fieldset>",
+        bad.content.decode(),
+        re.S,
+    )
+    assert 'role="alert"' in group.group(1) and "Pick the left or the right trace." in group.group(
+        1
+    )

@@ -324,3 +324,30 @@ def test_each_sentence_column_is_named_as_the_drill_form_names_it():
     for key, _field, title in dashboard.SENTENCES:
         assert form[key].startswith(title) or title in ("Gap", "Measurement", "Measurement value")
     assert {k: t for k, _f, t in dashboard.SENTENCES}["expected"] == "Expected step time"
+
+
+def test_a_new_learners_dashboard_says_where_to_begin(learner_client, learner):
+    """A brand-new account's dashboard is all zeros and dashes: it says what fills it and links
+    to the first drill; the note goes once a drill is graded."""
+    html = learner_client.get("/dashboard/").content.decode()
+    note = re.search(r'<p class="empty-note" id="dashboard-empty">(.*?)</p>', html, re.S)
+    assert note, "no note on an empty dashboard"
+    assert "Nothing graded yet" in note.group(1)
+    assert 'href="/drill/"' in note.group(1) and "Start your first drill" in note.group(1)
+    save_all([build(learner, "straggler", "straggler", timezone.now() - timedelta(hours=1))])
+    html = learner_client.get("/dashboard/").content.decode()
+    assert 'id="dashboard-empty"' not in html
+    assert '<dd data-kpi="graded">1</dd>' in html
+
+
+def test_the_sentence_columns_say_they_are_shares(learner_client):
+    """'Step time 0%' read as a time: the six sentence columns sit under one header that says
+    they are the share of graded drills with that sentence right."""
+    html = learner_client.get("/dashboard/").content.decode()
+    head = re.search(r'<table class="compact dash-table"[^>]*>.*?<thead>(.*?)</thead>', html, re.S)
+    groups, columns = re.findall(r"<tr[^>]*>(.*?)</tr>", head.group(1), re.S)
+    cells = re.findall(r'<t[hd][^>]*colspan="(\d+)"[^>]*>(.*?)</t[hd]>', groups)
+    assert [int(n) for n, _ in cells] == [7, 6, 2]
+    assert "sentence right" in cells[1][1] and "share of graded drills" in cells[1][1]
+    names = [re.sub(r"<[^>]+>|&shy;", "", t) for t in re.findall(r"<th[^>]*>(.*?)</th>", columns)]
+    assert names[7:13] == ["Step time", "Gap", "Measurement", "Value", "Fix", "Expected step time"]

@@ -180,3 +180,13 @@ def test_an_unfinished_interview_cannot_be_shared(learner_client, scripted):
     url = learner_client.post("/interview/start/")["Location"]
     assert learner_client.post(f"{url}share/", {"shared": "1"}).status_code == 404
     assert MockInterview.objects.get().shared_at is None
+
+
+def test_an_interview_in_progress_has_its_own_page_title(learner_client, scripted):
+    """The intro page and the page between traces were both titled "Mock interview"."""
+    intro = learner_client.get("/interview/").content.decode()
+    url = learner_client.post("/interview/start/")["Location"]
+    between = learner_client.get(url).content.decode()
+    title = re.compile(r"<title>(.*?)</title>", re.S)
+    assert title.search(between).group(1).startswith("Mock interview, 0 of 5 traces done")
+    assert title.search(intro).group(1) != title.search(between).group(1)

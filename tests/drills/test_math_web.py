@@ -509,3 +509,17 @@ def test_home_costs_the_same_queries_with_more_history(learner_client, learner):
             user=learner, started_at=t, ends_at=t + timedelta(seconds=120), score=i, attempted=i
         )
     assert count() == before
+
+
+def test_a_problem_and_its_answer_have_their_own_page_titles(learner_client):
+    """A screen reader reads the title first, and a tab list shows it: the problem page and the
+    answer page name themselves and the family, not the same "Mental math" as the home page."""
+    attempt = start(learner_client, "dataloader-workers")
+    title = lambda html: re.search(r"<title>(.*?)</title>", html, re.S).group(1)  # noqa: E731
+    family = htmllib.escape(FAMILIES["dataloader-workers"].title, quote=False)
+    home = title(learner_client.get("/math/").content.decode())
+    problem = title(learner_client.get(f"/math/attempts/{attempt.pk}/").content.decode())
+    assert problem.startswith(f"Problem: {family}"), problem
+    answered = answer(learner_client, attempt, wrong_text(attempt), follow=True).content.decode()
+    assert title(answered).startswith(f"Answer: {family}"), title(answered)
+    assert len({home, problem, title(answered)}) == 3
