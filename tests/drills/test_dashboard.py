@@ -351,3 +351,25 @@ def test_the_sentence_columns_say_they_are_shares(learner_client):
     assert "sentence right" in cells[1][1] and "share of graded drills" in cells[1][1]
     names = [re.sub(r"<[^>]+>|&shy;", "", t) for t in re.findall(r"<th[^>]*>(.*?)</th>", columns)]
     assert names[7:13] == ["Step time", "Gap", "Measurement", "Value", "Fix", "Expected step time"]
+
+
+def test_a_sparkline_without_two_weeks_says_so_to_a_screen_reader():
+    """A pair's line is read out by its label: first and last week's rate, or what it lacks;
+    with no week in range it said "Weekly confusion rate, — to —"."""
+    from datetime import date, timedelta
+
+    from drills.stats.charts import sparkline
+    from drills.stats.svg import spark_svg
+
+    def week(k, rate):
+        n = 0 if rate is None else 4
+        start = date(2026, 9, 7) + timedelta(weeks=k)
+        return {"week": start, "rate": rate, "confused": 0, "attempts": n}
+
+    none = spark_svg(sparkline([week(k, None) for k in range(12)]))
+    assert 'aria-label="Weekly confusion rate: no graded attempts in the weeks shown"' in none
+    assert "—" not in none
+    one = spark_svg(sparkline([week(0, 0.25), *(week(k, None) for k in range(1, 12))]))
+    assert 'aria-label="Weekly confusion rate, one week so far: 25%"' in one
+    two = spark_svg(sparkline([week(0, 0.5), week(1, None), week(2, 0.25)]))
+    assert 'aria-label="Weekly confusion rate, 50% to 25%"' in two
