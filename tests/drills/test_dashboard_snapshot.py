@@ -138,7 +138,7 @@ def test_a_lookalike_confusion_shows_in_its_pairs_weekly_line(learner, learner_c
     pair = re.search(rf'data-pair="{PAIR_A}→{PAIR_B}">(.*?)</li>', page, re.S).group(1)
     monday = dashboard.trend_start(now, weeks=1)
     assert f"<title>week of {monday:%d %b}: 1/2</title>" in pair
-    assert 'aria-label="Weekly confusion rate, 50% to 50%"' in pair
+    assert 'aria-label="Weekly confusion rate, one week so far: 50%"' in pair
     assert '<span class="rate">50%</span>' in pair
 
 
