@@ -1,4 +1,4 @@
-"""Two rules for every request.
+"""Three rules for every request.
 
 ``RejectNulMiddleware`` refuses, with 400, any request that carries a NUL character in its path,
 query or form fields. No page has a use for one, the filesystem and PostgreSQL both reject NUL in
@@ -6,10 +6,17 @@ strings (an ``embedded null byte`` or "cannot contain NUL" error deep in a view 
 and checking once here keeps every view and form free of that case.
 
 ``MethodNotAllowedPageMiddleware`` answers a browser that opens a POST-only address with a page.
+
+``HtmxLoginRequiredMiddleware`` is Django's ``LoginRequiredMiddleware``, but a signed-out htmx
+request gets a 401 instead of the redirect to sign-in: the browser would follow that redirect
+inside the request and htmx swap the sign-in page over the part of the page it targets (a drill's
+diagnosis form typed in full, signed out in another tab). ``static/js/htmx-errors.js`` says what
+happened beside the form, which keeps what was typed.
 """
 
 from __future__ import annotations
 
+from django.contrib.auth.middleware import LoginRequiredMiddleware
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import reverse
@@ -52,3 +59,20 @@ class MethodNotAllowedPageMiddleware:
         if allow := response.get("Allow"):
             page["Allow"] = allow
         return page
+
+
+SIGNED_OUT = "You are signed out (in another tab, or the session ended): sign in again, then send."
+
+
+def signed_out_answer(request: HttpRequest) -> HttpResponse | None:
+    """The answer to a signed-out htmx request (None for any other): 401, nothing to swap."""
+    if request.headers.get("HX-Request") != "true":
+        return None
+    response = HttpResponse(SIGNED_OUT, status=401, content_type="text/plain; charset=utf-8")
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+class HtmxLoginRequiredMiddleware(LoginRequiredMiddleware):
+    def handle_no_permission(self, request, view_func):
+        return signed_out_answer(request) or super().handle_no_permission(request, view_func)
