@@ -465,8 +465,16 @@ def remove_member(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRes
     with transaction.atomic():
         Extension.objects.filter(assignment__cohort=cohort, learner_id=user_id).delete()
         membership.delete()
-    messages.success(request, f"Removed {membership.user.username} from {cohort.name}.")
+    messages.success(request, removed_text(membership.user.username, cohort.name))
     return redirect("cohorts:detail", cohort_id=cohort.pk)
+
+
+def removed_text(username: str, cohort_name: str) -> str:
+    """What an instructor reads after removing a member: the code they joined with still works."""
+    return (
+        f"Removed {username} from {cohort_name}. They can join again with the current join code; "
+        "to stop that, use “Regenerate join code” (the old code and invite link stop working)."
+    )
 
 
 @require_POST
