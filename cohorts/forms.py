@@ -95,6 +95,20 @@ class CohortForm(forms.ModelForm):
             )
         return name
 
+    def save_for(self, user: User) -> Cohort | None:
+        """Create the cohort, taught by ``user``; None, with the error on the form, when the form
+        is invalid, or when a cohort of that name was made meanwhile (a double click: the
+        second submission waits on the instructor's row for the first, then sees its cohort)."""
+        with transaction.atomic():
+            get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+            if not self.is_valid():
+                return None
+            cohort = self.save(commit=False)
+            cohort.created_by = user
+            cohort.save()
+            cohort.instructors.add(user)
+        return cohort
+
 
 class JoinForm(forms.Form):
     code = forms.CharField(

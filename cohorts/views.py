@@ -72,16 +72,12 @@ def cohort_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-def cohort_new(request: HttpRequest) -> HttpResponse:
+def cohort_new(request: SignedInRequest) -> HttpResponse:
     if not is_instructor(request.user):
         raise Http404("Only instructors create cohorts.")
     form = CohortForm(request.POST or None, user=request.user)
-    if request.method == "POST" and form.is_valid():
-        with transaction.atomic():
-            cohort = form.save(commit=False)
-            cohort.created_by = request.user
-            cohort.save()
-            cohort.instructors.add(request.user)
+    cohort = form.save_for(request.user) if request.method == "POST" else None
+    if cohort is not None:
         messages.success(request, f"Cohort created. Learners join with code {cohort.join_code}.")
         return redirect("cohorts:detail", cohort_id=cohort.pk)
     status = 400 if request.method == "POST" else 200
@@ -469,8 +465,16 @@ def remove_member(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRes
     with transaction.atomic():
         Extension.objects.filter(assignment__cohort=cohort, learner_id=user_id).delete()
         membership.delete()
-    messages.success(request, f"Removed {membership.user.username} from {cohort.name}.")
+    messages.success(request, removed_text(membership.user.username, cohort.name))
     return redirect("cohorts:detail", cohort_id=cohort.pk)
+
+
+def removed_text(username: str, cohort_name: str) -> str:
+    """What an instructor reads after removing a member: the code they joined with still works."""
+    return (
+        f"Removed {username} from {cohort_name}. They can join again with the current join code; "
+        "to stop that, use “Regenerate join code” (the old code and invite link stop working)."
+    )
 
 
 @require_POST

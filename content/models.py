@@ -31,3 +31,18 @@ class ReadMark(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} read {self.slug}"
+
+
+def set_read(user, slug: str, wanted: str | None) -> bool:
+    """Mark ``slug`` read ("1") or unread ("0") for ``user``, as the button pressed asked, and
+    return whether it is read now. Saying what is wanted makes a double click (two posts) land
+    where one does; a mark already there keeps its first read time (re-narrations count from it).
+    Anything else (an older page's button sends nothing) toggles."""
+    marks = ReadMark.objects.filter(user=user, slug=slug)
+    if wanted not in ("0", "1"):
+        wanted = "0" if marks.exists() else "1"
+    if wanted == "0":
+        marks.delete()
+        return False
+    ReadMark.objects.get_or_create(user=user, slug=slug)
+    return True

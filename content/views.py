@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.http import SignedInRequest
 from content import pages as content_pages
 from content import renarration, timelines
-from content.models import ReadMark, WalkthroughSet
+from content.models import ReadMark, WalkthroughSet, set_read
 from content.pages import DOWNLOADS, PAGES_DIR, Page, get_page, library
 from drills.models import Attempt
 from drills.trainer import reveal
@@ -141,13 +141,9 @@ def download(request: HttpRequest, name: str) -> FileResponse:
 @require_POST
 def toggle_read(request: SignedInRequest, slug: str) -> HttpResponse:
     pg = _page_or_404(slug)
-    deleted, _ = ReadMark.objects.filter(user=request.user, slug=pg.slug).delete()
-    if not deleted:
-        ReadMark.objects.get_or_create(user=request.user, slug=pg.slug)
+    is_read = set_read(request.user, pg.slug, request.POST.get("read"))
     if request.htmx:
-        return TemplateResponse(
-            request, "content/_readmark.html", {"page": pg, "is_read": not deleted}
-        )
+        return TemplateResponse(request, "content/_readmark.html", {"page": pg, "is_read": is_read})
     return redirect(pg.url)
 
 

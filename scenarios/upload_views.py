@@ -1,6 +1,6 @@
 """Views for bring-your-own-trace: upload form and list, detail (progress, viewer, overview,
-measurements, findings), the stored timeline and Perfetto JSON, delete. Owner only: anybody
-else gets 404."""
+measurements, findings), the stored timeline and Perfetto JSON, delete. Owner only, until the
+upload expires: anybody else, and the owner after that, gets 404."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class UploadForm(forms.Form):
 
 
 def _mine(request: HttpRequest, upload_id) -> Upload:
-    return get_object_or_404(Upload.objects.owned_by(request.user), pk=upload_id)
+    return get_object_or_404(Upload.objects.visible_to(request.user), pk=upload_id)
 
 
 @login_required
@@ -66,7 +66,7 @@ def upload_list(request: HttpRequest) -> HttpResponse:
         "scenarios/upload_list.html",
         {
             "form": form,
-            "uploads": Upload.objects.owned_by(request.user).defer(
+            "uploads": Upload.objects.visible_to(request.user).defer(
                 "raw", "timeline_gz", "perfetto_gz", "analysis"
             ),
             "limits": lim,
@@ -129,7 +129,7 @@ def _overview(analysis: dict) -> list[dict]:
 @require_GET
 def upload_detail(request: HtmxRequest, upload_id) -> HttpResponse:
     up = get_object_or_404(
-        Upload.objects.owned_by(request.user).defer("raw", "timeline_gz", "perfetto_gz"),
+        Upload.objects.visible_to(request.user).defer("raw", "timeline_gz", "perfetto_gz"),
         pk=upload_id,
     )
     if request.htmx and request.GET.get("part") == "status":

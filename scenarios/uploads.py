@@ -42,6 +42,14 @@ class UploadQuerySet(models.QuerySet["Upload"]):
     def expired(self, now=None) -> UploadQuerySet:
         return self.filter(expires_at__lte=now or timezone.now())
 
+    def live(self, now=None) -> UploadQuerySet:
+        """Not yet expired: what its owner may still see, whether or not the sweep has run."""
+        return self.filter(expires_at__gt=now or timezone.now())
+
+    def visible_to(self, user, now=None) -> UploadQuerySet:
+        """The uploads a user may list, read and delete: their own, until they expire."""
+        return self.owned_by(user).live(now)
+
 
 class Upload(models.Model):
     """One uploaded trace (one or many ranks), its stored conversions and its analysis."""
@@ -101,6 +109,8 @@ def create_upload(owner, filename: str, fileobj, size: int) -> Upload:
     with transaction.atomic():
         # One user's uploads serialise on their user row, so two at once cannot both pass.
         get_user_model().objects.select_for_update().filter(pk=owner.pk).exists()
+        # Their expired ones go now: without Celery beat (the embedded mode) no sweep runs.
+        delete_expired(owner=owner)
         pending = Upload.objects.owned_by(owner).exclude(
             status__in=[Upload.Status.READY, Upload.Status.FAILED]
         )
@@ -231,6 +241,10 @@ def _process(upload_id) -> str:
     return Upload.Status.READY
 
 
-def delete_expired(now=None) -> int:
-    n, _ = Upload.objects.expired(now).delete()
+def delete_expired(now=None, owner=None) -> int:
+    """Delete expired uploads (only ``owner``'s when given); returns how many."""
+    expired = Upload.objects.expired(now)
+    if owner is not None:
+        expired = expired.filter(owner=owner)
+    n, _ = expired.delete()
     return n

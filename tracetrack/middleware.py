@@ -1,4 +1,4 @@
-"""Two rules for every request.
+"""Three rules for every request.
 
 ``RejectNulMiddleware`` refuses, with 400, any request that carries a NUL character in its path,
 query or form fields. No page has a use for one, the filesystem and PostgreSQL both reject NUL in
@@ -6,13 +6,25 @@ strings (an ``embedded null byte`` or "cannot contain NUL" error deep in a view 
 and checking once here keeps every view and form free of that case.
 
 ``MethodNotAllowedPageMiddleware`` answers a browser that opens a POST-only address with a page.
+
+``HtmxLoginRequiredMiddleware`` is Django's ``LoginRequiredMiddleware``, but a signed-out htmx
+request gets a 401 instead of the redirect to sign-in: the browser would follow that redirect
+inside the request and htmx swap the sign-in page over the part of the page it targets (a drill's
+diagnosis form typed in full, signed out in another tab). ``static/js/htmx-errors.js`` says what
+happened beside the form, which keeps what was typed. A plain form's POST signs in back to the page
+the form was on, not to the button's address (which a GET answers with 405).
 """
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
+from django.contrib.auth.middleware import LoginRequiredMiddleware
+from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
-from django.shortcuts import render
+from django.shortcuts import render, resolve_url
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 
 
 def _has_nul(query) -> bool:
@@ -52,3 +64,42 @@ class MethodNotAllowedPageMiddleware:
         if allow := response.get("Allow"):
             page["Allow"] = allow
         return page
+
+
+SIGNED_OUT = "You are signed out (in another tab, or the session ended): sign in again, then send."
+
+
+def signed_out_answer(request: HttpRequest) -> HttpResponse | None:
+    """The answer to a signed-out htmx request (None for any other): 401, nothing to swap."""
+    if request.headers.get("HX-Request") != "true":
+        return None
+    response = HttpResponse(SIGNED_OUT, status=401, content_type="text/plain; charset=utf-8")
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def sign_in_next(request: HttpRequest) -> str:
+    """Where sign-in continues to for a signed-out request: the address itself for a GET; for a
+    form's POST (a button's address, which a GET answers with 405) the page the form was on, when
+    the Referer names one on this site, else Today."""
+    if request.method in ("GET", "HEAD"):
+        return request.get_full_path()
+    referer = request.headers.get("Referer", "")
+    if url_has_allowed_host_and_scheme(
+        referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        parts = urlsplit(referer)
+        if parts.path.startswith("/"):
+            return parts.path + (f"?{parts.query}" if parts.query else "")
+    return "/"
+
+
+class HtmxLoginRequiredMiddleware(LoginRequiredMiddleware):
+    def handle_no_permission(self, request, view_func):
+        if (answer := signed_out_answer(request)) is not None:
+            return answer
+        return redirect_to_login(
+            sign_in_next(request),
+            resolve_url(self.get_login_url(view_func)),
+            self.get_redirect_field_name(view_func),
+        )

@@ -74,7 +74,7 @@ MIDDLEWARE = [
     "tracetrack.middleware.RejectNulMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "tracetrack.middleware.HtmxLoginRequiredMiddleware",  # LoginRequiredMiddleware, htmx-aware
     "django.contrib.messages.middleware.MessageMiddleware",
     "tracetrack.middleware.MethodNotAllowedPageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",

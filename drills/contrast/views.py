@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -11,6 +12,7 @@ from drills import scheduling
 from drills.contrast import services
 from drills.contrast.forms import TrialForm
 from drills.models import Attempt
+from drills.trainer import services as trainer_services
 from scenarios import engine
 from scenarios.models import Trace
 
@@ -38,6 +40,8 @@ def answer(request: HttpRequest, attempt_id) -> HttpResponse:
         if not form.is_valid():
             return _page(request, attempt, form, status=400)
         services.submit(attempt, form.cleaned_data["side"], form.cleaned_data["measurement"])
+    elif notice := trainer_services.answer_too_late_notice(attempt):
+        messages.warning(request, notice)
     return redirect(reverse("contrast:trial", args=[attempt.pk]))
 
 

@@ -11,6 +11,7 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -30,11 +31,14 @@ def unfinished(user) -> MockInterview | None:
 
 
 def start(user, now: datetime | None = None) -> MockInterview:
-    """A new interview (or the learner's unfinished one: one at a time)."""
-    found = unfinished(user)
-    if found is not None:
-        return found
-    return MockInterview.objects.create(user=user, started_at=now or timezone.now())
+    """A new interview (or the learner's unfinished one: one at a time). One learner's starts
+    serialise on their user row, so a double click cannot make two."""
+    with transaction.atomic():
+        get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
+        found = unfinished(user)
+        if found is not None:
+            return found
+        return MockInterview.objects.create(user=user, started_at=now or timezone.now())
 
 
 def attempts(interview: MockInterview) -> list[Attempt]:

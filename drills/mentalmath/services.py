@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import fsrs
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
@@ -129,11 +130,19 @@ def start_single(user, family: str | None = None) -> MathAttempt:
     instead: asking again is not a way to skip a problem or restart its clock."""
     if family is not None and family not in mentalmath.FAMILIES:
         raise ValueError(f"unknown mental-math family {family!r}")
-    existing = open_attempt(user, family)
-    if existing is not None:
-        return existing
-    now = timezone.now()
-    return _new_attempt(user, family or next_family(user, now), now)
+    with transaction.atomic():
+        _one_start_at_a_time(user)
+        existing = open_attempt(user, family)
+        if existing is not None:
+            return existing
+        now = timezone.now()
+        return _new_attempt(user, family or next_family(user, now), now)
+
+
+def _one_start_at_a_time(user) -> None:
+    """Serialise one learner's starts on their user row (inside the caller's transaction), so a
+    double click finds the drill or sprint the first click made instead of making a second."""
+    get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
 
 
 # --------------------------------------------------------------------------- from a trace's reveal
@@ -261,10 +270,11 @@ def running_sprint(user, now: datetime | None = None) -> MathSprint | None:
 def start_sprint(user) -> MathSprint:
     """A 120-second sprint (a running one is resumed instead), with its first problem."""
     now = timezone.now()
-    existing = running_sprint(user, now)
-    if existing is not None:
-        return existing
     with transaction.atomic():
+        _one_start_at_a_time(user)
+        existing = running_sprint(user, now)
+        if existing is not None:
+            return existing
         sprint = MathSprint.objects.create(
             user=user, started_at=now, ends_at=now + timedelta(seconds=SPRINT_S)
         )

@@ -65,6 +65,27 @@ def is_expired(attempt: Attempt, now: datetime) -> bool:
     )
 
 
+# Why an attempt closed without an answer could not take one (``Attempt.closed``).
+CLOSED_BEFORE_ANSWER = {
+    "abandoned": "you gave up on it, perhaps in another tab",
+    "expired": "its clock ran out and it was closed when the next drill was asked for",
+}
+
+
+def answer_too_late_notice(attempt: Attempt) -> str | None:
+    """What a learner whose answer reaches an attempt already closed without one is told (the
+    answer is not graded: the attempt was scored as a miss when it closed); None when the attempt
+    holds a graded answer (a second click of the same submit) or is still open."""
+    if attempt.submitted_at is None or not attempt.closed:
+        return None
+    why = CLOSED_BEFORE_ANSWER.get(attempt.closed, "it had already been closed")
+    what = "trial" if attempt.kind == Attempt.Kind.CONTRAST else "drill"
+    return (
+        f"This {what} was already closed ({why}), so the answer you just sent was not recorded; "
+        "it counts as a miss."
+    )
+
+
 def claims_per_hour() -> int:
     return settings.TRACETRACK["DRILL_CLAIMS_PER_HOUR"]
 

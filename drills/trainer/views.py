@@ -115,7 +115,7 @@ def submit_diagnosis(request: SignedInRequest, attempt_id) -> HttpResponse:
     if attempt.kind == Attempt.Kind.CONTRAST:  # answered on its own page, with its own form
         return redirect(attempt_url(attempt))
     if attempt.is_submitted:
-        return _after_submit(request, attempt)
+        return _answer_too_late(request, attempt) or _after_submit(request, attempt)
     form = DiagnosisForm(request.POST)
     if not form.is_valid():
         if request.htmx:
@@ -123,6 +123,22 @@ def submit_diagnosis(request: SignedInRequest, attempt_id) -> HttpResponse:
         return _attempt_page(request, attempt, form, status=400)
     attempt, _ = services.submit_diagnosis(attempt, form.diagnosis())
     return _after_submit(request, attempt)
+
+
+def _answer_too_late(request: HttpRequest, attempt: Attempt) -> HttpResponse | None:
+    """An answer sent to an attempt closed without one (given up in another tab, closed as
+    expired): nothing is recorded, and the page says so. An htmx request reloads the page, since
+    the swapped-in reveal has no place for the message."""
+    notice = services.answer_too_late_notice(attempt)
+    if notice is None:
+        return None
+    messages.warning(request, notice)
+    url = attempt_url(attempt)
+    if getattr(request, "htmx", False):
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
 
 
 def _form_errors(request: HttpRequest, attempt: Attempt, form: DiagnosisForm) -> HttpResponse:

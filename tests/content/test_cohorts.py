@@ -218,6 +218,20 @@ def test_create_join_assign_and_see_it_everywhere(client, people, wset):
     )
 
 
+def test_removing_a_member_says_the_code_still_lets_them_back_in(client, people, cohort):
+    """They can join again at once with the code they have: the instructor is told so, and how
+    to stop it, instead of believing them gone."""
+    as_user(client, people["teacher"])
+    page = client.post(
+        f"/cohorts/{cohort.pk}/members/{people['bob'].pk}/remove/", follow=True
+    ).content.decode()
+    (said,) = re.findall(r'<li class="msg-success">(.*?)</li>', page, re.S)
+    assert "Removed bob" in said and "join again" in said and "Regenerate join code" in said
+    as_user(client, people["bob"])
+    assert client.post("/cohorts/join/", {"code": cohort.join_code}).status_code == 302
+    assert cohort.members.filter(pk=people["bob"].pk).exists()
+
+
 def test_co_instructor_remove_member_and_regenerate(client, people, cohort):
     as_user(client, people["teacher"])
     client.post(f"/cohorts/{cohort.pk}/instructors/add/", {"username": "coteacher"})

@@ -289,6 +289,24 @@ def test_read_marks_toggle_and_are_per_user(client, make_user):
     assert client.get("/track/reading-order/read/").status_code == 405
 
 
+def test_a_double_click_on_mark_as_read_leaves_the_page_read(client, make_user):
+    """The button says what it wants: two posts of "Mark as read" (a double click) leave the page
+    read, where a toggle left it unread; the first read time stays (re-narrations count from it)."""
+    ada = make_user("ada")
+    client.force_login(ada)
+    page = client.get("/track/reading-order/").content.decode()
+    button = re.search(r'<button type="submit" name="read" value="(\d)"', page)
+    assert button and button.group(1) == "1"
+    client.post("/track/reading-order/read/", {"read": "1"})
+    first = ReadMark.objects.get(user=ada, slug="reading-order").read_at
+    r = client.post("/track/reading-order/read/", {"read": "1"}, headers={"HX-Request": "true"})
+    assert 'aria-pressed="true"' in r.content.decode() and 'value="0"' in r.content.decode()
+    assert ReadMark.objects.get(user=ada, slug="reading-order").read_at == first
+    for _ in range(2):
+        client.post("/track/reading-order/read/", {"read": "0"})
+    assert not ReadMark.objects.filter(user=ada).exists()
+
+
 def test_read_mark_needs_csrf(make_user):
     from django.test import Client
 
