@@ -18,7 +18,7 @@ from scenarios import perfetto_ui
 from scenarios.traceanalysis import findings as rules
 from scenarios.traceanalysis.errors import TraceError
 from scenarios.traceanalysis.measures import KERNEL_GAP_US
-from scenarios.uploads import Upload, create_upload, limits
+from scenarios.uploads import Upload, create_upload, held_back, limits
 from scenarios.views import gzipped_json
 
 
@@ -138,7 +138,10 @@ def upload_detail(request: HtmxRequest, upload_id) -> HttpResponse:
             response["HX-Refresh"] = "true"
         return response
     ctx: dict = {"upload": up}
-    if up.status == Upload.Status.READY and up.analysis:
+    held = up.status == Upload.Status.READY and up.analysis and held_back(request.user, up.analysis)
+    if held:
+        ctx["held"] = held
+    elif up.status == Upload.Status.READY and up.analysis:
         a = up.analysis
         ctx.update(
             analysis=a,

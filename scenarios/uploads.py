@@ -7,9 +7,10 @@ import gzip
 import io
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from typing import Any
 
 import orjson
 from django.conf import settings
@@ -22,6 +23,26 @@ from scenarios.traceanalysis.errors import TraceError
 from scenarios.traceanalysis.ingest import Limits, load
 
 log = logging.getLogger(__name__)
+
+# Why an upload's analysis is held back from its owner for now (None: shown), asked by the
+# apps that know learners: the pool knows none, so ``drills`` registers its check here (the
+# trace of a drill the learner has open is theirs to read, not the analyser's to answer).
+HoldCheck = Callable[[Any, dict], "str | None"]
+HOLD_CHECKS: list[HoldCheck] = []
+
+
+def register_hold(check: HoldCheck) -> None:
+    if check not in HOLD_CHECKS:
+        HOLD_CHECKS.append(check)
+
+
+def held_back(user: Any, analysis: dict) -> str | None:
+    """The first registered reason to hold ``analysis`` back from ``user``, or None."""
+    for check in HOLD_CHECKS:
+        why = check(user, analysis)
+        if why:
+            return why
+    return None
 
 
 def limits() -> Limits:

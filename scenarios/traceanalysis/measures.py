@@ -506,3 +506,19 @@ def collectives(v: RankView, link_gbps: float | None, world: int) -> list[dict]:
                 row["above_link"] = row["link_pct"] > 100
         out.append(row)
     return out
+
+
+# how close an upload's steps must come to a generated trace's, step by step, to be that trace:
+# TraceTrack's own export read back lands within 0.12 % of the key's step times
+SAME_STEPS_REL = 0.005
+
+
+def same_steps(analysis: dict, series: list[float], rel: float = SAME_STEPS_REL) -> bool:
+    """Whether an analysed upload has the step times ``series`` (ms, one per step; a step's
+    time is its longest rank's, as an answer key measures it): the same number of steps, two
+    at least, each within ``rel`` of its own."""
+    per = [[s["step_ms"] for s in pr["steps"]] for pr in analysis.get("per_rank", [])]
+    if len(series) < 2 or not per or any(len(p) != len(series) for p in per):
+        return False
+    longest = [max(p[k] for p in per) for k in range(len(series))]
+    return all(abs(a - b) <= rel * b for a, b in zip(longest, series, strict=True))

@@ -433,3 +433,20 @@ def test_torchrec_kernels_in_the_fbgemm_namespace_are_not_gemms():
         "void fbgemm_gpu::gemm_f8f8bf16_rowwise_kernel<float>(float)",
     ):
         assert family(name) == "gemm", name
+
+
+def test_an_engine_trace_read_back_has_its_keys_step_times_and_no_other_traces():
+    """How an upload is recognised as a drill's trace: its steps, read back from the Perfetto
+    export, match its own key step by step, and not the key of the next seed."""
+    from scenarios import engine
+    from scenarios.engine.export import to_perfetto as engine_perfetto
+    from scenarios.traceanalysis.ingest import Limits, load
+    from scenarios.traceanalysis.measures import same_steps
+
+    for slug in ("pipeline-bubbles", "launch-bound", "healthy"):
+        t = engine.generate(slug, seed=5, hardware="h100")
+        other = engine.generate(slug, seed=6, hardware="h100")
+        a = analyse(load("t.json", io.BytesIO(orjson.dumps(engine_perfetto(t))), Limits()))
+        assert same_steps(a, t.key.facts["step_ms_series"]), slug
+        assert not same_steps(a, other.key.facts["step_ms_series"]), slug
+        assert not same_steps(a, [x * 1.01 for x in t.key.facts["step_ms_series"]]), slug

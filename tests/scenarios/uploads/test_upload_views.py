@@ -426,3 +426,44 @@ def test_an_absurd_message_size_is_unknown_not_a_failed_upload(learner_client, a
     colls = up.analysis["per_rank"][0]["collectives"]
     assert colls and all(c["bytes"] == 0 and c["group_size"] == 2 for c in colls)
     assert "<td>unknown</td>" in html
+
+
+def _download(client, trace) -> bytes:
+    """The trace's Perfetto JSON as the attempt page's download link serves it."""
+    r = client.get(reverse("scenarios:perfetto", args=[trace.pk]))
+    assert r.status_code == 200
+    body = b"".join(r.streaming_content) if r.streaming else r.content
+    return gzip.decompress(body) if r.get("Content-Encoding") == "gzip" else body
+
+
+def test_the_open_drills_own_trace_uploaded_shows_no_findings_until_the_diagnosis(
+    learner, learner_client
+):
+    """Downloading the open drill's trace and uploading it must not answer the drill: the
+    analyser's findings name the scenario. The upload is kept, and reads in full once the
+    drill is answered; another trace uploaded meanwhile is analysed as usual."""
+    from tests.factories import AttemptFactory
+
+    attempt = AttemptFactory(user=learner, scenario="straggler")
+    attempt.trace.claimed_by = learner  # served to the learner, as the drill's deal claims it
+    attempt.trace.save(update_fields=["claimed_by"])
+    data = _download(learner_client, attempt.trace)
+    html = post(learner_client, "mine.json", data).content.decode()
+    assert 'id="analysis-held"' in html and "drill you have open" in html
+    assert 'id="findings"' not in html and "straggler" not in html
+    # renamed and stripped of its header, it is still that trace
+    doc = orjson.loads(data)
+    for field in ("baseTimeNanoseconds", "distributedInfo", "deviceProperties"):
+        doc.pop(field, None)
+    html = post(learner_client, "renamed.json", orjson.dumps(doc)).content.decode()
+    assert 'id="analysis-held"' in html and 'id="findings"' not in html
+    # another trace meanwhile: analysed as usual
+    other = post(learner_client, "nccl.json.gz", (REAL / "nccl_a100_rank0.json.gz").read_bytes())
+    assert 'id="findings"' in other.content.decode()
+    # the drill answered: the same upload reads in full
+    attempt.submitted_at = timezone.now()
+    attempt.save(update_fields=["submitted_at"])
+    up = Upload.objects.get(filename="mine.json")
+    html = learner_client.get(reverse("scenarios:upload_detail", args=[up.pk])).content.decode()
+    assert 'id="analysis-held"' not in html and 'id="findings"' in html
+    assert 'data-slug="straggler"' in html
