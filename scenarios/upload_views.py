@@ -138,10 +138,17 @@ def upload_detail(request: HtmxRequest, upload_id) -> HttpResponse:
             response["HX-Refresh"] = "true"
         return response
     ctx: dict = {"upload": up}
-    held = up.status == Upload.Status.READY and up.analysis and held_back(request.user, up.analysis)
+    ready = up.status == Upload.Status.READY and up.analysis
+    if ready:  # the export's buttons show whatever the analysis below
+        ctx.update(
+            perfetto_ui.link_context(
+                request, reverse("scenarios:upload_perfetto", args=[up.pk]) + "?inline=1"
+            )
+        )
+    held = ready and held_back(request.user, up.analysis)
     if held:
         ctx["held"] = held
-    elif up.status == Upload.Status.READY and up.analysis:
+    elif ready:
         a = up.analysis
         ctx.update(
             analysis=a,
@@ -151,9 +158,6 @@ def upload_detail(request: HtmxRequest, upload_id) -> HttpResponse:
             skipped_events=sum(pr.get("skipped_events", 0) for pr in a["per_rank"]),
             thresholds=rules.THRESHOLDS,
             kernel_gap_us=KERNEL_GAP_US,
-            **perfetto_ui.link_context(
-                request, reverse("scenarios:upload_perfetto", args=[up.pk]) + "?inline=1"
-            ),
         )
     return render(request, "scenarios/upload_detail.html", ctx)
 

@@ -451,6 +451,10 @@ def test_the_open_drills_own_trace_uploaded_shows_no_findings_until_the_diagnosi
     html = post(learner_client, "mine.json", data).content.decode()
     assert 'id="analysis-held"' in html and "drill you have open" in html
     assert 'id="findings"' not in html and "straggler" not in html
+    # the export's buttons stay as they are: the link, or the hint on how to get the UI
+    from scenarios import perfetto_ui
+
+    assert 'id="open-perfetto"' in html if perfetto_ui.available() else "<code></code>" not in html
     # renamed and stripped of its header, it is still that trace
     doc = orjson.loads(data)
     for field in ("baseTimeNanoseconds", "distributedInfo", "deviceProperties"):
