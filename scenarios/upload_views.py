@@ -138,27 +138,27 @@ def upload_detail(request: HtmxRequest, upload_id) -> HttpResponse:
             response["HX-Refresh"] = "true"
         return response
     ctx: dict = {"upload": up}
-    ready = up.status == Upload.Status.READY and up.analysis
-    if ready:  # the export's buttons show whatever the analysis below
+    a = up.analysis if up.status == Upload.Status.READY else None
+    if a:
+        # the export's buttons show whatever the page shows of the analysis
         ctx.update(
             perfetto_ui.link_context(
                 request, reverse("scenarios:upload_perfetto", args=[up.pk]) + "?inline=1"
             )
         )
-    held = ready and held_back(request.user, up.analysis)
-    if held:
-        ctx["held"] = held
-    elif ready:
-        a = up.analysis
-        ctx.update(
-            analysis=a,
-            overview=_overview(a),
-            rank_rows=_rank_rows(a),
-            rank_details=_rank_details(a),
-            skipped_events=sum(pr.get("skipped_events", 0) for pr in a["per_rank"]),
-            thresholds=rules.THRESHOLDS,
-            kernel_gap_us=KERNEL_GAP_US,
-        )
+        held = held_back(request.user, a)
+        if held:
+            ctx["held"] = held
+        else:
+            ctx.update(
+                analysis=a,
+                overview=_overview(a),
+                rank_rows=_rank_rows(a),
+                rank_details=_rank_details(a),
+                skipped_events=sum(pr.get("skipped_events", 0) for pr in a["per_rank"]),
+                thresholds=rules.THRESHOLDS,
+                kernel_gap_us=KERNEL_GAP_US,
+            )
     return render(request, "scenarios/upload_detail.html", ctx)
 
 
