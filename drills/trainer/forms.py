@@ -8,6 +8,9 @@ from drills.trainer.numbers import NumberError, read_number
 from scenarios import engine
 from scenarios.engine import diagnosis as D
 
+MAX_VALUE = 10_000_000
+TIME_UNITS_HELP = " A unit may follow: 40 ms, 40000 µs, 0.04 s, or Perfetto's 40ms 12us."
+
 
 class NumberText(forms.CharField):
     """A number typed as text and read by ``numbers.read_number`` in the field's unit: a viewer's
@@ -40,10 +43,6 @@ class NumberText(forms.CharField):
         if value > MAX_VALUE:
             raise forms.ValidationError("That is far too large for this trace.", code="max_value")
         return value
-
-
-MAX_VALUE = 10_000_000
-TIME_UNITS_HELP = " A unit may follow: 40 ms, 40000 µs, 0.04 s, or Perfetto's 40ms 12us."
 
 
 def _number(

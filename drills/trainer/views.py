@@ -125,7 +125,7 @@ def submit_diagnosis(request: SignedInRequest, attempt_id) -> HttpResponse:
     return _after_submit(request, attempt)
 
 
-def _answer_too_late(request: HttpRequest, attempt: Attempt) -> HttpResponse | None:
+def _answer_too_late(request: SignedInRequest, attempt: Attempt) -> HttpResponse | None:
     """An answer sent to an attempt closed without one (given up in another tab, closed as
     expired): nothing is recorded, and the page says so. An htmx request reloads the page, since
     the swapped-in reveal has no place for the message."""
@@ -134,7 +134,7 @@ def _answer_too_late(request: HttpRequest, attempt: Attempt) -> HttpResponse | N
         return None
     messages.warning(request, notice)
     url = attempt_url(attempt)
-    if getattr(request, "htmx", False):
+    if request.htmx:
         response = HttpResponse(status=204)
         response["HX-Redirect"] = url
         return response
