@@ -658,6 +658,35 @@ def balanced(summaries: Sequence[Summary]) -> list[Summary]:
     return [s for v in by.values() for s in v[:n]]
 
 
+def family_floor(summaries: Sequence[Summary]) -> dict[str, float]:
+    """What the workload family alone names, over the balanced set: ``measured`` guesses each
+    trace's scenario as the one most common in its family (fitted on the other folds, 5-fold as
+    the classifiers are), ``expected`` the same rule on the family draw itself
+    (`engine._family` over 4000 seeds per scenario). A scenario that lives in one family only
+    (launch-bound inference, pipeline bubbles, recompilation) adds its whole 1/n to it, so no
+    shape feature set can score below it: the family is in every trace (and in its prompt)."""
+    rows = balanced(summaries)
+    y = np.array([s.scenario for s in rows])
+    fam = np.array([s.family for s in rows])
+    idx = np.arange(len(rows))
+    rng = np.random.default_rng(0)
+    rng.shuffle(idx)
+    hits = 0
+    for k in range(5):
+        test = idx[k::5]
+        train = np.setdiff1d(idx, test)
+        best: dict[str, str] = {}
+        for f in set(fam[train]):
+            names, counts = np.unique(y[train][fam[train] == f], return_counts=True)
+            best[str(f)] = str(names[counts.argmax()])
+        hits += sum(best.get(str(fam[i])) == y[i] for i in test)
+    slugs = sorted(set(y.tolist()))
+    draw = {s: collections.Counter(engine._family(s, seed) for seed in range(4000)) for s in slugs}
+    fams = {f for c in draw.values() for f in c}
+    expected = sum(max(draw[s][f] / 4000 for s in slugs) for f in fams) / len(slugs)
+    return {"measured": hits / len(rows), "expected": float(expected)}
+
+
 def family_matched(summaries: Sequence[Summary], a: str, b: str) -> list[Summary]:
     """Traces of a and b with the same number of each per workload family (families only one of
     them can have are left out): the family says which scenarios are possible, not which one it is.

@@ -192,3 +192,19 @@ def test_declared_signature_names_are_left_out():
         assert not [n for n in names if ex.drops(n[2:])]
         shape = A.features(s, "shape", ex)
         assert not [k for k in shape if any(k.endswith(f":{c}") for c in ex.categories)]
+
+
+def test_the_family_floor_is_what_the_single_family_scenarios_add():
+    """The floor printed beside the shape target: three scenarios live in one family each
+    (3/11), and the family draw puts a quarter of every other ddp-hosted scenario in plain ddp,
+    where no scenario is more common than that (1/4 of 1/11): 3.25/11 = 29.5 %. A family that
+    named one more scenario outright would raise it by 1/11, and the rule must see it."""
+    floor = A.family_floor(_summaries())
+    assert floor["expected"] == pytest.approx(3.25 / 11, abs=0.01)
+    assert abs(floor["measured"] - floor["expected"]) < 0.1
+    # the rule sees a family that names its scenario: every healthy trace in a family of its own
+    rows = [
+        dataclasses.replace(s, family="healthy-only") if s.scenario == "healthy" else s
+        for s in _summaries()
+    ]
+    assert A.family_floor(rows)["measured"] > floor["measured"] + 0.05
