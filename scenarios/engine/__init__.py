@@ -42,7 +42,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "18"
+GENERATOR_VERSION = "19"
 
 __all__ = [
     "FAMILIES",

@@ -3,7 +3,7 @@ per-scenario injections. Every function returns a finished `Sim` plus a workload
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -622,20 +622,33 @@ def build_ddp(
     ready_at: list[np.ndarray] = []
     consumed: list[np.ndarray] = []
 
-    def schedule_fetch(k: int) -> None:
+    def schedule_fetch(
+        k: int, r: np.random.Generator = rng, until: np.ndarray | None = None
+    ) -> None:
+        """Worker k % nrow fetches batch k; with `until` (a batch for a step after the window),
+        only on the ranks where it starts before the window ends, cut off there."""
         w = k % nrow
-        dur = (data_ms * 1e6 * rng.lognormal(0, 0.02 if period else 0.05, R)).astype(np.int64)
+        dur = (data_ms * 1e6 * r.lognormal(0, 0.02 if period else 0.05, R)).astype(np.int64)
         if workers > 2:  # each drawn row stands for several workers
             dur = dur * 2 // workers + 1000
-        gate = consumed[k - depth_ahead] if k - depth_ahead >= 0 else wfree[w]
-        st = np.maximum(wfree[w], gate) + rng.integers(20_000, 80_000, R)
-        if period:
-            st = wfree[w] + rng.integers(20_000, 80_000, R)
+        gate = consumed[k - depth_ahead] if 0 <= k - depth_ahead < len(consumed) else wfree[w]
+        # a starved loader's gate never binds (each batch is taken the moment it is ready): its
+        # workers fetch back to back; one that keeps up runs `depth_ahead` batches ahead, then
+        # starts one each time a step takes a batch
+        st = np.maximum(wfree[w], gate) + r.integers(20_000, 80_000, R)
         tid = WORKER0 if w == 0 else WORKER1
-        sim.slice(tid, st, dur, "DataLoader worker: fetch batch", C_ANN, 0)
-        sim.slice(tid, st + 2000, dur - 4000, "collate_fn", C_OP, 1)
         wfree[w] = st + dur
-        ready_at.append(st + dur)
+        if until is None:
+            sim.slice(tid, st, dur, "DataLoader worker: fetch batch", C_ANN, 0)
+            sim.slice(tid, st + 2000, dur - 4000, "collate_fn", C_OP, 1)
+            ready_at.append(st + dur)
+            return
+        on = st + 10_000 < until
+        if on.any():
+            rk, s0 = sim.ranks[on], st[on]
+            d = np.minimum(dur[on], until[on] - s0)
+            sim.rec.add(rk, tid, s0, d, it.n("DataLoader worker: fetch batch"), C_ANN, 0)
+            sim.rec.add(rk, tid, s0 + 2000, np.maximum(d - 4000, 1000), it.n("collate_fn"), C_OP, 1)
 
     if sync_every_layer:  # per-layer templates, built once (they do not depend on the step)
         a_ = UnitBuilder(it, hw)
@@ -735,6 +748,13 @@ def build_ddp(
         step_name = f"ProfilerStep#{p['first_step'] + s}"
         sim.slice(MAIN, step_start, sim.cpu - step_start, step_name, C_ANN, 0)
         sim.cpu = sim.cpu + rng.integers(8000, 20000, R)
+    # the batches for the steps after the window: every batch the window's steps took freed a
+    # prefetch slot, and a worker started the next batch then (a starved loader never stops), so
+    # the workers keep fetching until the profiler stops, as they do in a real capture (they used
+    # to fall silent once the window's own batches were in). Drawn from a stream of their own.
+    tail = np.random.Generator(cast(np.random.PCG64, rng.bit_generator).jumped())
+    for k in range(len(ready_at), len(consumed) + depth_ahead):
+        schedule_fetch(k, tail, until=sim.cpu)
     p["layer_bytes"] = layer_params * gsize
     p["t_layer_us"] = t_layer
     return sim

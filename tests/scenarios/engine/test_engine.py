@@ -701,3 +701,34 @@ def test_an_amd_prompt_reads_utilisation_from_rocm_smi_not_nvidia_smi():
     for symptom in (amd, nv):
         (reply,) = red_herring({"symptom": symptom}, {"step_ms": 100.0, "gpu_idle_frac": 0.1})
         assert reply.startswith("The trace says otherwise: a kernel runs on the GPU 90 %")
+
+
+@pytest.mark.parametrize("slug", ["healthy", "exposed-allreduce", "sync-stalls"])
+def test_dataloader_workers_keep_fetching_until_the_profiler_stops(slug):
+    """A step takes a batch and frees a prefetch slot, so a worker starts the next batch: in a
+    data-parallel trace the worker rows show a fetch begin inside every step, the last ones for
+    steps after the window (the workers fell silent once the window's own batches were in, as if
+    the job were about to stop). A fetch still running at the end is cut where the window ends."""
+    seen = 0
+    for seed in range(1, 12):
+        tr = gen(slug, seed)
+        if tr.key.facts["family"] not in ("ddp", "ddp_compile"):
+            continue
+        seen += 1
+        evs = orjson.loads(E.perfetto_bytes(tr))["traceEvents"]
+        x = [e for e in evs if e["ph"] == "X"]
+        pid0 = min(e["pid"] for e in x if e["name"].startswith("ProfilerStep#"))
+        steps = sorted(
+            (e["ts"], e["ts"] + e["dur"])
+            for e in x
+            if e["pid"] == pid0 and e["name"].startswith("ProfilerStep#")
+        )
+        fetches = [
+            e for e in x if e["pid"] == pid0 and e["name"] == "DataLoader worker: fetch batch"
+        ]
+        starts = sorted(e["ts"] for e in fetches)
+        for a, b in steps[1:]:
+            assert any(a <= t < b for t in starts), (slug, seed, "no fetch begins in a step")
+        window_end = max(e["ts"] + e["dur"] for e in x if e["pid"] == pid0)
+        assert max(e["ts"] + e["dur"] for e in fetches) <= window_end + 1
+    assert seen >= 3

@@ -235,16 +235,17 @@ def test_an_interleaved_fraction_brackets_its_denominator():
 
 
 def test_exposed_allreduce_two_thirds_compute_from_the_printed_compute():
-    """A100 seed 1 printed "⅔ of 110.2 ms compute = 73.4 ms" (⅔ of the unrounded 110.16):
-    the result is computed from the operand the reader sees."""
+    """A100 seed 1 once printed "⅔ of 110.2 ms compute = 73.4 ms" (⅔ of the unrounded
+    110.16): the result is computed from the operand the reader sees. (H100 seed 3 is such a
+    case under generator 19: ⅔ of the printed 74.3 is 49.5, of the unrounded compute 49.6.)"""
     import re
 
-    t = gen("exposed-allreduce", 1, "a100")
-    line = next(a for a in t.key.arithmetic if "⅔" in a)
-    m = re.search(r"⅔ of ([\d.]+) ms compute = ([\d.]+) ms", line)
-    assert m, line
-    assert m.group(1) == "110.2"
-    assert m.group(2) == f"{float(m.group(1)) * 2 / 3:.1f}" == "73.5"
+    for seed, hw in [(1, "a100"), (2, "a100"), (3, "h100"), (4, "h200"), (5, "mi300x")]:
+        t = gen("exposed-allreduce", seed, hw)
+        line = next(a for a in t.key.arithmetic if "⅔" in a)
+        m = re.search(r"⅔ of ([\d.]+) ms compute = ([\d.]+) ms", line)
+        assert m, line
+        assert m.group(2) == f"{float(m.group(1)) * 2 / 3:.1f}", (seed, hw, line)
 
 
 def test_bandwidth_bound_counts_all_reduces_and_their_bytes_alike():
