@@ -373,3 +373,31 @@ def test_a_sparkline_without_two_weeks_says_so_to_a_screen_reader():
     assert 'aria-label="Weekly confusion rate, one week so far: 25%"' in one
     two = spark_svg(sparkline([week(0, 0.5), week(1, None), week(2, 0.25)]))
     assert 'aria-label="Weekly confusion rate, 50% to 25%"' in two
+
+
+def test_a_lookalike_pulled_due_before_it_was_ever_drilled_has_no_retrievability_yet(
+    learner, learner_client, no_refill
+):
+    """Naming the bandwidth-bound collective for a straggler trace pulls the bandwidth-bound
+    card due now, before the learner has drilled it once: its row said retrievability "0%",
+    an estimate the scheduler cannot make for a card never reviewed, beside the "—" of every
+    other scenario not drilled yet."""
+    from drills.trainer import services
+    from drills.trainer.grading import Diagnosis
+
+    attempt = services.start_drill(learner, scenario=S)
+    key = attempt.trace.key
+    services.submit_diagnosis(
+        attempt, Diagnosis(B, key["measurement"], key["fix"], float(key["expected_step_ms"]))
+    )
+    pulled = Card.objects.get(user=learner, kind=Card.Kind.SCENARIO, item=B)
+    assert pulled.reviews == 0 and pulled.due <= timezone.now()
+
+    rows = {r["slug"]: r for r in learner_client.get("/dashboard/stats.json").json()["scenarios"]}
+    assert rows[B]["attempts"] == 0 and rows[B]["due_now"] is True
+    assert rows[B]["retrievability"] is None
+    assert rows[S]["retrievability"] == pytest.approx(1.0)  # reviewed just now, a miss
+    html = learner_client.get("/dashboard/").content.decode()
+    row = re.search(rf'data-scenario-row="{B}">(.*?)</tr>', html, re.S)[1]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    assert cells[-2:] == ["—", '<strong class="warn-text">due now</strong>']
