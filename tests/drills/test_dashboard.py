@@ -401,3 +401,49 @@ def test_a_lookalike_pulled_due_before_it_was_ever_drilled_has_no_retrievability
     row = re.search(rf'data-scenario-row="{B}">(.*?)</tr>', html, re.S)[1]
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
     assert cells[-2:] == ["—", '<strong class="warn-text">due now</strong>']
+
+
+def _table_after(html: str, heading: str) -> list[list[str]]:
+    """The rows (header cell first) of the chart-text table in the section headed ``heading``."""
+    section = html[html.index(f"<h2>{heading}</h2>") :]
+    section = section[: section.index("</section>")]
+    table = re.search(r'<details class="chart-text">.*?</details>', section, re.S)[0]
+    return [
+        [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr)]
+        for tr in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1])
+    ]
+
+
+def test_every_chart_says_its_numbers_in_text_too(two_learners, client):
+    """The confusion matrix, the weekly accuracy line and the day grid were images to a screen
+    reader (role="img", labelled only by what they show, not by their numbers): each now has a
+    table of the same numbers beside it, which adds up to the learner's graded attempts."""
+    ada, bob = two_learners
+    history(ada, bob, now=timezone.now())
+    client.force_login(ada)
+    data = client.get("/dashboard/stats.json").json()
+    html = client.get("/dashboard/").content.decode()
+    graded = data["totals"]["graded"]
+
+    cells = _table_after(html, "Confusion matrix")
+    assert sum(int(r[2]) for r in cells) == graded
+    titles = dict(zip(data["confusion"]["labels"], data["confusion"]["titles"], strict=True))
+    straggler_as_bw = next(r for r in cells if r[:2] == [titles[S], titles[B]])
+    assert straggler_as_bw[2:] == ["3", "23%"]  # 3 of the 13 straggler traces
+
+    weeks = _table_after(html, "Accuracy over time")
+    assert [int(r[1]) for r in weeks] == [w["attempts"] for w in data["accuracy_over_time"]]
+    assert [int(r[2]) for r in weeks] == [w["correct"] for w in data["accuracy_over_time"]]
+    assert sum(int(r[1]) for r in weeks) == graded
+
+    days = _table_after(html, "Daily activity")
+    assert len(days) == data["daily_activity"]["active_days"]
+    assert sum(int(r[1]) for r in days) == data["daily_activity"]["total"] == graded
+
+
+def test_a_new_learners_charts_say_in_text_that_they_are_empty(learner_client):
+    html = learner_client.get("/dashboard/").content.decode()
+    assert "No graded attempts yet: every cell is 0." in html
+    assert "No graded attempts in these 26 weeks." in html
+    weeks = _table_after(html, "Accuracy over time")
+    assert len(weeks) == 12 and all(r[1:] == ["0", "0", "—"] for r in weeks)
