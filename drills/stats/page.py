@@ -124,13 +124,12 @@ def _scenarios(stats: dict[str, Any], table: list[dict[str, Any]]) -> str:
 
 
 def _trend_note(spark: dict[str, Any], none: str) -> str:
-    """The words beside a pair's sparkline: its first and last week with attempts."""
+    """The words beside a pair's sparkline: every week with attempts, as the line shows them
+    (the first and last only left the weeks between to the drawing, which a screen reader does
+    not read)."""
     first_week = spark["first_week"]
     if len(spark["points"]) > 1:
-        return (
-            f"{day_label(first_week, 'j M')}: {esc(spark['first'])} → "
-            f"{day_label(spark['last_week'], 'j M')}: {esc(spark['last'])}"
-        )
+        return " → ".join(f"{day_label(week, 'j M')}: {esc(rate)}" for week, rate in spark["weeks"])
     if first_week:
         return (
             f"one week so far ({day_label(first_week, 'j M')}: {esc(spark['first'])}); "

@@ -447,3 +447,27 @@ def test_a_new_learners_charts_say_in_text_that_they_are_empty(learner_client):
     assert "No graded attempts in these 26 weeks." in html
     weeks = _table_after(html, "Accuracy over time")
     assert len(weeks) == 12 and all(r[1:] == ["0", "0", "—"] for r in weeks)
+
+
+def test_a_pairs_weekly_line_names_every_week_in_words(learner, learner_client):
+    """Three weeks of straggler traces, confused 1 of 2, then 0 of 1, then 1 of 1: the words
+    beside the line gave the first and the last week only ("50% → 100%"), so the week between,
+    drawn as a dot, was there for no screen reader."""
+    now = timezone.now()
+    mondays = [dashboard.trend_start(now, weeks=3) + timedelta(weeks=k) for k in range(3)]
+    at = [
+        datetime.combine(m, datetime.min.time(), tzinfo=UTC) + timedelta(hours=1) for m in mondays
+    ]
+    save_all(
+        [
+            build(learner, S, B, at[0]),
+            build(learner, S, S, at[0] + timedelta(minutes=5)),
+            build(learner, S, S, at[1]),
+            build(learner, S, B, min(at[2], now - timedelta(seconds=1))),
+        ]
+    )
+    html = learner_client.get("/dashboard/").content.decode()
+    pair = re.search(rf'data-pair="{S}→{B}">(.*?)</li>', html, re.S)[1]
+    note = re.findall(r'<span class="muted small">(.*?)</span>', pair)[-1]
+    labels = [f"{m.day} {m:%b}" for m in mondays]
+    assert note == f"{labels[0]}: 50% → {labels[1]}: 0% → {labels[2]}: 100%"
