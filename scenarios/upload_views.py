@@ -117,6 +117,12 @@ def _rank_rows(analysis: dict) -> list[dict]:
     ]
 
 
+def has_steps(analysis: dict) -> bool:
+    """Whether the trace has ProfilerStep annotations; without them each rank's trace is one
+    window, and the page speaks of that window instead of steps."""
+    return any(s["step"] is not None for pr in analysis["per_rank"] for s in pr["steps"])
+
+
 def _overview(analysis: dict) -> list[dict]:
     rows = []
     for pr in analysis["per_rank"]:
@@ -153,6 +159,7 @@ def upload_detail(request: HtmxRequest, upload_id) -> HttpResponse:
             ctx.update(
                 analysis=a,
                 overview=_overview(a),
+                stepped=has_steps(a),
                 rank_rows=_rank_rows(a),
                 rank_details=_rank_details(a),
                 skipped_events=sum(pr.get("skipped_events", 0) for pr in a["per_rank"]),

@@ -82,9 +82,11 @@ def report(interview: MockInterview) -> dict[str, Any]:
     wrong_by_sentence: dict[str, int] = defaultdict(int)
     titles: dict[str, str] = {}
     per_scenario: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # [right, graded]
+    unnamed = 0  # traces closed without a diagnosis (given up, or out of time)
     for i, attempt in enumerate(a for a in attempts(interview) if a.is_submitted):
         rows = reveal.sentences(attempt, attempt.trace.key)
         marks = {r["n"]: r["correct"] for r in rows}
+        unnamed += 1 if not attempt.answer_scenario else 0
         for r in rows:
             titles[r["n"]] = r["title"] if r["n"] != "4b" else "Its value on this trace"
             if r["correct"] is False:
@@ -98,7 +100,8 @@ def report(interview: MockInterview) -> dict[str, Any]:
                 "attempt": attempt,
                 "scenario": attempt.scenario,
                 "title": title_of(attempt.scenario),
-                "answered_title": title_of(attempt.answer_scenario),
+                # a trace given up or out of time says so, as the trainer's history does
+                "answered_title": attempt.answer_title,
                 "elapsed_s": attempt.elapsed_s,
                 "over_time": bool(attempt.over_time),
                 "marks": [marks.get(n) for n in SENTENCES],
@@ -117,7 +120,7 @@ def report(interview: MockInterview) -> dict[str, Any]:
         "wrong_by_sentence": dict(wrong_by_sentence),
         "weakest": weakest,
         "weakest_title": title_of(weakest) if weakest else None,
-        "next": next_step(weakest, dict(wrong_by_sentence), titles),
+        "next": next_step(weakest, dict(wrong_by_sentence), titles, unnamed=unnamed),
     }
 
 
@@ -135,9 +138,15 @@ def _weakest_signature(per_scenario: dict[str, list[int]]) -> str | None:
 
 
 def next_step(
-    weakest: str | None, wrong_by_sentence: dict[str, int], titles: dict[str, str]
+    weakest: str | None,
+    wrong_by_sentence: dict[str, int],
+    titles: dict[str, str],
+    *,
+    unnamed: int = 0,
 ) -> str:
-    """The one thing to drill next, in a sentence."""
+    """The one thing to drill next, in a sentence. ``unnamed``: how many of the signature's
+    misses were traces closed without a diagnosis (given up, or out of time), which named no
+    signature at all."""
     if weakest is None:
         return "Nothing missed: keep to your scheduled drills, timed."
     worst = max(SENTENCES, key=lambda n: (wrong_by_sentence.get(n, 0), -SENTENCES.index(n)))
@@ -145,7 +154,18 @@ def next_step(
     if worst == "3":
         twin = lookalike_of(weakest)
         against = f" against its lookalike, {title_of(twin)}" if twin else ""
-        return f"Drill the signature of {title}{against}: you named the wrong signature most often."
+        missed = wrong_by_sentence.get("3", 0)
+        named = max(0, missed - unnamed)
+        if not named:
+            why = "you left traces without a diagnosis (given up or out of time) most often"
+        elif named < missed:
+            why = (
+                f"the signature was the sentence you missed most often ({named} named wrong, "
+                f"{missed - named} left without a diagnosis)"
+            )
+        else:
+            why = "you named the wrong signature most often"
+        return f"Drill the signature of {title}{against}: {why}."
     sentence = titles.get(worst, worst).lower()
     return (
         f"Drill {title} traces and say sentence {worst} ({sentence}) aloud with its number: "

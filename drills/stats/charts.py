@@ -113,6 +113,8 @@ def sparkline(trend: list[dict[str, Any]]) -> dict[str, Any]:
         "last": pct(recent[-1]["rate"]) if recent else "—",
         "first_week": recent[0]["week"] if recent else None,
         "last_week": recent[-1]["week"] if recent else None,
+        # every week with attempts, (Monday, rate printed), oldest first: the line in words
+        "weeks": [(w["week"], pct(w["rate"])) for w in recent],
     }
 
 

@@ -737,9 +737,18 @@ def streak(who: Any, now: datetime) -> dict[str, Any]:
 
 def _card_fields(state: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
     return {
-        "retrievability": None if state is None else scheduling.retrievability(state, now),
+        "retrievability": estimated_recall(state, now),
         "due": None if state is None else scheduling.due(state),
     }
+
+
+def estimated_recall(state: dict[str, Any] | None, now: datetime) -> float | None:
+    """A card's retrievability as the dashboard shows it: None (printed "—") for a card never
+    reviewed, which the scheduler has no estimate for: a lookalike's card pulled due by a
+    confusion before the learner ever drilled it (fsrs reads it as 0, and the row said "0%")."""
+    if state is None or state.get("last_review") is None:
+        return None
+    return scheduling.retrievability(state, now)
 
 
 def math_stats(
@@ -783,7 +792,7 @@ def math_card(card: tuple[dict[str, Any], datetime | None] | None, now: datetime
     """A math row's card columns from the family card's (state, due): retrievability, due."""
     state, due = (None, None) if card is None else card
     return {
-        "retrievability": None if state is None else scheduling.retrievability(state, now),
+        "retrievability": estimated_recall(state, now),
         "due": due,
     }
 

@@ -17,7 +17,7 @@ from typing import Any
 from django.template.defaultfilters import floatformat
 from django.urls import reverse
 
-from drills.stats.format import RETRIEVABILITY_NOTE, day_label, esc
+from drills.stats.format import RETRIEVABILITY_NOTE, day_label, esc, pct
 
 LIVE = "<!--live-->"
 
@@ -124,13 +124,12 @@ def _scenarios(stats: dict[str, Any], table: list[dict[str, Any]]) -> str:
 
 
 def _trend_note(spark: dict[str, Any], none: str) -> str:
-    """The words beside a pair's sparkline: its first and last week with attempts."""
+    """The words beside a pair's sparkline: every week with attempts, as the line shows them
+    (the first and last only left the weeks between to the drawing, which a screen reader does
+    not read)."""
     first_week = spark["first_week"]
     if len(spark["points"]) > 1:
-        return (
-            f"{day_label(first_week, 'j M')}: {esc(spark['first'])} → "
-            f"{day_label(spark['last_week'], 'j M')}: {esc(spark['last'])}"
-        )
+        return " → ".join(f"{day_label(week, 'j M')}: {esc(rate)}" for week, rate in spark["weeks"])
     if first_week:
         return (
             f"one week so far ({day_label(first_week, 'j M')}: {esc(spark['first'])}); "
@@ -168,6 +167,81 @@ def _pair_trial(p: dict[str, Any]) -> str:
     )
 
 
+def _as_table(
+    summary: str, caption: str, head: list[str], rows: list[list[str]], empty: str
+) -> str:
+    """A chart's numbers as a table, folded under the chart: the drawing is an image to a screen
+    reader (and its printed numbers are too small to read for some), so the table says the
+    same in text. ``rows`` hold escaped cell text; ``empty`` stands in when there are none."""
+    if not rows:
+        return f'  <p class="muted small chart-text">{esc(empty)}</p>\n'
+    th = "".join(f'<th scope="col">{esc(h)}</th>' for h in head)
+    body = "".join(
+        f'<tr><th scope="row">{r[0]}</th>{"".join(f"<td>{c}</td>" for c in r[1:])}</tr>'
+        for r in rows
+    )
+    return (
+        f'  <details class="chart-text"><summary>{esc(summary)}</summary>\n'
+        f'  <div class="table-scroll"><table class="compact"><caption>{esc(caption)}</caption>'
+        f"<thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>\n"
+        "  </details>\n"
+    )
+
+
+def confusion_text(confusion: dict[str, Any]) -> str:
+    """The confusion matrix's cells that hold an attempt, as a table (the others are 0)."""
+    titles, totals = confusion["titles"], confusion["row_totals"]
+    rows = []
+    for i, counts in enumerate(confusion["matrix"]):
+        for j, n in enumerate(counts):
+            if n:
+                rows.append([esc(titles[i]), esc(titles[j]), str(n), esc(pct(n / totals[i]))])
+    return _as_table(
+        "The matrix as a table",
+        "Every true scenario and answer with at least one graded attempt; all other cells are 0",
+        ["True scenario", "Answered", "Attempts", "Share of the true scenario's attempts"],
+        rows,
+        "No graded attempts yet: every cell is 0.",
+    )
+
+
+def accuracy_text(weeks: list[dict[str, Any]]) -> str:
+    """The weekly accuracy line's points, as a table."""
+    rows = [
+        [
+            day_label(w["week"], "j M Y"),
+            str(w["attempts"]),
+            str(w["correct"]),
+            esc(pct(w["accuracy"])),
+        ]
+        for w in weeks
+    ]
+    return _as_table(
+        "The chart as a table",
+        "Scenario accuracy per week (weeks start on Monday, UTC)",
+        ["Week of", "Graded", "Scenario right", "Accuracy"],
+        rows,
+        "No weeks to show.",
+    )
+
+
+def activity_text(activity: dict[str, Any]) -> str:
+    """The day grid's days with a graded attempt, as a table (every other day had none)."""
+    rows = [
+        [day_label(d["date"], "D j M Y"), str(d["count"])]
+        for column in activity["weeks"]
+        for d in column
+        if d["count"]
+    ]
+    return _as_table(
+        "The active days as a table",
+        "Days (UTC) with at least one graded attempt; every other day had none",
+        ["Day", "Graded attempts"],
+        rows,
+        "No graded attempts in these 26 weeks.",
+    )
+
+
 def _confusion_and_pairs(stats: dict[str, Any], confusion_svg: str, pairs: list) -> str:
     confusion = stats["confusion"]
     total = confusion["total"]
@@ -179,6 +253,7 @@ def _confusion_and_pairs(stats: dict[str, Any], confusion_svg: str, pairs: list)
         f"right. Outlined cells are the lookalike pairs. {total} graded attempt{_plural(total)}, "
         f"{confusion['correct']} on the diagonal.</p>\n"
         f'  <div class="chart-scroll">{confusion_svg}</div>\n'
+        f"{confusion_text(confusion)}"
         "</section>\n\n"
         '<section class="card">\n'
         "  <h2>Lookalike confusions</h2>\n"
@@ -259,12 +334,14 @@ def _rest(stats: dict[str, Any], sentence_html: str, accuracy: str, activity_svg
         '<section class="card">\n'
         "  <h2>Accuracy over time</h2>\n"
         f'  <div class="chart-scroll">{accuracy}</div>\n'
+        f"{accuracy_text(stats['accuracy_over_time'])}"
         "</section>\n\n"
         '<section class="card">\n'
         "  <h2>Daily activity</h2>\n"
         f'  <p class="muted">{total} graded attempt{_plural(total)} on {days} day{_plural(days)} '
         f"since {day_label(act['start'], 'j M Y')} (UTC days){busiest}.</p>\n"
         f'  <div class="chart-scroll">{activity_svg}</div>\n'
+        f"{activity_text(act)}"
         "</section>\n\n"
     )
 

@@ -102,18 +102,24 @@ def activity_svg(h: dict[str, Any]) -> SafeString:
     return mark_safe("".join(out))
 
 
-def spark_label(s: dict[str, Any]) -> str:
-    """What a sparkline says to a screen reader: its first and last week's rate, or that it has
-    one week or none (not "— to —")."""
+CONFUSION_RATE = "Weekly confusion rate"
+PICKED_RIGHT = "Weekly share picked right"
+
+
+def spark_label(s: dict[str, Any], what: str = CONFUSION_RATE) -> str:
+    """What a sparkline says to a screen reader: what it plots (``what``: a lookalike pair's
+    confusion rate, or a contrast pair's share picked right), its first and last week's rate, or
+    that it has one week or none (not "— to —")."""
     if len(s["points"]) > 1:
-        return f"Weekly confusion rate, {s['first']} to {s['last']}"
+        return f"{what}, {s['first']} to {s['last']}"
     if s["points"]:
-        return f"Weekly confusion rate, one week so far: {s['first']}"
-    return "Weekly confusion rate: no graded attempts in the weeks shown"
+        return f"{what}, one week so far: {s['first']}"
+    return f"{what}: no graded attempts in the weeks shown"
 
 
-def spark_svg(s: dict[str, Any]) -> SafeString:
-    """A lookalike pair's (or a contrast pair's) weekly line, from ``charts.sparkline``."""
+def spark_svg(s: dict[str, Any], what: str = CONFUSION_RATE) -> SafeString:
+    """A lookalike pair's (or, with ``what`` = ``PICKED_RIGHT``, a contrast pair's) weekly
+    line, from ``charts.sparkline``."""
     w, h, mid = s["w"], s["h"], s["mid"]
     line = f'<polyline class="spark-line" points="{s["path"]}"/>' if len(s["points"]) > 1 else ""
     dots = "".join(
@@ -123,7 +129,7 @@ def spark_svg(s: dict[str, Any]) -> SafeString:
     )
     return mark_safe(
         f'\n<svg class="chart spark" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" '
-        f'aria-label="{esc(spark_label(s))}">\n'
+        f'aria-label="{esc(spark_label(s, what))}">\n'
         f'  <line class="spark-base" x1="0" x2="{w}" y1="{h - 6}" y2="{h - 6}"/>\n'
         f'  <line class="spark-mid" x1="0" x2="{w}" y1="{mid}" y2="{mid}"/>\n'
         f"  {line}\n  {dots}\n</svg>\n"

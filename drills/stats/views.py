@@ -43,7 +43,13 @@ from drills.stats.dashboard import (
     with_cards,
 )
 from drills.stats.format import mmss, pct
-from drills.stats.svg import activity_svg, confusion_svg, spark_svg
+from drills.stats.svg import (
+    CONFUSION_RATE,
+    PICKED_RIGHT,
+    activity_svg,
+    confusion_svg,
+    spark_svg,
+)
 from drills.stats.tables import sentence_table_html
 
 # --------------------------------------------------------------------------- views
@@ -105,10 +111,15 @@ def _row_keys(scenarios: list[dict[str, Any]], math: list[dict[str, Any]]) -> li
     return [f"s:{r['slug']}" for r in scenarios] + [f"m:{m['family']}" for m in math]
 
 
-def _with_spark(pair: dict[str, Any]) -> dict[str, Any]:
+def _with_spark(pair: dict[str, Any], what: str = CONFUSION_RATE) -> dict[str, Any]:
     """A pair's row: its rate printed, its weekly line's geometry and drawing."""
     spark = sparkline(pair["trend"])
-    return {**pair, "rate_txt": pct(pair["rate"]), "spark": spark, "spark_svg": spark_svg(spark)}
+    return {
+        **pair,
+        "rate_txt": pct(pair["rate"]),
+        "spark": spark,
+        "spark_svg": spark_svg(spark, what),
+    }
 
 
 def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
@@ -121,7 +132,7 @@ def _drawn(stats: dict[str, Any], math: list[dict[str, Any]]) -> dict[str, Any]:
         "totals_accuracy": pct(stats["totals"]["accuracy"]),
         "confusion_svg": confusion_svg(confusion_chart(stats["confusion"], stats["lookalikes"])),
         "pairs": [_with_spark(p) for p in stats["lookalikes"]],
-        "pair_trials": [_with_spark(p) for p in stats["pair_discrimination"]],
+        "pair_trials": [_with_spark(p, PICKED_RIGHT) for p in stats["pair_discrimination"]],
         "accuracy_chart": accuracy_chart(stats["accuracy_over_time"]),
         "sentence_html": sentence_table_html(sentence_table(stats["sentence_accuracy"])),
         "activity_svg": activity_svg(activity_chart(stats["daily_activity"])),

@@ -16,7 +16,7 @@ from drills.contrast import services as contrast
 from drills.models import Attempt, Card, LearnerProfile, MockInterview
 from drills.scheduling import cards
 from drills.trainer import fixed
-from drills.trainer.grading import Diagnosis, grade, is_over_time
+from drills.trainer.grading import GRACE_S, Diagnosis, grade, is_over_time
 from scenarios import engine, pool
 from scenarios.engine import diagnosis as engine_diagnosis
 from scenarios.models import Trace
@@ -48,6 +48,17 @@ def clock_elapsed_s(attempt: Attempt, now: datetime) -> float:
     """Time on the clock: server time since serving, less the mode's loading allowance."""
     raw = (now - attempt.served_at).total_seconds()
     return max(0.0, raw - load_allowance_s(attempt.mode))
+
+
+def closed_clock_s(attempt: Attempt, elapsed_s: float) -> float:
+    """The time an attempt closed without a diagnosis keeps: its time on the clock, stopped
+    where the clock ran out (the limit and the network grace) for a drill on the clock. A drill
+    left open and closed days later (the next drill asked for) kept days, and the dashboard's
+    median time to diagnosis for its scenario read "4320:00"; past the stop it still reads as
+    over the limit, so it never counts as under it."""
+    if attempt.mode == Attempt.Mode.PRACTICE:
+        return elapsed_s
+    return min(elapsed_s, limit_for(attempt) + GRACE_S)
 
 
 def display_remaining_s(attempt: Attempt, now: datetime) -> float:
@@ -333,13 +344,14 @@ def close_attempt(attempt: Attempt, reason: str) -> Attempt:
             return locked
         locked.submitted_at = now
         locked.closed = reason
-        locked.elapsed_s = clock_elapsed_s(locked, now)
+        on_clock = clock_elapsed_s(locked, now)
+        locked.elapsed_s = closed_clock_s(locked, on_clock)
         locked.scenario_correct = False
         locked.measurement_correct = False
         locked.fix_correct = False
         locked.win_correct = False
         locked.over_time = locked.mode != Attempt.Mode.PRACTICE and is_over_time(
-            locked.elapsed_s, limit_for(locked)
+            on_clock, limit_for(locked)
         )
         miss = scheduling.Grade(
             scenario_correct=False,

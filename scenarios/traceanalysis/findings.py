@@ -102,6 +102,23 @@ def _steady_steps(steps: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
     return [(r, s) for r, s in numbered if s["step"] != first] or numbered
 
 
+def _window_words(stepped: bool) -> dict[str, str]:
+    """How a finding names the span it measured: the step, or without ``ProfilerStep`` the one
+    window the whole trace is (from its first GPU event to its last), which is no step."""
+    if stepped:
+        return {"of": "of the step", "per": "per step", "every": " every step"}
+    return {"of": "of the trace window", "per": "in the trace window", "every": ""}
+
+
+NO_STEPS = "no ProfilerStep: the trace is one window, from its first GPU event to its last"
+
+
+def _no_steps(n_windows: int) -> str:
+    """What a finding on a trace without steps adds: what the window is, and that a figure is
+    the median of the ranks' windows when there are several."""
+    return f" ({NO_STEPS}" + (f"; median of {n_windows} ranks)" if n_windows > 1 else ")")
+
+
 def _share(s: dict, key: str) -> float:
     return s[key] / s["step_ms"] if s["step_ms"] > 0 else 0.0
 
@@ -172,6 +189,7 @@ def evaluate(a: dict) -> list[dict]:
     out: list[dict] = []
     n = len(steps)
     stepped = any(s["step"] is not None for _, s in steps)  # else one window: the whole trace
+    w = _window_words(stepped)
     med_step = median(s["step_ms"] for _, s in steps)
 
     # input starvation: every step waits on the data loader with the GPU idle
@@ -182,10 +200,17 @@ def evaluate(a: dict) -> list[dict]:
         out.append(
             _finding(
                 "input-starvation",
-                "The GPU waits for the data loader every step",
-                f"GPU idle inside DataLoader __next__: median {median(inp):.0%} of the step, "
-                f"in {sum(hit)} of {n} steps",
-                f">= {INPUT_SHARE:.0%} of the step in >= {INPUT_STEPS:.0%} of steps",
+                f"The GPU waits for the data loader{w['every']}",
+                (
+                    f"GPU idle inside DataLoader __next__: median {median(inp):.0%} of the step, "
+                    f"in {sum(hit)} of {n} steps"
+                    if stepped
+                    else f"GPU idle inside DataLoader __next__: {median(inp):.0%} of the trace "
+                    f"window{_no_steps(n)}"
+                ),
+                f">= {INPUT_SHARE:.0%} of the step in >= {INPUT_STEPS:.0%} of steps"
+                if stepped
+                else f">= {INPUT_SHARE:.0%} of the trace window",
                 median(inp),
                 [
                     _ev(
@@ -236,9 +261,9 @@ def evaluate(a: dict) -> list[dict]:
             _finding(
                 "sync-stalls",
                 "Synchronising calls leave the GPU idle",
-                f"{median(calls):.0f} synchronising calls per step; GPU idle after them "
-                f"{median(refill):.1%} of the step",
-                f">= {SYNC_CALLS_MIN:.0f} calls and >= {SYNC_REFILL_SHARE:.0%} of the step "
+                f"{median(calls):.0f} synchronising calls {w['per']}; GPU idle after them "
+                f"{median(refill):.1%} {w['of']}" + ("" if stepped else _no_steps(n)),
+                f">= {SYNC_CALLS_MIN:.0f} calls and >= {SYNC_REFILL_SHARE:.0%} {w['of']} "
                 "idle after them",
                 median(refill),
                 [_ev(r, "cuda_api", s["start_us"], s["end_us"], "synchronising calls")],
@@ -321,9 +346,9 @@ def evaluate(a: dict) -> list[dict]:
                     "Communication runs after compute, not under it",
                     f"comm/compute overlap {min(overl or [0]):.0f}–{max(overl or [0]):.0f}% "
                     "across ranks; "
-                    f"exposed communication {median(exposed):.0%} of the step",
+                    f"exposed communication {median(exposed):.0%} {w['of']}",
                     f"overlap < {OVERLAP_MAX:.0f}% and exposed >= "
-                    f"{EXPOSED_SERIAL_SHARE:.0%} of the step",
+                    f"{EXPOSED_SERIAL_SHARE:.0%} {w['of']}",
                     median(exposed),
                     [_ev(r, "nccl", s["start_us"], s["end_us"], "exposed communication")],
                 )
@@ -356,9 +381,9 @@ def evaluate(a: dict) -> list[dict]:
                     "bandwidth-bound-collective",
                     "The collective takes longer than the compute it hides under",
                     f"{big['collective']} of {big['bytes'] / 1e6:.1f} MB, {bw}; overlapped "
-                    f"{min(overl):.0f}%+ yet still exposed {median(exposed):.0%} of the step, "
+                    f"{min(overl):.0f}%+ yet still exposed {median(exposed):.0%} {w['of']}, "
                     f"collective time within {max(comm_rank) / min(comm_rank):.2f}x across ranks",
-                    f"overlap >= {OVERLAP_MAX:.0f}%, exposed >= {EXPOSED_SHARE:.0%} of the step, "
+                    f"overlap >= {OVERLAP_MAX:.0f}%, exposed >= {EXPOSED_SHARE:.0%} {w['of']}, "
                     f"per-rank collective time within {COMM_SYMMETRY}x",
                     median(exposed),
                     [_ev(r, "nccl", s["start_us"], s["end_us"], "collective")],
@@ -395,9 +420,9 @@ def evaluate(a: dict) -> list[dict]:
             _finding(
                 "pipeline-bubbles",
                 "Pipeline stages sit idle waiting for each other",
-                f"{why}GPU idle or waiting in receives median {median(idle):.0%} of the step "
+                f"{why}GPU idle or waiting in receives median {median(idle):.0%} {w['of']} "
                 "(besides waits on data, compiler, allocator)",
-                f"send/recv present, idle >= {BUBBLE_SHARE:.0%} of the step and a schedule "
+                f"send/recv present, idle >= {BUBBLE_SHARE:.0%} {w['of']} and a schedule "
                 f"bubble (p−1)/(m+p−1) >= {BUBBLE_SCHEDULE:.0%}",
                 median(idle),
                 [_ev(r, "gpu", s["start_us"], s["end_us"], "bubble")],
@@ -428,7 +453,7 @@ def evaluate(a: dict) -> list[dict]:
                     f"rank {pr['rank']}: {short:.0f}% of kernels run shorter "
                     "than their "
                     f"launch call (median kernel {ls['gpu_median_us']:.1f} µs, launch "
-                    f"{ls['cpu_median_us']:.1f} µs); GPU busy {util:.0%} of the step",
+                    f"{ls['cpu_median_us']:.1f} µs); GPU busy {util:.0%} {w['of']}",
                     f">= {LAUNCH_SHORT:.0f}% short kernels and GPU busy < {LAUNCH_UTIL:.0%}",
                     1 - util,
                     [
@@ -463,7 +488,7 @@ def evaluate(a: dict) -> list[dict]:
                     f"rank {pr['rank']}: {low_ms / comp_ms:.0%} of compute-kernel time is in "
                     f"{', '.join(f['family'] for f in low[:3])} kernels (top: {top[:70]})",
                     f">= {MEMBOUND_SHARE:.0%} of compute-kernel time outside GEMM / attention / "
-                    f"convolution, on a GPU idle under {MEMBOUND_MAX_IDLE:.0%} of the step",
+                    f"convolution, on a GPU idle under {MEMBOUND_MAX_IDLE:.0%} {w['of']}",
                     low_ms / comp_ms / 2,
                     [_ev(pr["rank"], "gpu", s["start_us"], s["end_us"], top[:40])],
                 )
@@ -500,14 +525,11 @@ def evaluate(a: dict) -> list[dict]:
                     slug,
                     title,
                     f"GPU idle {median(_share(x, 'idle_ms') for _, x in steps):.0%} of "
-                    + (
-                        "the step (median); "
-                        if stepped
-                        else "the trace (no ProfilerStep: from its first GPU event to its last); "
-                    )
+                    + ("the step (median); " if stepped else f"the trace window{_no_steps(n)}; ")
                     + f"longest gap {s['longest_gap_ms']:.1f} ms",
                     f"idle >= {IDLE_SHARE:.0%} of the step in half the steps or more"
-                    + ("" if stepped else " (of the trace, without steps)"),
+                    if stepped
+                    else f"idle >= {IDLE_SHARE:.0%} of the trace window",
                     median(_share(x, "idle_ms") for _, x in steps),
                     [
                         _ev(

@@ -206,3 +206,22 @@ def test_the_trial_question_names_its_radio_group(learner, learner_client, no_re
     assert 'role="alert"' in group.group(1) and "Pick the left or the right trace." in group.group(
         1
     )
+
+
+def test_a_pairs_trial_line_tells_a_screen_reader_it_is_the_share_picked_right(
+    learner, learner_client, no_refill
+):
+    """The trials' weekly line plots the share picked right, but its label read "Weekly
+    confusion rate, one week so far: 100%" to a screen reader, after a trial picked right: the
+    opposite of what it shows."""
+    confuse(learner, "launch-bound", "healthy")
+    learner_client.post("/drill/next/", {"mode": "timed"})
+    trial = Attempt.objects.select_related("trace", "partner").get(kind=Attempt.Kind.CONTRAST)
+    side = contrast.target_side(trial)
+    learner_client.post(
+        f"/drill/trials/{trial.pk}/answer/", {"side": side, "measurement": telling(trial)}
+    )
+    html = learner_client.get("/dashboard/").content.decode()
+    card = re.search(rf'data-pair-card="{re.escape(CHEAP_PAIR)}">(.*?)</li>', html, re.S)[1]
+    assert 'aria-label="Weekly share picked right, one week so far: 100%"' in card
+    assert "confusion" not in card.lower()

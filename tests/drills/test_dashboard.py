@@ -373,3 +373,101 @@ def test_a_sparkline_without_two_weeks_says_so_to_a_screen_reader():
     assert 'aria-label="Weekly confusion rate, one week so far: 25%"' in one
     two = spark_svg(sparkline([week(0, 0.5), week(1, None), week(2, 0.25)]))
     assert 'aria-label="Weekly confusion rate, 50% to 25%"' in two
+
+
+def test_a_lookalike_pulled_due_before_it_was_ever_drilled_has_no_retrievability_yet(
+    learner, learner_client, no_refill
+):
+    """Naming the bandwidth-bound collective for a straggler trace pulls the bandwidth-bound
+    card due now, before the learner has drilled it once: its row said retrievability "0%",
+    an estimate the scheduler cannot make for a card never reviewed, beside the "—" of every
+    other scenario not drilled yet."""
+    from drills.trainer import services
+    from drills.trainer.grading import Diagnosis
+
+    attempt = services.start_drill(learner, scenario=S)
+    key = attempt.trace.key
+    services.submit_diagnosis(
+        attempt, Diagnosis(B, key["measurement"], key["fix"], float(key["expected_step_ms"]))
+    )
+    pulled = Card.objects.get(user=learner, kind=Card.Kind.SCENARIO, item=B)
+    assert pulled.reviews == 0 and pulled.due <= timezone.now()
+
+    rows = {r["slug"]: r for r in learner_client.get("/dashboard/stats.json").json()["scenarios"]}
+    assert rows[B]["attempts"] == 0 and rows[B]["due_now"] is True
+    assert rows[B]["retrievability"] is None
+    assert rows[S]["retrievability"] == pytest.approx(1.0)  # reviewed just now, a miss
+    html = learner_client.get("/dashboard/").content.decode()
+    row = re.search(rf'data-scenario-row="{B}">(.*?)</tr>', html, re.S)[1]
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+    assert cells[-2:] == ["—", '<strong class="warn-text">due now</strong>']
+
+
+def _table_after(html: str, heading: str) -> list[list[str]]:
+    """The rows (header cell first) of the chart-text table in the section headed ``heading``."""
+    section = html[html.index(f"<h2>{heading}</h2>") :]
+    section = section[: section.index("</section>")]
+    table = re.search(r'<details class="chart-text">.*?</details>', section, re.S)[0]
+    return [
+        [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", tr)]
+        for tr in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1])
+    ]
+
+
+def test_every_chart_says_its_numbers_in_text_too(two_learners, client):
+    """The confusion matrix, the weekly accuracy line and the day grid were images to a screen
+    reader (role="img", labelled only by what they show, not by their numbers): each now has a
+    table of the same numbers beside it, which adds up to the learner's graded attempts."""
+    ada, bob = two_learners
+    history(ada, bob, now=timezone.now())
+    client.force_login(ada)
+    data = client.get("/dashboard/stats.json").json()
+    html = client.get("/dashboard/").content.decode()
+    graded = data["totals"]["graded"]
+
+    cells = _table_after(html, "Confusion matrix")
+    assert sum(int(r[2]) for r in cells) == graded
+    titles = dict(zip(data["confusion"]["labels"], data["confusion"]["titles"], strict=True))
+    straggler_as_bw = next(r for r in cells if r[:2] == [titles[S], titles[B]])
+    assert straggler_as_bw[2:] == ["3", "23%"]  # 3 of the 13 straggler traces
+
+    weeks = _table_after(html, "Accuracy over time")
+    assert [int(r[1]) for r in weeks] == [w["attempts"] for w in data["accuracy_over_time"]]
+    assert [int(r[2]) for r in weeks] == [w["correct"] for w in data["accuracy_over_time"]]
+    assert sum(int(r[1]) for r in weeks) == graded
+
+    days = _table_after(html, "Daily activity")
+    assert len(days) == data["daily_activity"]["active_days"]
+    assert sum(int(r[1]) for r in days) == data["daily_activity"]["total"] == graded
+
+
+def test_a_new_learners_charts_say_in_text_that_they_are_empty(learner_client):
+    html = learner_client.get("/dashboard/").content.decode()
+    assert "No graded attempts yet: every cell is 0." in html
+    assert "No graded attempts in these 26 weeks." in html
+    weeks = _table_after(html, "Accuracy over time")
+    assert len(weeks) == 12 and all(r[1:] == ["0", "0", "—"] for r in weeks)
+
+
+def test_a_pairs_weekly_line_names_every_week_in_words(learner, learner_client):
+    """Three weeks of straggler traces, confused 1 of 2, then 0 of 1, then 1 of 1: the words
+    beside the line gave the first and the last week only ("50% → 100%"), so the week between,
+    drawn as a dot, was there for no screen reader."""
+    now = timezone.now()
+    mondays = [dashboard.trend_start(now, weeks=3) + timedelta(weeks=k) for k in range(3)]
+    at = [
+        datetime.combine(m, datetime.min.time(), tzinfo=UTC) + timedelta(hours=1) for m in mondays
+    ]
+    save_all(
+        [
+            build(learner, S, B, at[0]),
+            build(learner, S, S, at[0] + timedelta(minutes=5)),
+            build(learner, S, S, at[1]),
+            build(learner, S, B, min(at[2], now - timedelta(seconds=1))),
+        ]
+    )
+    html = learner_client.get("/dashboard/").content.decode()
+    pair = re.search(rf'data-pair="{S}→{B}">(.*?)</li>', html, re.S)[1]
+    note = re.findall(r'<span class="muted small">(.*?)</span>', pair)[-1]
+    labels = [f"{m.day} {m:%b}" for m in mondays]
+    assert note == f"{labels[0]}: 50% → {labels[1]}: 0% → {labels[2]}: 100%"

@@ -380,3 +380,35 @@ def test_a_perfetto_only_reveal_says_its_time_is_after_the_loading_allowance(
     learner_client.post(f"/drill/attempts/{timed.pk}/diagnosis/", right_answer(timed))
     timed_html = learner_client.get(f"/drill/attempts/{timed.pk}/").content.decode()
     assert "Perfetto loading" not in timed_html
+
+
+def test_a_drill_left_open_for_days_keeps_the_clocks_time_not_the_days(
+    learner, learner_client, no_refill
+):
+    """A timed drill left open and closed as expired three days later (the next drill asked
+    for) kept 259 200 s as its time: the dashboard's median time for its scenario read
+    "4320:00". Its clock stops where it ran out, still over the limit."""
+    attempt = start(learner_client)
+    Attempt.objects.filter(pk=attempt.pk).update(served_at=timezone.now() - timedelta(days=3))
+    start(learner_client)
+    attempt.refresh_from_db()
+    assert attempt.closed == "expired" and attempt.over_time is True
+    assert attempt.elapsed_s == 122.0  # the 2:00 limit and the 2 s network grace
+    row = next(
+        r
+        for r in learner_client.get("/dashboard/stats.json").json()["scenarios"]
+        if r["slug"] == attempt.scenario
+    )
+    assert (row["timed"], row["under_limit"], row["median_s"]) == (1, 0, 122.0)
+    html = learner_client.get("/dashboard/").content.decode()
+    cells = re.search(rf'data-scenario-row="{attempt.scenario}">(.*?)</tr>', html, re.S)[1]
+    assert "2:02" in cells and "4320:00" not in cells
+
+
+def test_a_drill_given_up_within_its_clock_keeps_its_time(learner_client, no_refill):
+    attempt = start(learner_client)
+    Attempt.objects.filter(pk=attempt.pk).update(served_at=timezone.now() - timedelta(seconds=30))
+    learner_client.post(f"/drill/attempts/{attempt.pk}/abandon/")
+    attempt.refresh_from_db()
+    assert attempt.closed == "abandoned" and not attempt.over_time
+    assert 30 <= attempt.elapsed_s < 40

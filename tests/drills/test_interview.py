@@ -190,3 +190,36 @@ def test_an_interview_in_progress_has_its_own_page_title(learner_client, scripte
     title = re.compile(r"<title>(.*?)</title>", re.S)
     assert title.search(between).group(1).startswith("Mock interview, 0 of 5 traces done")
     assert title.search(intro).group(1) != title.search(between).group(1)
+
+
+def test_a_trace_given_up_reads_as_given_up_not_as_a_wrong_signature(learner_client, scripted):
+    """Giving up one trace of five (the others right): the report said "You said (blank)" where
+    the trainer's history says "gave up", and told the learner "you named the wrong signature
+    most often" though they had named none."""
+    interview_url = learner_client.post("/interview/start/")["Location"]
+    for i in range(5):
+        location = learner_client.post(f"{interview_url}next/")["Location"]
+        attempt = Attempt.objects.select_related("trace").get(pk=location.split("/")[3])
+        if i == 0:
+            learner_client.post(f"/drill/attempts/{attempt.pk}/abandon/")
+        else:
+            learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    html = learner_client.get(interview_url).content.decode()
+    assert "Mock interview report" in html
+    first = re.search(r'<tr class="interview-trace" data-n="1".*?</tr>', html, re.S)[0]
+    cells = re.findall(r"<td>(.*?)</td>", first)
+    assert cells[:2] == [title_of("straggler"), "gave up"]
+    assert "(blank)" not in html
+    next_step = re.search(r'<p id="next-step">(.*?)</p>', html, re.S)[1]
+    assert "signature of " + title_of("straggler") in next_step
+    assert "named the wrong signature" not in next_step
+    assert "without a diagnosis" in next_step
+
+
+def test_the_next_step_counts_signatures_named_wrong_apart_from_traces_left_unanswered():
+    titles = {"3": "Signature"}
+    both = interviews.next_step("straggler", {"3": 2}, titles, unnamed=1)
+    assert "1 named wrong, 1 left without a diagnosis" in both
+    assert "you named the wrong signature most often" in interviews.next_step(
+        "straggler", {"3": 2}, titles
+    )

@@ -329,8 +329,10 @@ def test_a_trace_without_steps_is_not_said_to_stall_in_steady_state_steps():
     assert titles[0].startswith("Low GPU utilisation")
     # and it does not call the whole trace "the step"
     assert a["findings"][0]["measured"].startswith(
-        "GPU idle 99% of the trace (no ProfilerStep: from its first GPU event to its last)"
+        "GPU idle 99% of the trace window (no ProfilerStep: the trace is one window, from its "
+        "first GPU event to its last)"
     )
+    assert a["findings"][0]["threshold"] == "idle >= 30% of the trace window"
 
 
 def test_of_two_ranks_the_slower_one_is_not_named_a_straggler():
@@ -450,3 +452,61 @@ def test_an_engine_trace_read_back_has_its_keys_step_times_and_no_other_traces()
         assert same_steps(a, t.key.facts["step_ms_series"]), slug
         assert not same_steps(a, other.key.facts["step_ms_series"]), slug
         assert not same_steps(a, [x * 1.01 for x in t.key.facts["step_ms_series"]]), slug
+
+
+def _loop(*, profiler_steps: bool, ranks: int = 1, iters: int = 4):
+    """A training loop of 1000 µs iterations: the main thread waits 200 µs in the data loader
+    (GPU idle), launches a 300 µs kernel and reads its result back (cudaStreamSynchronize until
+    it ends), then launches the next kernel only 100 µs later, which runs 300 µs. With
+    profiler_steps each iteration is a ProfilerStep."""
+    docs = []
+    for r in range(ranks):
+        ev: list[dict] = []
+        corr = 1
+        for i in range(iters):
+            t = i * STEP
+            if profiler_steps:
+                ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}",
+                           "pid": 10, "tid": 10, "ts": t, "dur": STEP - 1})  # fmt: skip
+            ev.append({"ph": "X", "cat": "user_annotation", "pid": 10, "tid": 10, "ts": t,
+                       "dur": 200, "name": DATALOADER})  # fmt: skip
+            for at, sync_to in ((200.0, 500.0), (600.0, 900.0)):
+                ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel",
+                           "pid": 10, "tid": 10, "ts": t + at - 5, "dur": 4,
+                           "args": {"correlation": corr}})  # fmt: skip
+                ev.append({"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16", "pid": r,
+                           "tid": 7, "ts": t + at, "dur": 300,
+                           "args": {"stream": 7, "correlation": corr}})  # fmt: skip
+                ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize",
+                           "pid": 10, "tid": 10, "ts": t + at + 10,
+                           "dur": sync_to - at - 10})  # fmt: skip
+                corr += 1
+        docs.append({"distributedInfo": {"rank": r, "world_size": ranks}, "traceEvents": ev})
+    return assemble([parse(d, source=f"rank-{i}.json") for i, d in enumerate(docs)])
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_findings_on_a_trace_without_steps_speak_of_the_trace_window(ranks):
+    """Without ProfilerStep the trace is one window, and the findings say so: the data-loader
+    and synchronising-call findings said "every step", "of the step" and "per step" of a trace
+    that has none."""
+    stepped = analyse(_loop(profiler_steps=True, ranks=ranks))["findings"]
+    window = analyse(_loop(profiler_steps=False, ranks=ranks))["findings"]
+    # the same rules fire on the same loop, steps or not
+    assert (
+        {f["slug"] for f in window}
+        == {f["slug"] for f in stepped}
+        >= {
+            "input-starvation",
+            "sync-stalls",
+        }
+    )
+    by_slug = {f["slug"]: f for f in stepped}
+    assert "of the step" in by_slug["input-starvation"]["measured"]
+    assert "per step" in by_slug["sync-stalls"]["measured"]
+    for f in window:
+        text = " ".join((f["title"], f["measured"], f["threshold"]))
+        assert "step" not in text.replace("ProfilerStep", ""), text
+        assert "of the trace window" in f["measured"], f["measured"]
+        assert "no ProfilerStep" in f["measured"]
+        assert ("median of 2 ranks" in f["measured"]) == (ranks == 2)

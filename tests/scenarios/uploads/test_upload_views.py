@@ -205,6 +205,33 @@ def test_every_real_sample_uploads_and_renders(learner_client, name):
     assert orjson.loads(body)["traceEvents"]
 
 
+@pytest.mark.parametrize(
+    "name,stepped",
+    [("alexnet_a100.json.gz", False), ("event_sync_a100.json.gz", True)],
+)
+def test_a_trace_without_steps_is_described_as_one_window_not_steps(learner_client, name, stepped):
+    """AlexNet's real trace has no ProfilerStep: the page said "A step runs from one
+    ProfilerStep#N to the next", headed its idle time "analysed steps" and its findings spoke
+    of "the step"; it speaks of the trace window instead. A trace with steps keeps its steps."""
+    import html as htmlmod
+    import re
+
+    page = post(learner_client, name, (REAL / name).read_bytes())
+    text = htmlmod.unescape(re.sub(r"<[^>]+>", " ", page.content.decode()))
+    findings = " ".join(
+        re.sub(r"<[^>]+>", " ", m)
+        for m in re.findall(r'<ol class="findings">(.*?)</ol>', page.content.decode(), re.S)
+    )
+    assert findings.strip()
+    assert ("A step runs from one" in text) == stepped
+    assert ("GPU idle (ms, analysed steps)" in text) == stepped
+    assert ("of the step" in findings) == stepped
+    if not stepped:
+        assert "no steps: each rank's trace is one window" in text
+        assert "GPU idle (ms, the trace window)" in text
+        assert "of the trace window" in findings
+
+
 def test_a_copy_delivered_while_another_worker_processes_it_waits_then_takes_over(
     learner, monkeypatch
 ):
