@@ -122,8 +122,13 @@ SIGNATURES: dict[str, Signature] = {
         "idles under them on every rank alike"
     ),
     "input-starvation": Signature(
+        # the loader's own rows: a starved loader's workers never stop (a fetch in flight when
+        # the window opens, back to back after it, one cut when it closes), where a loader that
+        # keeps up starts one short fetch per step; how many fetch slices a step holds follows
+        # from that, so their count is signature too
+        names=("DataLoader worker: fetch batch", "collate_fn"),
         note="every step opens with a long DataLoader __next__ on the main thread while every "
-        "GPU stream idles"
+        "GPU stream idles; the loader's workers fetch back to back",
     ),
     "launch-bound": Signature(
         note="launch calls take longer than the kernels they launch; the stream shows short "

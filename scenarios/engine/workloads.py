@@ -611,14 +611,18 @@ def build_ddp(
     nrow = 2 if workers >= 2 else 1
     depth_ahead = 2 * workers
     data_ns = int(data_ms * 1e6)
-    period = data_ns // workers if workers <= 2 else 0
+    starved = slug == "input-starvation" and not fixed
+    period = data_ns // workers if starved else 0
     # in steady state a starved loader has no batch buffered: worker w's fetch is in flight
     wfree = np.zeros((nrow, R), np.int64) + sim.cpu[None, :]
     if period:
         for w in range(nrow):
             wfree[w] = sim.cpu - data_ns + (w + 1) * period - int(comp_step_ms * 1e6)
-    else:  # the workers have been running: their first batches are ready when profiling starts
-        wfree -= data_ns
+    # a loader that keeps up has its prefetch queue full when profiling starts: its first
+    # `depth_ahead` batches were fetched before the window, and from then on a worker starts a
+    # batch each time a step takes one (one fetch per step, as in a starved loader, whose
+    # workers never stop: what tells them apart is how long a fetch takes, not how many there are)
+    t_open = sim.cpu.copy()
     ready_at: list[np.ndarray] = []
     consumed: list[np.ndarray] = []
 
@@ -628,13 +632,15 @@ def build_ddp(
         """Worker k % nrow fetches batch k; with `until` (a batch for a step after the window),
         only on the ranks where it starts before the window ends, cut off there."""
         w = k % nrow
-        dur = (data_ms * 1e6 * r.lognormal(0, 0.02 if period else 0.05, R)).astype(np.int64)
+        if not period and k < depth_ahead:
+            ready_at.append(t_open)
+            return
+        dur = (data_ms * 1e6 * r.lognormal(0, 0.05, R)).astype(np.int64)
         if workers > 2:  # each drawn row stands for several workers
             dur = dur * 2 // workers + 1000
         gate = consumed[k - depth_ahead] if 0 <= k - depth_ahead < len(consumed) else wfree[w]
         # a starved loader's gate never binds (each batch is taken the moment it is ready): its
-        # workers fetch back to back; one that keeps up runs `depth_ahead` batches ahead, then
-        # starts one each time a step takes a batch
+        # workers fetch back to back
         st = np.maximum(wfree[w], gate) + r.integers(20_000, 80_000, R)
         tid = WORKER0 if w == 0 else WORKER1
         wfree[w] = st + dur
