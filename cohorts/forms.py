@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.roles import is_instructor
+from accounts.roles import instructors
 from content.models import WalkthroughSet
 from content.renarration import FIRST_DELAY
 
@@ -299,6 +299,16 @@ class ExtensionForm(forms.ModelForm):
         return data
 
 
+def no_instructor_text(name: str) -> str:
+    """The refusal of a co-instructor's name that is no instructor's, whether or not someone
+    has it as a learner."""
+    return (
+        f"No instructor is called “{name}”. Check the spelling with them (case counts). "
+        "Someone becomes an instructor when an operator runs "
+        "“manage.py make_instructor USERNAME” for their account."
+    )
+
+
 class CoInstructorForm(forms.Form):
     username = forms.CharField(
         label="Co-instructor's username",
@@ -319,15 +329,12 @@ class CoInstructorForm(forms.Form):
         self.user: User | None = None  # the co-instructor, once clean_username found them
 
     def clean_username(self) -> str:
+        """The instructor of that username. A name nobody has and a learner's name get one
+        answer, from one query: the form must not tell an instructor which accounts exist."""
         name = self.cleaned_data["username"].strip()
-        user = get_user_model().objects.filter(username=name).first()
+        user = instructors().filter(username=name).first()
         if user is None:
-            raise forms.ValidationError(f"No user is called “{name}”.")
-        if not is_instructor(user):
-            raise forms.ValidationError(
-                f"{name} is not an instructor yet "
-                f"(an operator runs: manage.py make_instructor {name})."
-            )
+            raise forms.ValidationError(no_instructor_text(name))
         if self.cohort.instructors.filter(pk=user.pk).exists():
             raise forms.ValidationError(f"{name} already teaches this cohort.")
         self.user = user

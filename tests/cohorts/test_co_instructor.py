@@ -34,8 +34,8 @@ def shown_value(page: str) -> str | None:
 @pytest.mark.parametrize(
     ("typed", "message", "kept"),
     [
-        ("teacherr", "No user is called “teacherr”.", "teacherr"),
-        ("ada", "ada is not an instructor yet", "ada"),
+        ("teacherr", "No instructor is called “teacherr”.", "teacherr"),
+        ("ada", "No instructor is called “ada”.", "ada"),
         ("teacher", "teacher already teaches this cohort.", "teacher"),
         ("", "Give the username of the instructor to add.", None),
         ("x" * 400, "Usernames have at most 150 characters; this one has 400.", "x" * 300),
@@ -62,7 +62,7 @@ def test_a_refused_name_is_shown_escaped(client, people, cohort):
     ).content.decode()
     assert "<script>alert(1)</script>" not in page
     assert shown_value(page) == typed
-    assert "No user is called “&quot;&gt;&lt;script&gt;" in page
+    assert "No instructor is called “&quot;&gt;&lt;script&gt;" in page
 
 
 def test_the_kept_name_stays_on_its_cohorts_page(client, people, cohort):

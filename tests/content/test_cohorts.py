@@ -254,11 +254,11 @@ def test_co_instructor_remove_member_and_regenerate(client, people, cohort):
     # Adding a non-instructor, or an unknown name, is refused with a message.
     as_user(client, people["teacher"])
     resp = client.post(f"/cohorts/{cohort.pk}/instructors/add/", {"username": "ada"}, follow=True)
-    assert "ada is not an instructor" in resp.content.decode()
+    assert "No instructor is called “ada”" in resp.content.decode()
     resp = client.post(
         f"/cohorts/{cohort.pk}/instructors/add/", {"username": "nobody"}, follow=True
     )
-    assert "No user is called" in resp.content.decode()
+    assert "No instructor is called “nobody”" in resp.content.decode()
     assert not cohort.instructors.filter(pk=people["ada"].pk).exists()
 
 
