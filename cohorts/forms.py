@@ -151,7 +151,13 @@ class AssignmentForm(forms.ModelForm):
         required=False,
         help_text="Late work counts until the cut-off; after it, unread walkthroughs stay missing.",
     )
-    goal = forms.ChoiceField(choices=Assignment.Goal.choices, required=False, label="Drill goal")
+    goal = forms.ChoiceField(
+        choices=Assignment.Goal.choices,
+        required=False,
+        label="Drill goal",
+        # Django's own message repeats the value posted, however long: name the list instead.
+        error_messages={"invalid_choice": "Choose one of the listed drill goals."},
+    )
     goal_retention = forms.FloatField(
         required=False, min_value=0.5, max_value=0.99, label="Retrievability X (0.50–0.99)"
     )
