@@ -74,6 +74,17 @@ def already_assigned_text(existing: Assignment) -> str:
     )
 
 
+# A cohort of the name asked for, made by the same instructor this recently, is taken for the
+# one that request meant: the form was sent twice (a double click, a resubmit after Back).
+RESUBMIT_WINDOW = timedelta(minutes=10)
+
+
+def is_resubmission(existing: Cohort, user: User, now: datetime) -> bool:
+    """True when ``existing`` (a cohort of the name ``user`` asked for) is the one their earlier
+    submission of the same form made: they created it within RESUBMIT_WINDOW."""
+    return existing.created_by_id == user.pk and now - existing.created_at <= RESUBMIT_WINDOW
+
+
 class CohortForm(forms.ModelForm):
     class Meta:
         model = Cohort
@@ -82,13 +93,15 @@ class CohortForm(forms.ModelForm):
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.user = user  # the instructor creating it: their cohorts' names must differ
+        self.existing: Cohort | None = None  # the cohort taught under that name, if refused
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
         if not name:
             raise forms.ValidationError("Give the cohort a name.")
         taught = Cohort.objects.taught_by(self.user) if self.user is not None else None
-        if taught is not None and taught.filter(name__iexact=name).exists():
+        self.existing = taught.filter(name__iexact=name).first() if taught is not None else None
+        if self.existing is not None:
             raise forms.ValidationError(
                 f"You already teach a cohort called “{name}”: pick a name that tells them "
                 "apart (a term, a year), for you and for learners in both."
@@ -98,7 +111,8 @@ class CohortForm(forms.ModelForm):
     def save_for(self, user: User) -> Cohort | None:
         """Create the cohort, taught by ``user``; None, with the error on the form, when the form
         is invalid, or when a cohort of that name was made meanwhile (a double click: the
-        second submission waits on the instructor's row for the first, then sees its cohort)."""
+        second submission waits on the instructor's row for the first, then sees its cohort,
+        which ``resubmitted`` then returns)."""
         with transaction.atomic():
             get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
             if not self.is_valid():
@@ -108,6 +122,14 @@ class CohortForm(forms.ModelForm):
             cohort.save()
             cohort.instructors.add(user)
         return cohort
+
+    def resubmitted(self, user: User) -> Cohort | None:
+        """After ``save_for`` refused the name: the cohort an earlier sending of this same form
+        made (``is_resubmission``), else None."""
+        existing = self.existing
+        if existing is None or not is_resubmission(existing, user, timezone.now()):
+            return None
+        return existing
 
 
 class JoinForm(forms.Form):

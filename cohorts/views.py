@@ -80,8 +80,20 @@ def cohort_new(request: SignedInRequest) -> HttpResponse:
     if cohort is not None:
         messages.success(request, f"Cohort created. Learners join with code {cohort.join_code}.")
         return redirect("cohorts:detail", cohort_id=cohort.pk)
+    made = form.resubmitted(request.user) if request.method == "POST" else None
+    if made is not None:
+        messages.info(request, already_created_text(made))
+        return redirect("cohorts:detail", cohort_id=made.pk)
     status = 400 if request.method == "POST" else 200
     return TemplateResponse(request, "cohorts/new.html", {"form": form}, status=status)
+
+
+def already_created_text(cohort: Cohort) -> str:
+    """What an instructor reads after sending "Create cohort" again for a cohort just made."""
+    return (
+        f"{cohort.name} was already created (the form was sent twice); this is it, and no "
+        f"second cohort was made. Learners join with code {cohort.join_code}."
+    )
 
 
 def _join(request: SignedInRequest, cohort: Cohort) -> HttpResponse:

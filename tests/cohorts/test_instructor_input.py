@@ -5,9 +5,12 @@ tests/content/test_cohorts.py."""
 from __future__ import annotations
 
 import re
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test import Client
 from django.utils import timezone
 
 from cohorts.forms import AssignmentForm
@@ -100,3 +103,67 @@ def test_no_choice_field_repeats_a_bogus_value(people, cohort, form_class, field
     assert not form.is_valid()
     (message,) = form.errors[field]
     assert "Q" not in message and ("Choose one of the listed" in message or "Pick" in message)
+
+
+# --------------------------------------------------------------------------- 3. sent twice
+
+
+def test_create_cohort_sent_twice_lands_on_the_cohort(client, people):
+    """Two quick "Create cohort" submissions: the first made the cohort, the second showed the
+    form again with "You already teach a cohort called …", as if nothing had been made."""
+    client.force_login(people["stranger"])
+    first = client.post("/cohorts/new/", {"name": "Autumn perf"})
+    second = client.post("/cohorts/new/", {"name": "Autumn perf"}, follow=True)
+    (made,) = Cohort.objects.filter(name="Autumn perf")
+    assert first.url == f"/cohorts/{made.pk}/"
+    assert second.redirect_chain == [(f"/cohorts/{made.pk}/", 302)]
+    said = flash_text(second.content.decode())
+    assert "Autumn perf was already created (the form was sent twice)" in said
+    assert made.join_code in said
+
+
+def test_an_older_cohort_of_the_name_is_still_refused(client, people, cohort):
+    """Past the resubmission window a same-named cohort is a real clash: the form says so."""
+    Cohort.objects.filter(pk=cohort.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    client.force_login(people["teacher"])
+    resp = client.post("/cohorts/new/", {"name": "spring perf"})
+    assert resp.status_code == 400
+    assert "You already teach a cohort called" in resp.content.decode()
+    assert Cohort.objects.count() == 1
+
+
+def test_a_co_instructors_cohort_of_the_name_is_refused_not_opened(client, people, cohort):
+    """The cohort was made by someone else: the co-instructor's form is not a resubmission."""
+    cohort.instructors.add(people["coteacher"])
+    client.force_login(people["coteacher"])
+    resp = client.post("/cohorts/new/", {"name": "Spring perf"})
+    assert resp.status_code == 400
+    assert "You already teach a cohort called" in resp.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_create_submissions_at_once_make_one_cohort_and_both_land_on_it(people):
+    barrier = threading.Barrier(2)
+    landed: list[str] = []
+    errors: list[BaseException] = []
+
+    def submit() -> None:
+        try:
+            c = Client()
+            c.force_login(people["stranger"])
+            barrier.wait(10)
+            resp = c.post("/cohorts/new/", {"name": "Winter perf"})
+            landed.append(resp["Location"] if resp.status_code == 302 else str(resp.status_code))
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=submit) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    (made,) = Cohort.objects.filter(name="Winter perf")
+    assert landed == [f"/cohorts/{made.pk}/"] * 2
