@@ -471,14 +471,23 @@ def add_instructor(request: HttpRequest, cohort_id: int) -> HttpResponse:
 @require_POST
 def remove_member(request: HttpRequest, cohort_id: int, user_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
-    membership = get_object_or_404(
-        Membership.objects.select_related("user"), cohort=cohort, user_id=user_id
+    membership = (
+        Membership.objects.select_related("user").filter(cohort=cohort, user_id=user_id).first()
     )
+    if membership is None:  # removed already: "remove" clicked twice, or by two instructors
+        messages.info(request, not_a_member_text(cohort.name))
+        return redirect("cohorts:detail", cohort_id=cohort.pk)
     with transaction.atomic():
         Extension.objects.filter(assignment__cohort=cohort, learner_id=user_id).delete()
         membership.delete()
     messages.success(request, removed_text(membership.user.username, cohort.name))
     return redirect("cohorts:detail", cohort_id=cohort.pk)
+
+
+def not_a_member_text(cohort_name: str) -> str:
+    """What an instructor reads after removing someone who is not (or no longer) a member. It
+    names nobody: the user id in the URL could be anyone's."""
+    return f"That learner is not in {cohort_name} (already removed?): nothing was changed."
 
 
 def removed_text(username: str, cohort_name: str) -> str:

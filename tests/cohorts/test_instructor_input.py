@@ -167,3 +167,23 @@ def test_two_create_submissions_at_once_make_one_cohort_and_both_land_on_it(peop
     assert not errors, errors
     (made,) = Cohort.objects.filter(name="Winter perf")
     assert landed == [f"/cohorts/{made.pk}/"] * 2
+
+
+def test_remove_sent_twice_says_the_learner_is_gone(client, people, cohort):
+    """The second of two "remove" clicks answered "Not Found", a page with no way back, although
+    the first had removed the learner."""
+    client.force_login(people["teacher"])
+    url = f"/cohorts/{cohort.pk}/members/{people['ada'].pk}/remove/"
+    client.post(url)
+    second = client.post(url, follow=True)
+    assert second.redirect_chain == [(f"/cohorts/{cohort.pk}/", 302)]
+    assert "That learner is not in Spring perf (already removed?)" in flash_text(
+        second.content.decode()
+    )
+    assert not cohort.members.exists()
+    # A user id that is nobody's gets the same answer, naming nobody.
+    stray = client.post(f"/cohorts/{cohort.pk}/members/{people['eve'].pk}/remove/", follow=True)
+    assert "eve" not in flash_text(stray.content.decode())
+    # Another instructor's cohort is still not found.
+    client.force_login(people["stranger"])
+    assert client.post(url).status_code == 404
