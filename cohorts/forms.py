@@ -209,6 +209,7 @@ class AssignmentForm(forms.ModelForm):
     def __init__(self, *args, cohort: Cohort, **kwargs):
         super().__init__(*args, **kwargs)
         self.cohort = cohort
+        self.existing: Assignment | None = None  # the open assignment that refused the set
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -265,8 +266,30 @@ class AssignmentForm(forms.ModelForm):
         existing = open_assignment(self.cohort, wset, now) if wset is not None else None
         if existing is None:
             return False
+        self.existing = existing
         self.add_error("walkthrough_set", already_assigned_text(existing))
         return True
+
+    # The fields that must match for a refused submission to be the same form sent again.
+    SAME_FIELDS = ("due_at", "cutoff_at", "goal", "goal_retention", "goal_pair_drills")
+
+    def resubmitted(self, user: User) -> Assignment | None:
+        """After the set was refused as already assigned: the open assignment when it is this
+        very form sent again (a double click, a resubmit after Back): made by ``user`` within
+        RESUBMIT_WINDOW, with the same dates, goal and re-narration, and nothing else wrong with
+        the form. Else None (a real clash: the refusal stands)."""
+        existing = self.existing
+        if existing is None or set(self.errors) != {"walkthrough_set"}:
+            return None
+        if existing.created_by_id != user.pk:
+            return None
+        if timezone.now() - existing.created_at > RESUBMIT_WINDOW:
+            return None
+        data = self.cleaned_data
+        same = all(
+            (data.get(f) or None) == (getattr(existing, f) or None) for f in self.SAME_FIELDS
+        )
+        return existing if same and bool(data.get("renarration")) == existing.renarration else None
 
     def save_for(self, user: User) -> Assignment | None:
         """Save the valid form as ``user``'s assignment to the cohort; None, with the error on

@@ -399,8 +399,20 @@ def assign(request: SignedInRequest, cohort_id: int) -> HttpResponse:
         if assignment is not None:
             messages.success(request, f"Assigned {assignment.walkthrough_set.title}.")
             return redirect("cohorts:assign", cohort_id=cohort.pk)
+        made = form.resubmitted(request.user)
+        if made is not None:
+            messages.info(request, already_assigned_once_text(made))
+            return redirect("cohorts:assign", cohort_id=cohort.pk)
         return _assign_page(request, cohort, form, status=400)
     return _assign_page(request, cohort, form)
+
+
+def already_assigned_once_text(assignment: Assignment) -> str:
+    """What an instructor reads after sending the same assignment again within minutes."""
+    return (
+        f"{assignment.walkthrough_set.title} was already assigned (the form was sent twice); "
+        "it is listed once below, and no second assignment was made."
+    )
 
 
 @require_POST

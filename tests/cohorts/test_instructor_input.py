@@ -187,3 +187,28 @@ def test_remove_sent_twice_says_the_learner_is_gone(client, people, cohort):
     # Another instructor's cohort is still not found.
     client.force_login(people["stranger"])
     assert client.post(url).status_code == 404
+
+
+def test_assign_sent_twice_lands_on_the_assignment(client, people, cohort, wset):
+    """A double click on "Assign" made the assignment once, then showed the form refused with
+    "Lookalikes is already assigned to this cohort …" and a 400, as if it had failed."""
+    client.force_login(people["teacher"])
+    due = (timezone.now() + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M")
+    form = {"walkthrough_set": wset.pk, "due_at": due, "goal": "pairs", "goal_pair_drills": "3"}
+    url = f"/cohorts/{cohort.pk}/assign/"
+    assert client.post(url, form).status_code == 302
+    second = client.post(url, form, follow=True)
+    assert second.redirect_chain == [(url, 302)]
+    said = flash_text(second.content.decode())
+    assert "Lookalikes was already assigned (the form was sent twice)" in said
+    assert cohort.assignments.count() == 1
+    # The same set with another due date is a real clash: refused on the form, as before.
+    later = (timezone.now() + timedelta(days=9)).strftime("%Y-%m-%dT%H:%M")
+    third = client.post(url, {**form, "due_at": later})
+    assert third.status_code == 400
+    assert "already assigned to this cohort" in third.content.decode()
+    # So is the same form from a co-instructor, who did not send the first.
+    cohort.instructors.add(people["coteacher"])
+    client.force_login(people["coteacher"])
+    assert client.post(url, form).status_code == 400
+    assert cohort.assignments.count() == 1
