@@ -160,6 +160,17 @@ def _drawn_numbers(cohort: Cohort, grid: dict) -> dict[str, SafeString]:
     return {name: mark_safe(html) for name, html in drawn.items()}
 
 
+def instructor_rows(cohort: Cohort, viewer) -> list[dict]:
+    """The cohort's instructors by name, each with whether ``viewer`` may take them off (or,
+    for themselves, leave)."""
+    teachers = list(cohort.instructors.order_by("username"))
+    ids = {t.pk for t in teachers}
+    return [
+        {"user": t, "removable": cohort.instructor_removal_refused(viewer, t, ids) is None}
+        for t in teachers
+    ]
+
+
 @require_http_methods(["GET"])
 def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
@@ -177,7 +188,7 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
         "cohort": cohort,
         "grid": grid,
         "roster": render.roster_controls(grid, metric),
-        "instructors": list(cohort.instructors.order_by("username")),
+        "instructors": instructor_rows(cohort, request.user),
         "invite_url": request.build_absolute_uri(
             reverse("cohorts:join_link", kwargs={"code": cohort.join_code})
         ),
@@ -477,6 +488,30 @@ def add_instructor(request: HttpRequest, cohort_id: int) -> HttpResponse:
             messages.error(request, str(error))  # ErrorList yields the messages as str
         # The cohort page's next view shows the name again as typed, for correcting.
         request.session[_co_typed_key(cohort)] = form.typed_username()
+    return redirect("cohorts:detail", cohort_id=cohort.pk)
+
+
+@require_POST
+def remove_instructor(request: SignedInRequest, cohort_id: int, user_id: int) -> HttpResponse:
+    """Take an instructor off the cohort, or leave it (``Cohort.instructor_removal_refused``)."""
+    cohort = _taught(request, cohort_id)
+    target = cohort.instructors.filter(pk=user_id).first()
+    if target is None:  # taken off already (clicked twice); names nobody, as remove_member
+        messages.info(
+            request, f"That instructor does not teach {cohort.name}: nothing was changed."
+        )
+        return redirect("cohorts:detail", cohort_id=cohort.pk)
+    refused = cohort.instructor_removal_refused(request.user, target)
+    if refused is not None:
+        messages.error(request, refused)
+        return redirect("cohorts:detail", cohort_id=cohort.pk)
+    cohort.instructors.remove(target)
+    if target.pk == request.user.pk:
+        messages.success(request, f"You no longer teach {cohort.name}.")
+        return redirect("cohorts:list")
+    messages.success(
+        request, f"{target.username} no longer teaches {cohort.name} and cannot open its pages."
+    )
     return redirect("cohorts:detail", cohort_id=cohort.pk)
 
 
