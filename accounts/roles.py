@@ -12,3 +12,10 @@ def make_instructor(user) -> None:
 
 def is_instructor(user) -> bool:
     return user.is_authenticated and user.groups.filter(name=INSTRUCTORS).exists()
+
+
+def instructors():
+    """Every instructor's account, as a queryset."""
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.filter(groups__name=INSTRUCTORS)

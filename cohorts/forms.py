@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.roles import is_instructor
+from accounts.roles import instructors
 from content.models import WalkthroughSet
 from content.renarration import FIRST_DELAY
 
@@ -74,6 +74,17 @@ def already_assigned_text(existing: Assignment) -> str:
     )
 
 
+# A cohort of the name asked for, made by the same instructor this recently, is taken for the
+# one that request meant: the form was sent twice (a double click, a resubmit after Back).
+RESUBMIT_WINDOW = timedelta(minutes=10)
+
+
+def is_resubmission(existing: Cohort, user: User, now: datetime) -> bool:
+    """True when ``existing`` (a cohort of the name ``user`` asked for) is the one their earlier
+    submission of the same form made: they created it within RESUBMIT_WINDOW."""
+    return existing.created_by_id == user.pk and now - existing.created_at <= RESUBMIT_WINDOW
+
+
 class CohortForm(forms.ModelForm):
     class Meta:
         model = Cohort
@@ -82,13 +93,15 @@ class CohortForm(forms.ModelForm):
     def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.user = user  # the instructor creating it: their cohorts' names must differ
+        self.existing: Cohort | None = None  # the cohort taught under that name, if refused
 
     def clean_name(self) -> str:
         name = self.cleaned_data["name"].strip()
         if not name:
             raise forms.ValidationError("Give the cohort a name.")
         taught = Cohort.objects.taught_by(self.user) if self.user is not None else None
-        if taught is not None and taught.filter(name__iexact=name).exists():
+        self.existing = taught.filter(name__iexact=name).first() if taught is not None else None
+        if self.existing is not None:
             raise forms.ValidationError(
                 f"You already teach a cohort called “{name}”: pick a name that tells them "
                 "apart (a term, a year), for you and for learners in both."
@@ -98,7 +111,8 @@ class CohortForm(forms.ModelForm):
     def save_for(self, user: User) -> Cohort | None:
         """Create the cohort, taught by ``user``; None, with the error on the form, when the form
         is invalid, or when a cohort of that name was made meanwhile (a double click: the
-        second submission waits on the instructor's row for the first, then sees its cohort)."""
+        second submission waits on the instructor's row for the first, then sees its cohort,
+        which ``resubmitted`` then returns)."""
         with transaction.atomic():
             get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
             if not self.is_valid():
@@ -108,6 +122,14 @@ class CohortForm(forms.ModelForm):
             cohort.save()
             cohort.instructors.add(user)
         return cohort
+
+    def resubmitted(self, user: User) -> Cohort | None:
+        """After ``save_for`` refused the name: the cohort an earlier sending of this same form
+        made (``is_resubmission``), else None."""
+        existing = self.existing
+        if existing is None or not is_resubmission(existing, user, timezone.now()):
+            return None
+        return existing
 
 
 class JoinForm(forms.Form):
@@ -151,7 +173,13 @@ class AssignmentForm(forms.ModelForm):
         required=False,
         help_text="Late work counts until the cut-off; after it, unread walkthroughs stay missing.",
     )
-    goal = forms.ChoiceField(choices=Assignment.Goal.choices, required=False, label="Drill goal")
+    goal = forms.ChoiceField(
+        choices=Assignment.Goal.choices,
+        required=False,
+        label="Drill goal",
+        # Django's own message repeats the value posted, however long: name the list instead.
+        error_messages={"invalid_choice": "Choose one of the listed drill goals."},
+    )
     goal_retention = forms.FloatField(
         required=False, min_value=0.5, max_value=0.99, label="Retrievability X (0.50–0.99)"
     )
@@ -181,6 +209,7 @@ class AssignmentForm(forms.ModelForm):
     def __init__(self, *args, cohort: Cohort, **kwargs):
         super().__init__(*args, **kwargs)
         self.cohort = cohort
+        self.existing: Assignment | None = None  # the open assignment that refused the set
 
     def clean(self) -> dict[str, Any]:
         super().clean()
@@ -237,8 +266,30 @@ class AssignmentForm(forms.ModelForm):
         existing = open_assignment(self.cohort, wset, now) if wset is not None else None
         if existing is None:
             return False
+        self.existing = existing
         self.add_error("walkthrough_set", already_assigned_text(existing))
         return True
+
+    # The fields that must match for a refused submission to be the same form sent again.
+    SAME_FIELDS = ("due_at", "cutoff_at", "goal", "goal_retention", "goal_pair_drills")
+
+    def resubmitted(self, user: User) -> Assignment | None:
+        """After the set was refused as already assigned: the open assignment when it is this
+        very form sent again (a double click, a resubmit after Back): made by ``user`` within
+        RESUBMIT_WINDOW, with the same dates, goal and re-narration, and nothing else wrong with
+        the form. Else None (a real clash: the refusal stands)."""
+        existing = self.existing
+        if existing is None or set(self.errors) != {"walkthrough_set"}:
+            return None
+        if existing.created_by_id != user.pk:
+            return None
+        if timezone.now() - existing.created_at > RESUBMIT_WINDOW:
+            return None
+        data = self.cleaned_data
+        same = all(
+            (data.get(f) or None) == (getattr(existing, f) or None) for f in self.SAME_FIELDS
+        )
+        return existing if same and bool(data.get("renarration")) == existing.renarration else None
 
     def save_for(self, user: User) -> Assignment | None:
         """Save the valid form as ``user``'s assignment to the cohort; None, with the error on
@@ -299,6 +350,16 @@ class ExtensionForm(forms.ModelForm):
         return data
 
 
+def no_instructor_text(name: str) -> str:
+    """The refusal of a co-instructor's name that is no instructor's, whether or not someone
+    has it as a learner."""
+    return (
+        f"No instructor is called “{name}”. Check the spelling with them (case counts). "
+        "Someone becomes an instructor when an operator runs "
+        "“manage.py make_instructor USERNAME” for their account."
+    )
+
+
 class CoInstructorForm(forms.Form):
     username = forms.CharField(
         label="Co-instructor's username",
@@ -319,15 +380,12 @@ class CoInstructorForm(forms.Form):
         self.user: User | None = None  # the co-instructor, once clean_username found them
 
     def clean_username(self) -> str:
+        """The instructor of that username. A name nobody has and a learner's name get one
+        answer, from one query: the form must not tell an instructor which accounts exist."""
         name = self.cleaned_data["username"].strip()
-        user = get_user_model().objects.filter(username=name).first()
+        user = instructors().filter(username=name).first()
         if user is None:
-            raise forms.ValidationError(f"No user is called “{name}”.")
-        if not is_instructor(user):
-            raise forms.ValidationError(
-                f"{name} is not an instructor yet "
-                f"(an operator runs: manage.py make_instructor {name})."
-            )
+            raise forms.ValidationError(no_instructor_text(name))
         if self.cohort.instructors.filter(pk=user.pk).exists():
             raise forms.ValidationError(f"{name} already teaches this cohort.")
         self.user = user

@@ -61,6 +61,28 @@ class Cohort(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def instructor_removal_refused(self, actor, target, teaching=None) -> str | None:
+        """Why ``actor`` may not take ``target`` off this cohort's instructors, or None when
+        they may. Anyone may leave but the last instructor; only the instructor who created the
+        cohort, while they teach it, takes others off (a co-instructor added by mistake sees
+        every learner's answers, so the mistake must be undoable, but not by any co-instructor
+        against the rest). ``teaching``: the instructors' ids, when the caller has them."""
+        if teaching is None:
+            teaching = set(self.instructors.values_list("pk", flat=True))
+        if target.pk not in teaching:
+            return f"{target.username} does not teach {self.name}."
+        if teaching == {target.pk}:
+            return (
+                f"{target.username} is the only instructor of {self.name}: add another "
+                "instructor before leaving."
+            )
+        if actor.pk != target.pk and not (actor.pk == self.created_by_id and actor.pk in teaching):
+            return (
+                f"Only the instructor who created {self.name} takes other instructors off it; "
+                "you can leave it yourself."
+            )
+        return None
+
     def regenerate_code(self) -> str:
         """A fresh unique join code; the old one stops working at once."""
         for _ in range(20):

@@ -41,6 +41,11 @@ urlpatterns = [
     ),
     path("<int:cohort_id>/instructors/add/", views.add_instructor, name="add_instructor"),
     path(
+        "<int:cohort_id>/instructors/<int:user_id>/remove/",
+        views.remove_instructor,
+        name="remove_instructor",
+    ),
+    path(
         "<int:cohort_id>/members/<int:user_id>/remove/", views.remove_member, name="remove_member"
     ),
     path("<int:cohort_id>/regenerate-code/", views.regenerate_code, name="regenerate_code"),

@@ -80,8 +80,20 @@ def cohort_new(request: SignedInRequest) -> HttpResponse:
     if cohort is not None:
         messages.success(request, f"Cohort created. Learners join with code {cohort.join_code}.")
         return redirect("cohorts:detail", cohort_id=cohort.pk)
+    made = form.resubmitted(request.user) if request.method == "POST" else None
+    if made is not None:
+        messages.info(request, already_created_text(made))
+        return redirect("cohorts:detail", cohort_id=made.pk)
     status = 400 if request.method == "POST" else 200
     return TemplateResponse(request, "cohorts/new.html", {"form": form}, status=status)
+
+
+def already_created_text(cohort: Cohort) -> str:
+    """What an instructor reads after sending "Create cohort" again for a cohort just made."""
+    return (
+        f"{cohort.name} was already created (the form was sent twice); this is it, and no "
+        f"second cohort was made. Learners join with code {cohort.join_code}."
+    )
 
 
 def _join(request: SignedInRequest, cohort: Cohort) -> HttpResponse:
@@ -148,6 +160,17 @@ def _drawn_numbers(cohort: Cohort, grid: dict) -> dict[str, SafeString]:
     return {name: mark_safe(html) for name, html in drawn.items()}
 
 
+def instructor_rows(cohort: Cohort, viewer) -> list[dict]:
+    """The cohort's instructors by name, each with whether ``viewer`` may take them off (or,
+    for themselves, leave)."""
+    teachers = list(cohort.instructors.order_by("username"))
+    ids = {t.pk for t in teachers}
+    return [
+        {"user": t, "removable": cohort.instructor_removal_refused(viewer, t, ids) is None}
+        for t in teachers
+    ]
+
+
 @require_http_methods(["GET"])
 def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
@@ -165,7 +188,7 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
         "cohort": cohort,
         "grid": grid,
         "roster": render.roster_controls(grid, metric),
-        "instructors": list(cohort.instructors.order_by("username")),
+        "instructors": instructor_rows(cohort, request.user),
         "invite_url": request.build_absolute_uri(
             reverse("cohorts:join_link", kwargs={"code": cohort.join_code})
         ),
@@ -387,8 +410,20 @@ def assign(request: SignedInRequest, cohort_id: int) -> HttpResponse:
         if assignment is not None:
             messages.success(request, f"Assigned {assignment.walkthrough_set.title}.")
             return redirect("cohorts:assign", cohort_id=cohort.pk)
+        made = form.resubmitted(request.user)
+        if made is not None:
+            messages.info(request, already_assigned_once_text(made))
+            return redirect("cohorts:assign", cohort_id=cohort.pk)
         return _assign_page(request, cohort, form, status=400)
     return _assign_page(request, cohort, form)
+
+
+def already_assigned_once_text(assignment: Assignment) -> str:
+    """What an instructor reads after sending the same assignment again within minutes."""
+    return (
+        f"{assignment.walkthrough_set.title} was already assigned (the form was sent twice); "
+        "it is listed once below, and no second assignment was made."
+    )
 
 
 @require_POST
@@ -457,16 +492,49 @@ def add_instructor(request: HttpRequest, cohort_id: int) -> HttpResponse:
 
 
 @require_POST
+def remove_instructor(request: SignedInRequest, cohort_id: int, user_id: int) -> HttpResponse:
+    """Take an instructor off the cohort, or leave it (``Cohort.instructor_removal_refused``)."""
+    cohort = _taught(request, cohort_id)
+    target = cohort.instructors.filter(pk=user_id).first()
+    if target is None:  # taken off already (clicked twice); names nobody, as remove_member
+        messages.info(
+            request, f"That instructor does not teach {cohort.name}: nothing was changed."
+        )
+        return redirect("cohorts:detail", cohort_id=cohort.pk)
+    refused = cohort.instructor_removal_refused(request.user, target)
+    if refused is not None:
+        messages.error(request, refused)
+        return redirect("cohorts:detail", cohort_id=cohort.pk)
+    cohort.instructors.remove(target)
+    if target.pk == request.user.pk:
+        messages.success(request, f"You no longer teach {cohort.name}.")
+        return redirect("cohorts:list")
+    messages.success(
+        request, f"{target.username} no longer teaches {cohort.name} and cannot open its pages."
+    )
+    return redirect("cohorts:detail", cohort_id=cohort.pk)
+
+
+@require_POST
 def remove_member(request: HttpRequest, cohort_id: int, user_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
-    membership = get_object_or_404(
-        Membership.objects.select_related("user"), cohort=cohort, user_id=user_id
+    membership = (
+        Membership.objects.select_related("user").filter(cohort=cohort, user_id=user_id).first()
     )
+    if membership is None:  # removed already: "remove" clicked twice, or by two instructors
+        messages.info(request, not_a_member_text(cohort.name))
+        return redirect("cohorts:detail", cohort_id=cohort.pk)
     with transaction.atomic():
         Extension.objects.filter(assignment__cohort=cohort, learner_id=user_id).delete()
         membership.delete()
     messages.success(request, removed_text(membership.user.username, cohort.name))
     return redirect("cohorts:detail", cohort_id=cohort.pk)
+
+
+def not_a_member_text(cohort_name: str) -> str:
+    """What an instructor reads after removing someone who is not (or no longer) a member. It
+    names nobody: the user id in the URL could be anyone's."""
+    return f"That learner is not in {cohort_name} (already removed?): nothing was changed."
 
 
 def removed_text(username: str, cohort_name: str) -> str:

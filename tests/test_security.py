@@ -329,6 +329,9 @@ PER_OBJECT: dict[str, Case] = {
         lambda w: [w.cohort.pk], ("POST",), lambda w: {"username": "bob"}, cohort=True
     ),
     "cohorts:remove_member": Case(lambda w: [w.cohort.pk, w.ada.pk], ("POST",), cohort=True),
+    "cohorts:remove_instructor": Case(
+        lambda w: [w.cohort.pk, w.teacher.pk], ("POST",), cohort=True
+    ),
     "cohorts:regenerate_code": Case(lambda w: [w.cohort.pk], ("POST",), cohort=True),
     "cohorts:interview": Case(lambda w: [w.cohort.pk, w.interview.pk], ("GET",), cohort=True),
     "content:renarration": Case(lambda w: [w.renarration.pk], ("GET",)),

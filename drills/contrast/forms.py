@@ -13,12 +13,18 @@ class TrialForm(forms.Form):
         label="Which one is it?",
         choices=[(LEFT, "The left trace"), (RIGHT, "The right trace")],
         widget=forms.RadioSelect,
-        error_messages={"required": "Pick the left or the right trace."},
+        error_messages={
+            "required": "Pick the left or the right trace.",
+            "invalid_choice": "Pick the left or the right trace.",
+        },
     )
     measurement = forms.ChoiceField(
         label="Which measurement tells them apart?",
         choices=(),
-        error_messages={"required": "Choose the measurement that tells them apart."},
+        error_messages={
+            "required": "Choose the measurement that tells them apart.",
+            "invalid_choice": "Choose one of the listed measurements.",
+        },
     )
 
     def __init__(self, *args, **kwargs):

@@ -90,12 +90,18 @@ class DiagnosisForm(forms.Form):
     scenario = forms.ChoiceField(
         label="3 · Signature",
         choices=(),
-        error_messages={"required": "Choose the signature you see."},
+        error_messages={
+            "required": "Choose the signature you see.",
+            "invalid_choice": "Choose one of the listed signatures.",
+        },
     )
     measurement = forms.ChoiceField(
         label="4 · The one measurement that confirms it",
         choices=(),
-        error_messages={"required": "Choose the measurement that confirms it."},
+        error_messages={
+            "required": "Choose the measurement that confirms it.",
+            "invalid_choice": "Choose one of the listed measurements.",
+        },
     )
     measurement_value = _number(
         "Its value on this trace",
@@ -109,7 +115,10 @@ class DiagnosisForm(forms.Form):
     fix = forms.ChoiceField(
         label="5 · The fix",
         choices=(),
-        error_messages={"required": "Choose the fix."},
+        error_messages={
+            "required": "Choose the fix.",
+            "invalid_choice": "Choose one of the listed fixes.",
+        },
     )
     expected_step_ms = _number(
         "Expected step time after the fix (ms)",
@@ -160,7 +169,10 @@ class DiagnosisForm(forms.Form):
 
 class StartForm(forms.Form):
     mode = forms.ChoiceField(
-        choices=Attempt.Mode.choices, initial=Attempt.Mode.TIMED, required=False
+        choices=Attempt.Mode.choices,
+        initial=Attempt.Mode.TIMED,
+        required=False,
+        error_messages={"invalid_choice": "Choose one of the listed drill modes."},
     )
 
     def clean_mode(self) -> str:

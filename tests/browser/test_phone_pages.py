@@ -144,3 +144,35 @@ def test_the_cohort_page_shows_its_data(browser, live_server, world):
     page.goto(f"{live_server.url}/cohorts/{cohort.pk}/learners/{world['ada'].pk}/")
     assert page.locator("text=No drills yet.").count() == 0
     ctx.close()
+
+
+def test_long_unbroken_names_wrap_on_a_phone(browser, live_server, people, make_user):
+    """A learner whose username is an e-mail address, in a cohort named without spaces, pushed
+    the cohort pages sideways on a phone: the learner page's heading, the cohort list's table,
+    the "who confuses" list and the learner's own cohort list ran past the screen."""
+    teacher = people["teacher"]
+    learner = make_user("firstname.lastname@companydomain.example.com")
+    cohort = Cohort.objects.create(name="perf_engineering_bootcamp_2026_spring", created_by=teacher)
+    cohort.instructors.add(teacher)
+    Membership.objects.create(cohort=cohort, user=learner)
+    with transaction.atomic():
+        make_attempt(learner, "straggler", "bandwidth-bound-collective")
+    pages = {
+        "teacher": [
+            "/cohorts/",
+            f"/cohorts/{cohort.pk}/",
+            f"/cohorts/{cohort.pk}/learners/{learner.pk}/",
+            f"/cohorts/{cohort.pk}/assign/",
+        ],
+        learner.username: ["/cohorts/", f"/cohorts/join/{cohort.join_code}/"],
+    }
+    too_wide = {}
+    for username, urls in pages.items():
+        ctx, page = signed_in(browser, live_server, username, 390)
+        for url in urls:
+            page.goto(live_server.url + url)
+            assert "login" not in page.url, url
+            if page.evaluate("document.documentElement.scrollWidth > window.innerWidth"):
+                too_wide[f"{username} {url}"] = sticking_out(page)
+        ctx.close()
+    assert not too_wide, too_wide

@@ -34,8 +34,8 @@ def shown_value(page: str) -> str | None:
 @pytest.mark.parametrize(
     ("typed", "message", "kept"),
     [
-        ("teacherr", "No user is called “teacherr”.", "teacherr"),
-        ("ada", "ada is not an instructor yet", "ada"),
+        ("teacherr", "No instructor is called “teacherr”.", "teacherr"),
+        ("ada", "No instructor is called “ada”.", "ada"),
         ("teacher", "teacher already teaches this cohort.", "teacher"),
         ("", "Give the username of the instructor to add.", None),
         ("x" * 400, "Usernames have at most 150 characters; this one has 400.", "x" * 300),
@@ -62,7 +62,7 @@ def test_a_refused_name_is_shown_escaped(client, people, cohort):
     ).content.decode()
     assert "<script>alert(1)</script>" not in page
     assert shown_value(page) == typed
-    assert "No user is called “&quot;&gt;&lt;script&gt;" in page
+    assert "No instructor is called “&quot;&gt;&lt;script&gt;" in page
 
 
 def test_the_kept_name_stays_on_its_cohorts_page(client, people, cohort):
@@ -88,3 +88,55 @@ def test_typed_username_is_bounded():
     form = CoInstructorForm({"username": "y" * 5000}, cohort=Cohort(name="x"))
     assert not form.is_valid()
     assert form.typed_username() == "y" * CoInstructorForm.TYPED_KEPT
+
+
+# --------------------------------------------------------------------------- taking one off
+
+
+def remove_url(cohort, user) -> str:
+    return f"/cohorts/{cohort.pk}/instructors/{user.pk}/remove/"
+
+
+def test_a_co_instructor_added_by_mistake_can_be_taken_off(client, people, cohort):
+    """Adding the wrong co-instructor could not be undone: they kept every learner's answers
+    in view for good. The cohort's creator now takes them off from the cohort page."""
+    cohort.instructors.add(people["coteacher"])
+    client.force_login(people["teacher"])
+    page = client.get(f"/cohorts/{cohort.pk}/").content.decode()
+    assert f'action="{remove_url(cohort, people["coteacher"])}"' in page
+    resp = client.post(remove_url(cohort, people["coteacher"]), follow=True)
+    assert "coteacher no longer teaches Spring perf" in resp.content.decode()
+    assert list(cohort.instructors.all()) == [people["teacher"]]
+    client.force_login(people["coteacher"])
+    assert client.get(f"/cohorts/{cohort.pk}/").status_code == 404
+
+
+def test_a_co_instructor_leaves_but_does_not_take_others_off(client, people, cohort):
+    cohort.instructors.add(people["coteacher"])
+    client.force_login(people["coteacher"])
+    page = client.get(f"/cohorts/{cohort.pk}/").content.decode()
+    assert f'action="{remove_url(cohort, people["teacher"])}"' not in page
+    resp = client.post(remove_url(cohort, people["teacher"]), follow=True)
+    assert "Only the instructor who created Spring perf" in resp.content.decode()
+    assert cohort.instructors.filter(pk=people["teacher"].pk).exists()
+    resp = client.post(remove_url(cohort, people["coteacher"]), follow=True)
+    assert resp.redirect_chain == [("/cohorts/", 302)]
+    assert "You no longer teach Spring perf." in resp.content.decode()
+    assert list(cohort.instructors.all()) == [people["teacher"]]
+
+
+def test_the_last_instructor_cannot_leave(client, people, cohort):
+    client.force_login(people["teacher"])
+    page = client.get(f"/cohorts/{cohort.pk}/").content.decode()
+    assert f'action="{remove_url(cohort, people["teacher"])}"' not in page
+    resp = client.post(remove_url(cohort, people["teacher"]), follow=True)
+    assert "teacher is the only instructor of Spring perf" in resp.content.decode()
+    assert list(cohort.instructors.all()) == [people["teacher"]]
+
+
+def test_taking_off_is_for_the_cohorts_instructors_only(client, people, cohort):
+    cohort.instructors.add(people["coteacher"])
+    for outsider in ("stranger", "ada"):
+        client.force_login(people[outsider])
+        assert client.post(remove_url(cohort, people["coteacher"])).status_code == 404
+    assert cohort.instructors.count() == 2
