@@ -164,10 +164,22 @@ def accepted_measurements(key: dict[str, Any]) -> list[str]:
     return list(g.get("measurements_accepted") or [key.get("measurement", "")])
 
 
+def signature_measurements(key: dict[str, Any]) -> list[str]:
+    """The measurements that confirm the trace's signature. A healthy trace has none: the ones
+    its key accepts (GPU idle share, exposed communication) confirm that nothing stands out, and
+    the pathology beside it stands out on exactly those."""
+    if key.get("scenario") == "healthy":
+        return []
+    return accepted_measurements(key)
+
+
 def telling_measurements(target_key: dict[str, Any], other_key: dict[str, Any]) -> list[str]:
     """The measurements that tell the pair apart: those that confirm one of the two signatures
-    and not the other (one confirming both separates nothing)."""
-    mine, theirs = accepted_measurements(target_key), accepted_measurements(other_key)
+    and not the other (one confirming both separates nothing). Beside a healthy trace that is
+    the other's own confirming measurement: exposed communication tells an unoverlapped
+    all-reduce from a healthy DDP step, and it tells a launch-bound decode (0 ms on both) from
+    nothing."""
+    mine, theirs = signature_measurements(target_key), signature_measurements(other_key)
     return [m for m in dict.fromkeys(mine + theirs) if (m in mine) != (m in theirs)]
 
 
@@ -290,7 +302,7 @@ def reveal(attempt: Attempt) -> dict[str, Any]:
         }
         confirms = engine.title_of(
             target_key["scenario"]
-            if m in accepted_measurements(target_key)
+            if m in signature_measurements(target_key)
             else other_key["scenario"]
         )
         rows.append(

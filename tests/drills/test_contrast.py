@@ -210,3 +210,47 @@ def test_the_trial_question_names_its_radio_group(learner, learner_client, no_re
     assert 'role="alert"' in group.group(1) and "Pick the left or the right trace." in group.group(
         1
     )
+
+
+def test_a_measurement_that_reads_the_same_on_both_traces_does_not_tell_them_apart(
+    learner, learner_client, no_refill
+):
+    """Healthy beside a launch-bound decode: exposed communication is 0 ms on both (one GPU, no
+    collective), yet it was graded as telling them apart and listed as "confirms Healthy"."""
+    confuse(learner, "launch-bound", "healthy")
+    learner_client.post("/drill/next/", {"mode": "timed"})
+    trial = Attempt.objects.select_related("trace", "partner").get(kind=Attempt.Kind.CONTRAST)
+    values = [
+        t.key["grading"]["measurements"]["exposed_comm"]["value"]
+        for t in contrast.sides(trial).values()
+    ]
+    assert values == [0.0, 0.0]
+    r = learner_client.post(
+        f"/drill/trials/{trial.pk}/answer/",
+        {"side": contrast.target_side(trial), "measurement": "exposed_comm"},
+    )
+    trial.refresh_from_db()
+    assert trial.measurement_correct is False
+    html = learner_client.get(r["Location"]).content.decode()
+    assert "it does not tell these two apart" in html
+    assert 'data-measurement="exposed_comm"' not in html
+    assert 'data-measurement="launch_ratio"' in html
+
+
+@pytest.mark.parametrize(
+    ("sick", "telling_one"),
+    [("exposed-allreduce", "exposed_comm"), ("pipeline-bubbles", "gpu_idle_share")],
+)
+def test_beside_a_healthy_trace_the_pathologys_own_measurement_tells_them_apart(sick, telling_one):
+    """Healthy's key accepts GPU idle share and exposed communication as its check that nothing
+    stands out; counting those as healthy's signature refused exposed communication as what
+    tells an unoverlapped all-reduce from a healthy step (and idle share for bubbles), and
+    offered the other one, which "confirmed Healthy"."""
+    healthy, other = engine.generate_pair("healthy", sick, 5)
+    hk, ok = healthy.key.to_dict(), other.key.to_dict()
+    for target, rest in ((hk, ok), (ok, hk)):
+        assert contrast.telling_measurements(target, rest) == [telling_one]
+        assert contrast.measurement_correct(telling_one, target, rest)
+    hv = hk["grading"]["measurements"][telling_one]["value"]
+    ov = ok["grading"]["measurements"][telling_one]["value"]
+    assert ov > 1.5 * hv, "the measurement does read differently on the two traces"
