@@ -82,13 +82,18 @@ def report(interview: MockInterview) -> dict[str, Any]:
     wrong_by_sentence: dict[str, int] = defaultdict(int)
     titles: dict[str, str] = {}
     per_scenario: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # [right, graded]
+    # per true scenario: how many of its traces, and each sentence's misses on them
+    traces_of: dict[str, int] = defaultdict(int)
+    wrong_on: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for i, attempt in enumerate(a for a in attempts(interview) if a.is_submitted):
         rows = reveal.sentences(attempt, attempt.trace.key)
         marks = {r["n"]: r["correct"] for r in rows}
+        traces_of[attempt.scenario] += 1
         for r in rows:
             titles[r["n"]] = r["title"] if r["n"] != "4b" else "Its value on this trace"
             if r["correct"] is False:
                 wrong_by_sentence[r["n"]] += 1
+                wrong_on[attempt.scenario][r["n"]] += 1
             if r["correct"] is not None:
                 per_scenario[attempt.scenario][0] += bool(r["correct"])
                 per_scenario[attempt.scenario][1] += 1
@@ -98,7 +103,7 @@ def report(interview: MockInterview) -> dict[str, Any]:
                 "attempt": attempt,
                 "scenario": attempt.scenario,
                 "title": title_of(attempt.scenario),
-                "answered_title": title_of(attempt.answer_scenario),
+                "answered_title": attempt.answer_title,  # "gave up", not "(blank)"
                 "elapsed_s": attempt.elapsed_s,
                 "over_time": bool(attempt.over_time),
                 "marks": [marks.get(n) for n in SENTENCES],
@@ -117,7 +122,13 @@ def report(interview: MockInterview) -> dict[str, Any]:
         "wrong_by_sentence": dict(wrong_by_sentence),
         "weakest": weakest,
         "weakest_title": title_of(weakest) if weakest else None,
-        "next": next_step(weakest, dict(wrong_by_sentence), titles),
+        "next": next_step(
+            weakest,
+            dict(wrong_on[weakest]) if weakest else {},
+            titles,
+            traces=traces_of[weakest] if weakest else 0,
+            overall=dict(wrong_by_sentence),
+        ),
     }
 
 
@@ -135,22 +146,34 @@ def _weakest_signature(per_scenario: dict[str, list[int]]) -> str | None:
 
 
 def next_step(
-    weakest: str | None, wrong_by_sentence: dict[str, int], titles: dict[str, str]
+    weakest: str | None,
+    wrong_on_weakest: dict[str, int],
+    titles: dict[str, str],
+    *,
+    traces: int = 0,
+    overall: dict[str, int] | None = None,
 ) -> str:
-    """The one thing to drill next, in a sentence."""
-    if weakest is None:
+    """The one thing to drill next, in a sentence: the weakest signature, and the sentence missed
+    most often on its traces (ties: the one missed most in the whole interview, then the
+    earlier). A sentence missed only on other scenarios' traces, or not graded on these, is
+    no advice for drilling this one."""
+    if weakest is None or not wrong_on_weakest:
         return "Nothing missed: keep to your scheduled drills, timed."
-    worst = max(SENTENCES, key=lambda n: (wrong_by_sentence.get(n, 0), -SENTENCES.index(n)))
+    overall = overall or {}
+    worst = max(
+        wrong_on_weakest,
+        key=lambda n: (wrong_on_weakest[n], overall.get(n, 0), -SENTENCES.index(n)),
+    )
     title = title_of(weakest)
     if worst == "3":
         twin = lookalike_of(weakest)
         against = f" against its lookalike, {title_of(twin)}" if twin else ""
         return f"Drill the signature of {title}{against}: you named the wrong signature most often."
     sentence = titles.get(worst, worst).lower()
+    missed, of = wrong_on_weakest[worst], max(traces, wrong_on_weakest[worst])
     return (
-        f"Drill {title} traces and say sentence {worst} ({sentence}) aloud with its number: "
-        f"it was the sentence you missed most often ({wrong_by_sentence.get(worst, 0)} of "
-        f"{MockInterview.SIZE} traces)."
+        f"Drill {title}: say sentence {worst} ({sentence}) aloud with its number. It is the "
+        f"sentence you missed most often on those traces ({missed} of {of})."
     )
 
 

@@ -190,3 +190,34 @@ def test_an_interview_in_progress_has_its_own_page_title(learner_client, scripte
     title = re.compile(r"<title>(.*?)</title>", re.S)
     assert title.search(between).group(1).startswith("Mock interview, 0 of 5 traces done")
     assert title.search(intro).group(1) != title.search(between).group(1)
+
+
+def wrong_value(attempt: Attempt) -> dict[str, str]:
+    """Right signature, measurement named, its value far off (sentence 4b wrong)."""
+    answer = right_answer(attempt)
+    return {**answer, "measurement_value": f"{float(answer['measurement_value']) * 5 + 50:.3f}"}
+
+
+def test_a_given_up_trace_and_the_advice_are_about_that_trace(learner_client, scripted):
+    """The third trace (the only launch-bound one) given up, the four others answered with the
+    measurement's value wrong. The report said "You said (blank)" and "Drill Launch-bound
+    inference traces and say sentence 4b aloud": 4b was not graded on the trace given up."""
+    learner_client.post("/interview/start/")
+    interview = MockInterview.objects.get()
+    url = f"/interview/{interview.pk}/"
+    for i in range(5):
+        attempt_url = learner_client.post(f"{url}next/")["Location"]
+        attempt = Attempt.objects.select_related("trace").get(pk=attempt_url.split("/")[3])
+        if i == 2:
+            learner_client.post(f"/drill/attempts/{attempt.pk}/abandon/")
+        else:
+            learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", wrong_value(attempt))
+    html = learner_client.get(url).content.decode()
+    assert "Mock interview report" in html
+    third = re.search(r'<tr class="interview-trace" data-n="3".*?</tr>', html, re.S).group(0)
+    assert "gave up" in third and "(blank)" not in html
+    weakest = re.search(r'id="weakest" data-scenario="([\w-]*)"', html).group(1)
+    assert weakest == "launch-bound"
+    advice = re.search(r'<p id="next-step">(.*?)</p>', html, re.S).group(1)
+    assert "4b" not in advice
+    assert "Drill the signature of Launch-bound inference" in advice
