@@ -221,3 +221,25 @@ def test_a_given_up_trace_and_the_advice_are_about_that_trace(learner_client, sc
     advice = re.search(r'<p id="next-step">(.*?)</p>', html, re.S).group(1)
     assert "4b" not in advice
     assert "Drill the signature of Launch-bound inference" in advice
+
+
+def test_after_the_fix_waits_for_the_report(learner_client, scripted):
+    """Mid-interview, a graded trace's "after the fix" answered with both step times and, for a
+    healthy trace, "Nothing needed fixing": a reveal before the report, one URL away."""
+    learner_client.post("/interview/start/")
+    interview = MockInterview.objects.get()
+    url = f"/interview/{interview.pk}/"
+    graded = []
+    for i in range(5):
+        attempt_url = learner_client.post(f"{url}next/")["Location"]
+        attempt = Attempt.objects.select_related("trace").get(pk=attempt_url.split("/")[3])
+        learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+        graded.append(attempt)
+        if i < 4:
+            for done in graded:
+                r = learner_client.get(f"/drill/attempts/{done.pk}/after-fix/")
+                assert r.status_code == 404, (i, done.scenario)
+    assert "Mock interview report" in learner_client.get(url).content.decode()
+    healthy = next(a for a in graded if a.scenario == "healthy")
+    r = learner_client.get(f"/drill/attempts/{healthy.pk}/after-fix/")
+    assert r.status_code == 200 and 'id="after-fix"' in r.content.decode()
