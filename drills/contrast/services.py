@@ -33,6 +33,7 @@ from drills import scheduling, summaries
 from drills.models import Attempt, PreparedTrial
 from drills.scheduling import cards
 from drills.trainer.grading import GRACE_S
+from drills.trainer.reveal import number_text, shown_step_ms
 from scenarios import background, engine, pool
 from scenarios.engine import diagnosis as D
 from scenarios.models import Trace
@@ -276,14 +277,6 @@ def submit(attempt: Attempt, side: str, measurement: str) -> tuple[Attempt, bool
 # --------------------------------------------------------------------------- the reveal
 
 
-def _fmt(value: Any, unit: str) -> str:
-    if value is None:
-        return "—"
-    v = float(value)
-    digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
-    return f"{v:.{digits}f} {unit}".strip()
-
-
 def reveal(attempt: Attempt) -> dict[str, Any]:
     """What the trial's reveal shows: which side was which, and the measurements that tell the
     two apart with their values on both traces."""
@@ -309,8 +302,8 @@ def reveal(attempt: Attempt) -> dict[str, Any]:
             {
                 "key": m,
                 "label": spec.label if spec else m,
-                "left": _fmt(values[LEFT], unit),
-                "right": _fmt(values[RIGHT], unit),
+                "left": number_text(values[LEFT], unit),
+                "right": number_text(values[RIGHT], unit),
                 "confirms": confirms,
                 "chosen": m == attempt.answer_measurement,
             }
@@ -326,7 +319,8 @@ def reveal(attempt: Attempt) -> dict[str, Any]:
         "titles": {s: engine.title_of(t.scenario) for s, t in by_side.items()},
         "signatures": {s: t.key.get("signature", "") for s, t in by_side.items()},
         "steps": {
-            s: _fmt((t.key.get("grading") or {}).get("step_ms", t.key.get("step_ms")), "ms")
+            # as the trace's own signature text and the trainer's reveal print it
+            s: number_text(shown_step_ms(t.key), "ms")
             for s, t in by_side.items()
         },
         "rows": rows,

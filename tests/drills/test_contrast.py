@@ -254,3 +254,36 @@ def test_beside_a_healthy_trace_the_pathologys_own_measurement_tells_them_apart(
     hv = hk["grading"]["measurements"][telling_one]["value"]
     ov = ok["grading"]["measurements"][telling_one]["value"]
     assert ov > 1.5 * hv, "the measurement does read differently on the two traces"
+
+
+def test_the_trial_reveal_prints_step_times_as_the_signatures_under_them(learner, learner_client):
+    """An unoverlapped all-reduce's 140.8 ms step was headed "step 141 ms" over its own
+    signature's "22.5 ms of each 140.8 ms step is exposed" (the heading rounded the graded value
+    to whole ms from 100 ms up; the trainer's reveal prints 140.8 ms)."""
+    pair = scheduling.pair_key("healthy", "exposed-allreduce")
+    left, right = contrast.generate_pair_rows(pair, 2, left_first=True)
+    for row in (left, right):
+        row.claimed_at, row.claimed_by = timezone.now(), learner
+        row.save(force_insert=True)
+    trial = Attempt.objects.create(
+        user=learner,
+        trace=left,
+        partner=right,
+        scenario="healthy",
+        item=pair,
+        kind=Attempt.Kind.CONTRAST,
+        mode=Attempt.Mode.TIMED,
+        served_at=timezone.now(),
+    )
+    r = learner_client.post(
+        f"/drill/trials/{trial.pk}/answer/", {"side": "left", "measurement": "exposed_comm"}
+    )
+    html = learner_client.get(r["Location"]).content.decode()
+    for side, trace in (("Left", left), ("Right", right)):
+        heading = re.search(rf"<h4>{side}: [^<·]*· step ([^<]+)</h4>", html).group(1)
+        assert heading.endswith(" ms")
+        assert f"{heading.removesuffix(' ms')} ms step" in trace.key["signature"], (
+            heading,
+            trace.key["signature"],
+        )
+    assert float(left.key["step_ms"]) >= 100  # the case: whole ms from 100 up
