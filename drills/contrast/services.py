@@ -33,6 +33,7 @@ from drills import scheduling, summaries
 from drills.models import Attempt, PreparedTrial
 from drills.scheduling import cards
 from drills.trainer.grading import GRACE_S
+from drills.trainer.reveal import number_text, shown_step_ms
 from scenarios import background, engine, pool
 from scenarios.engine import diagnosis as D
 from scenarios.models import Trace
@@ -164,10 +165,22 @@ def accepted_measurements(key: dict[str, Any]) -> list[str]:
     return list(g.get("measurements_accepted") or [key.get("measurement", "")])
 
 
+def signature_measurements(key: dict[str, Any]) -> list[str]:
+    """The measurements that confirm the trace's signature. A healthy trace has none: the ones
+    its key accepts (GPU idle share, exposed communication) confirm that nothing stands out, and
+    the pathology beside it stands out on exactly those."""
+    if key.get("scenario") == "healthy":
+        return []
+    return accepted_measurements(key)
+
+
 def telling_measurements(target_key: dict[str, Any], other_key: dict[str, Any]) -> list[str]:
     """The measurements that tell the pair apart: those that confirm one of the two signatures
-    and not the other (one confirming both separates nothing)."""
-    mine, theirs = accepted_measurements(target_key), accepted_measurements(other_key)
+    and not the other (one confirming both separates nothing). Beside a healthy trace that is
+    the other's own confirming measurement: exposed communication tells an unoverlapped
+    all-reduce from a healthy DDP step, and it tells a launch-bound decode (0 ms on both) from
+    nothing."""
+    mine, theirs = signature_measurements(target_key), signature_measurements(other_key)
     return [m for m in dict.fromkeys(mine + theirs) if (m in mine) != (m in theirs)]
 
 
@@ -264,14 +277,6 @@ def submit(attempt: Attempt, side: str, measurement: str) -> tuple[Attempt, bool
 # --------------------------------------------------------------------------- the reveal
 
 
-def _fmt(value: Any, unit: str) -> str:
-    if value is None:
-        return "—"
-    v = float(value)
-    digits = 0 if abs(v) >= 100 else 1 if abs(v) >= 10 else 2
-    return f"{v:.{digits}f} {unit}".strip()
-
-
 def reveal(attempt: Attempt) -> dict[str, Any]:
     """What the trial's reveal shows: which side was which, and the measurements that tell the
     two apart with their values on both traces."""
@@ -290,15 +295,15 @@ def reveal(attempt: Attempt) -> dict[str, Any]:
         }
         confirms = engine.title_of(
             target_key["scenario"]
-            if m in accepted_measurements(target_key)
+            if m in signature_measurements(target_key)
             else other_key["scenario"]
         )
         rows.append(
             {
                 "key": m,
                 "label": spec.label if spec else m,
-                "left": _fmt(values[LEFT], unit),
-                "right": _fmt(values[RIGHT], unit),
+                "left": number_text(values[LEFT], unit),
+                "right": number_text(values[RIGHT], unit),
                 "confirms": confirms,
                 "chosen": m == attempt.answer_measurement,
             }
@@ -314,7 +319,8 @@ def reveal(attempt: Attempt) -> dict[str, Any]:
         "titles": {s: engine.title_of(t.scenario) for s, t in by_side.items()},
         "signatures": {s: t.key.get("signature", "") for s, t in by_side.items()},
         "steps": {
-            s: _fmt((t.key.get("grading") or {}).get("step_ms", t.key.get("step_ms")), "ms")
+            # as the trace's own signature text and the trainer's reveal print it
+            s: number_text(shown_step_ms(t.key), "ms")
             for s, t in by_side.items()
         },
         "rows": rows,

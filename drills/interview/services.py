@@ -82,15 +82,21 @@ def report(interview: MockInterview) -> dict[str, Any]:
     wrong_by_sentence: dict[str, int] = defaultdict(int)
     titles: dict[str, str] = {}
     per_scenario: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # [right, graded]
-    unnamed = 0  # traces closed without a diagnosis (given up, or out of time)
+    # per true scenario: how many of its traces, each sentence's misses on them, and how many
+    # of them were closed without a diagnosis (given up, or out of time)
+    traces_of: dict[str, int] = defaultdict(int)
+    wrong_on: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    unnamed_on: dict[str, int] = defaultdict(int)
     for i, attempt in enumerate(a for a in attempts(interview) if a.is_submitted):
         rows = reveal.sentences(attempt, attempt.trace.key)
         marks = {r["n"]: r["correct"] for r in rows}
-        unnamed += 1 if not attempt.answer_scenario else 0
+        traces_of[attempt.scenario] += 1
+        unnamed_on[attempt.scenario] += 1 if not attempt.answer_scenario else 0
         for r in rows:
             titles[r["n"]] = r["title"] if r["n"] != "4b" else "Its value on this trace"
             if r["correct"] is False:
                 wrong_by_sentence[r["n"]] += 1
+                wrong_on[attempt.scenario][r["n"]] += 1
             if r["correct"] is not None:
                 per_scenario[attempt.scenario][0] += bool(r["correct"])
                 per_scenario[attempt.scenario][1] += 1
@@ -120,7 +126,14 @@ def report(interview: MockInterview) -> dict[str, Any]:
         "wrong_by_sentence": dict(wrong_by_sentence),
         "weakest": weakest,
         "weakest_title": title_of(weakest) if weakest else None,
-        "next": next_step(weakest, dict(wrong_by_sentence), titles, unnamed=unnamed),
+        "next": next_step(
+            weakest,
+            dict(wrong_on[weakest]) if weakest else {},
+            titles,
+            traces=traces_of[weakest] if weakest else 0,
+            overall=dict(wrong_by_sentence),
+            unnamed=unnamed_on[weakest] if weakest else 0,
+        ),
     }
 
 
@@ -139,22 +152,30 @@ def _weakest_signature(per_scenario: dict[str, list[int]]) -> str | None:
 
 def next_step(
     weakest: str | None,
-    wrong_by_sentence: dict[str, int],
+    wrong_on_weakest: dict[str, int],
     titles: dict[str, str],
     *,
+    traces: int = 0,
+    overall: dict[str, int] | None = None,
     unnamed: int = 0,
 ) -> str:
-    """The one thing to drill next, in a sentence. ``unnamed``: how many of the signature's
-    misses were traces closed without a diagnosis (given up, or out of time), which named no
-    signature at all."""
-    if weakest is None:
+    """The one thing to drill next, in a sentence: the weakest signature, and the sentence missed
+    most often on its traces (ties: the one missed most in the whole interview, then the
+    earlier). A sentence missed only on other scenarios' traces, or not graded on these, is
+    no advice for drilling this one. ``unnamed``: how many of the weakest signature's traces
+    were closed without a diagnosis (given up, or out of time), which named no signature."""
+    if weakest is None or not wrong_on_weakest:
         return "Nothing missed: keep to your scheduled drills, timed."
-    worst = max(SENTENCES, key=lambda n: (wrong_by_sentence.get(n, 0), -SENTENCES.index(n)))
+    overall = overall or {}
+    worst = max(
+        wrong_on_weakest,
+        key=lambda n: (wrong_on_weakest[n], overall.get(n, 0), -SENTENCES.index(n)),
+    )
     title = title_of(weakest)
     if worst == "3":
         twin = lookalike_of(weakest)
         against = f" against its lookalike, {title_of(twin)}" if twin else ""
-        missed = wrong_by_sentence.get("3", 0)
+        missed = wrong_on_weakest.get("3", 0)
         named = max(0, missed - unnamed)
         if not named:
             why = "you left traces without a diagnosis (given up or out of time) most often"
@@ -167,10 +188,10 @@ def next_step(
             why = "you named the wrong signature most often"
         return f"Drill the signature of {title}{against}: {why}."
     sentence = titles.get(worst, worst).lower()
+    missed, of = wrong_on_weakest[worst], max(traces, wrong_on_weakest[worst])
     return (
-        f"Drill {title} traces and say sentence {worst} ({sentence}) aloud with its number: "
-        f"it was the sentence you missed most often ({wrong_by_sentence.get(worst, 0)} of "
-        f"{MockInterview.SIZE} traces)."
+        f"Drill {title}: say sentence {worst} ({sentence}) aloud with its number. It is the "
+        f"sentence you missed most often on those traces ({missed} of {of})."
     )
 
 

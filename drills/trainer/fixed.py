@@ -26,6 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from drills.models import Attempt
+from drills.trainer.reveal import number_text
 from scenarios import background, engine, pool
 from scenarios.models import Trace
 
@@ -179,6 +180,10 @@ def after_fix(attempt: Attempt) -> dict[str, Any] | None:
         "after_ms": after,
         "expected_ms": None if expected is None else float(expected),
         "saved_ms": None if before is None or after is None else before - after,
+        # printed as the reveal's rows above print them: "6.95 ms" there read "7.0 ms" here
+        "before_text": number_text(before, "ms"),
+        "after_text": number_text(after, "ms"),
+        "expected_text": number_text(expected, "ms"),
         # a healthy trace has no fix: its twin is the same job, drawn again unchanged
         "nothing_to_fix": key.get("scenario") == "healthy",
     }

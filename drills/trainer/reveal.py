@@ -26,7 +26,8 @@ def _fix_label(key: str) -> str:
     return D.FIX_CATALOGUE.get(key, key or "—")
 
 
-def _num(x: Any, unit: str = "") -> str:
+def number_text(x: Any, unit: str = "") -> str:
+    """A number as every panel of the reveal prints it ("—" when there is none)."""
     if x is None:
         return "—"
     try:
@@ -99,7 +100,7 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
     g: dict[str, Any] = key.get("grading") or {}
     ev: dict[str, list[dict]] = g.get("evidence") or {}
     sig_ev = key.get("evidence") or []
-    step_truth = _num(shown_step_ms(key), "ms")
+    step_truth = number_text(shown_step_ms(key), "ms")
     if int((key.get("facts") or {}).get("world") or 1) > 1:
         # a rank on its own reads a little less: say which step time this is
         step_truth += " (each step's slowest rank, averaged)"
@@ -107,22 +108,22 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
         _row(
             "1",
             "Step time",
-            _num(attempt.answer_step_ms, "ms"),
+            number_text(attempt.answer_step_ms, "ms"),
             step_truth,
             attempt.step_correct,
             f"±{D.STEP_TOLERANCE * 100:.0f} %",
             ev.get("step", []),
         )
     ]
-    gap_truth = _num(g.get("gap_ms"), "ms")
+    gap_truth = number_text(g.get("gap_ms"), "ms")
     lo, hi = (g.get("gap_range_ms") or [None, None])[:2]
-    if lo is not None and hi is not None and _num(lo) != _num(hi):
-        gap_truth += f" (ranks {_num(lo)}–{_num(hi)} ms)"
+    if lo is not None and hi is not None and number_text(lo) != number_text(hi):
+        gap_truth += f" (ranks {number_text(lo)}–{number_text(hi)} ms)"
     rows.append(
         _row(
             "2",
             "Gap: GPU compute idle per step",
-            _num(attempt.answer_gap_ms, "ms"),
+            number_text(attempt.answer_gap_ms, "ms"),
             gap_truth,
             attempt.gap_correct,
             f"±{D.GAP_TOLERANCE * 100:.0f} % or ±{D.GAP_FLOOR_OF_STEP * 100:.0f} % of the step, "
@@ -148,10 +149,10 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
     values = g.get("measurements") or {}
     unit = m_def.unit if m_def else ""
     if named in values:
-        truth_val = _num(values[named]["value"], unit)
+        truth_val = number_text(values[named]["value"], unit)
         lo, hi = values[named].get("lo"), values[named].get("hi")
-        if lo is not None and hi is not None and _num(lo) != _num(hi):
-            truth_val += f" (ranks {_num(lo)}–{_num(hi)})"
+        if lo is not None and hi is not None and number_text(lo) != number_text(hi):
+            truth_val += f" (ranks {number_text(lo)}–{number_text(hi)})"
     else:
         truth_val = key.get("measurement_value", "—")
     confirm = " or ".join(_measurement_label(k) for k in accepted)
@@ -159,7 +160,8 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
     ref_val = ""
     if ref in values and ref != named:
         ref_def = D.MEASUREMENTS.get(ref)
-        ref_val = f" — on this trace: {_num(values[ref]['value'], ref_def.unit if ref_def else '')}"
+        ref_unit = ref_def.unit if ref_def else ""
+        ref_val = f" — on this trace: {number_text(values[ref]['value'], ref_unit)}"
     rows.append(
         _row(
             "4",
@@ -177,7 +179,7 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
         _row(
             "4b",
             f"Its value on this trace ({_measurement_label(named)})" if m_def else "Its value",
-            _num(attempt.answer_measurement_value, unit),
+            number_text(attempt.answer_measurement_value, unit),
             truth_val,
             attempt.value_correct,
             m_def.band_text() if m_def else "",
@@ -203,8 +205,8 @@ def sentences(attempt: Attempt, key: dict[str, Any]) -> list[dict[str, Any]]:
         _row(
             "5b",
             "Expected step time after the fix",
-            _num(attempt.answer_expected_ms, "ms"),
-            _num(g.get("expected_step_ms", key.get("expected_step_ms")), "ms"),
+            number_text(attempt.answer_expected_ms, "ms"),
+            number_text(g.get("expected_step_ms", key.get("expected_step_ms")), "ms"),
             expected_ok,
             D.expected_tolerance_text(
                 float(g.get("step_ms") or key.get("step_ms") or 0.0),

@@ -89,9 +89,15 @@ def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
 def after_fix(request: HttpRequest, attempt_id) -> HttpResponse:
     """The reveal's "after the fix" (loaded by the reveal once shown): the trace regenerated with
     the fix applied, or "being drawn" (asked again shortly) while the worker makes it. Nothing
-    before the commit: its step time is the answer's."""
+    before the commit: its step time is the answer's. Nothing either while the attempt's reveal
+    waits elsewhere (a mock interview's trace before the report: "Nothing needed fixing" names
+    a healthy trace) or continues elsewhere (a re-narration's narration page)."""
     attempt = _attempt_for(request, attempt_id)
-    if not attempt.is_submitted or attempt.kind == Attempt.Kind.CONTRAST:
+    if (
+        not attempt.is_submitted
+        or attempt.kind == Attempt.Kind.CONTRAST
+        or _follow_up_url(attempt) is not None
+    ):
         raise Http404("No reveal yet.")
     shown = fixed.after_fix(attempt)
     context = {"after_fix": shown, "attempt_id": attempt.pk}

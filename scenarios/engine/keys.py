@@ -536,8 +536,13 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
                 f"measured {idle:.2f}",
                 f"useful work per stage = step × (1 − idle) = {s(step)} × {1 - idle:.2f} = "
                 f"{s(busy)} ms; the schedule takes work × ({vtxt}m+p−1)/{den} = {s(sched)} ms, "
-                "the rest "
-                f"of the step (batch, optimizer, loss) {s(other)} ms",
+                + (
+                    f"the rest of the step (batch, optimizer, loss) {s(other)} ms"
+                    if sched <= step
+                    # measured idle under the formula's: the schedule is the whole step
+                    else f"a little over the {s(step)} ms step (the measured idle is under "
+                    "the formula's), so no time lies outside the schedule"
+                ),
                 f"small kernels and launch gaps per step {s(fixed)} ms do not shrink with the "
                 f"microbatch: work at m = {m2} ≈ {s(busy)} + {s(fixed)} ms",
                 f"m = {m2} microbatches of {mb2} tokens (same global batch): step "

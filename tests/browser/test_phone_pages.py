@@ -14,6 +14,9 @@ from django.utils import timezone
 from cohorts.models import Assignment, Cohort, Membership
 from content.models import WalkthroughSet
 from content.pages import library
+from drills.models import Attempt, MockInterview
+from scenarios import engine
+from scenarios.models import Trace
 from tests.browser.test_drill_phone import ARTIFACTS
 from tests.conftest import PASSWORD
 from tests.content.test_cohorts import make_attempt
@@ -75,6 +78,17 @@ def world(people):
     for i, (scenario, answer) in enumerate(ANSWERS):
         with transaction.atomic():  # a grade's counters are patched in its transaction
             make_attempt(ada, scenario, answer, when=now - timedelta(days=2 * i, hours=1))
+    # a finished mock interview: its report is a table of eleven columns
+    interview = MockInterview.objects.create(
+        user=ada, started_at=now - timedelta(hours=2), finished_at=now - timedelta(hours=1)
+    )
+    key = engine.generate("launch-bound", 1).key.to_dict()  # a real key: the rows are graded
+    for answer in ("launch-bound", "healthy", "launch-bound", "sync-stalls", "launch-bound"):
+        attempt = make_attempt(ada, "launch-bound", answer)
+        Trace.objects.filter(pk=attempt.trace_id).update(key=key)
+        Attempt.objects.filter(pk=attempt.pk).update(
+            kind=Attempt.Kind.INTERVIEW, interview=interview
+        )
     ready_upload(
         ada,
         filename="llama-8b-ddp-rank0.pt.trace.json.gz",
@@ -82,7 +96,7 @@ def world(people):
         expires_at=now + timedelta(days=7),
         n_ranks=8,
     )
-    return {"cohort": cohort, "ada": ada, "teacher": teacher}
+    return {"cohort": cohort, "ada": ada, "teacher": teacher, "interview": interview}
 
 
 def signed_in(browser, live_server, username: str, width: int):
@@ -110,6 +124,7 @@ def test_wide_pages_fit_the_window(browser, live_server, world, width):
             "walkthrough": "/walkthroughs/walkthrough-exposed-allreduce/",
             "drill-home": "/drill/",
             "dashboard": "/dashboard/",
+            "interview-report": f"/interview/{world['interview'].pk}/",
         },
     }
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -123,6 +138,8 @@ def test_wide_pages_fit_the_window(browser, live_server, world, width):
             assert "login" not in page.url, (name, page.url)
             if name == "walkthrough":
                 page.wait_for_selector("#timeline canvas")
+            if name == "interview-report":
+                assert page.locator("#interview-traces tr.interview-trace").count() == 5
             page.screenshot(path=str(ARTIFACTS / f"{name}-{width}px.png"), full_page=True)
             sw, inner = page.evaluate(
                 "() => [document.documentElement.scrollWidth, window.innerWidth]"

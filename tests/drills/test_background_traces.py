@@ -9,6 +9,7 @@ the test's thread (a worker's share); without it nothing queued runs, as with a 
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -285,3 +286,36 @@ def test_the_after_fix_step_times_are_the_ones_the_key_prints():
     key = {"step_ms": 319.8, "grading": {"step_ms": 319.85}}
     assert fixed._step(key) == 319.8
     assert fixed._step({"grading": {"step_ms": 22.05}}) == 22.05
+
+
+# A launch-bound draw whose fixed twin measures 6.947 ms a step: the key prints it 6.95.
+SUB_10_MS_TWIN_SEED = 182828277145273
+
+
+def test_the_after_fix_panel_prints_step_times_as_the_reveal_does(
+    learner, learner_client, no_refill, tasks_inline, django_capture_on_commit_callbacks
+):
+    """The panel rounded the key's 6.95 ms again to one decimal: "7.0 ms" for a twin measured at
+    6.947 ms, under a reveal that printed the same key's times to two decimals below 10 ms."""
+    from scenarios import pool
+
+    pool.build_trace("launch-bound", SUB_10_MS_TWIN_SEED).save(force_insert=True)
+    attempt = services.start_drill(learner, scenario="launch-bound")
+    assert attempt.trace.seed == SUB_10_MS_TWIN_SEED
+    with django_capture_on_commit_callbacks(execute=True):
+        learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    html = learner_client.get(after_fix_url(attempt)).content.decode()
+    attempt.refresh_from_db()
+    measured = attempt.fixed_trace.key["grading"]["step_ms"]
+    assert measured < 10  # the case: the reveal prints two decimals here
+    shown = re.search(r'<dd id="step-after">([\d.]+) ms</dd>', html)
+    assert shown, html
+    decimals = len(shown.group(1).partition(".")[2])
+    assert abs(float(shown.group(1)) - measured) <= 0.5 * 10**-decimals + 1e-9, (
+        f"the panel says {shown.group(1)} ms for a step measured at {measured} ms"
+    )
+    # The original's step time reads as in the reveal's first row on the attempt page.
+    page = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
+    before = re.search(r'<dd id="step-before">([^<]+)</dd>', html).group(1)
+    step_row = re.search(r'data-sentence="1".*?<td class="truth-value">([^<]+)', page, re.S)
+    assert step_row and step_row.group(1).strip() == before

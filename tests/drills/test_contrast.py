@@ -17,8 +17,9 @@ from django.utils.html import escape
 from drills import scheduling
 from drills.contrast import services as contrast
 from drills.models import Attempt, Card
-from drills.trainer import services
+from drills.trainer import fixed, services
 from drills.trainer.grading import Diagnosis
+from drills.trainer.reveal import number_text
 from scenarios import engine
 from scenarios.models import Trace
 from tests.conftest import right_answer
@@ -160,8 +161,11 @@ def test_after_the_fix_exists_only_after_the_commit(
     key, fixed_key = attempt.trace.key, twin.key
     expected = key["grading"]["expected_step_ms"]
     measured = fixed_key["grading"]["step_ms"]
-    assert f"{measured:.1f} ms" in html and f"{expected:.1f} ms" in html
-    assert f"{key['grading']['step_ms']:.1f} ms" in html
+    # The panel prints the key's step times as the reveal's rows print them (the raw graded
+    # value formatted here once read "6.9" where the page, rounding 6.95 again, said "7.0").
+    assert f'<dd id="step-after">{number_text(fixed._step(fixed_key), "ms")}</dd>' in html
+    assert f'<dd id="step-expected">{number_text(expected, "ms")}</dd>' in html
+    assert f'<dd id="step-before">{number_text(fixed._step(key), "ms")}</dd>' in html
     assert measured == pytest.approx(expected, rel=0.05)
     assert f"/traces/{twin.pk}/timeline.json" in html
     assert learner_client.get(f"/traces/{twin.pk}/timeline.json").status_code == 200
@@ -225,3 +229,80 @@ def test_a_pairs_trial_line_tells_a_screen_reader_it_is_the_share_picked_right(
     card = re.search(rf'data-pair-card="{re.escape(CHEAP_PAIR)}">(.*?)</li>', html, re.S)[1]
     assert 'aria-label="Weekly share picked right, one week so far: 100%"' in card
     assert "confusion" not in card.lower()
+
+
+def test_a_measurement_that_reads_the_same_on_both_traces_does_not_tell_them_apart(
+    learner, learner_client, no_refill
+):
+    """Healthy beside a launch-bound decode: exposed communication is 0 ms on both (one GPU, no
+    collective), yet it was graded as telling them apart and listed as "confirms Healthy"."""
+    confuse(learner, "launch-bound", "healthy")
+    learner_client.post("/drill/next/", {"mode": "timed"})
+    trial = Attempt.objects.select_related("trace", "partner").get(kind=Attempt.Kind.CONTRAST)
+    values = [
+        t.key["grading"]["measurements"]["exposed_comm"]["value"]
+        for t in contrast.sides(trial).values()
+    ]
+    assert values == [0.0, 0.0]
+    r = learner_client.post(
+        f"/drill/trials/{trial.pk}/answer/",
+        {"side": contrast.target_side(trial), "measurement": "exposed_comm"},
+    )
+    trial.refresh_from_db()
+    assert trial.measurement_correct is False
+    html = learner_client.get(r["Location"]).content.decode()
+    assert "it does not tell these two apart" in html
+    assert 'data-measurement="exposed_comm"' not in html
+    assert 'data-measurement="launch_ratio"' in html
+
+
+@pytest.mark.parametrize(
+    ("sick", "telling_one"),
+    [("exposed-allreduce", "exposed_comm"), ("pipeline-bubbles", "gpu_idle_share")],
+)
+def test_beside_a_healthy_trace_the_pathologys_own_measurement_tells_them_apart(sick, telling_one):
+    """Healthy's key accepts GPU idle share and exposed communication as its check that nothing
+    stands out; counting those as healthy's signature refused exposed communication as what
+    tells an unoverlapped all-reduce from a healthy step (and idle share for bubbles), and
+    offered the other one, which "confirmed Healthy"."""
+    healthy, other = engine.generate_pair("healthy", sick, 5)
+    hk, ok = healthy.key.to_dict(), other.key.to_dict()
+    for target, rest in ((hk, ok), (ok, hk)):
+        assert contrast.telling_measurements(target, rest) == [telling_one]
+        assert contrast.measurement_correct(telling_one, target, rest)
+    hv = hk["grading"]["measurements"][telling_one]["value"]
+    ov = ok["grading"]["measurements"][telling_one]["value"]
+    assert ov > 1.5 * hv, "the measurement does read differently on the two traces"
+
+
+def test_the_trial_reveal_prints_step_times_as_the_signatures_under_them(learner, learner_client):
+    """An unoverlapped all-reduce's 140.8 ms step was headed "step 141 ms" over its own
+    signature's "22.5 ms of each 140.8 ms step is exposed" (the heading rounded the graded value
+    to whole ms from 100 ms up; the trainer's reveal prints 140.8 ms)."""
+    pair = scheduling.pair_key("healthy", "exposed-allreduce")
+    left, right = contrast.generate_pair_rows(pair, 2, left_first=True)
+    for row in (left, right):
+        row.claimed_at, row.claimed_by = timezone.now(), learner
+        row.save(force_insert=True)
+    trial = Attempt.objects.create(
+        user=learner,
+        trace=left,
+        partner=right,
+        scenario="healthy",
+        item=pair,
+        kind=Attempt.Kind.CONTRAST,
+        mode=Attempt.Mode.TIMED,
+        served_at=timezone.now(),
+    )
+    r = learner_client.post(
+        f"/drill/trials/{trial.pk}/answer/", {"side": "left", "measurement": "exposed_comm"}
+    )
+    html = learner_client.get(r["Location"]).content.decode()
+    for side, trace in (("Left", left), ("Right", right)):
+        heading = re.search(rf"<h4>{side}: [^<·]*· step ([^<]+)</h4>", html).group(1)
+        assert heading.endswith(" ms")
+        assert f"{heading.removesuffix(' ms')} ms step" in trace.key["signature"], (
+            heading,
+            trace.key["signature"],
+        )
+    assert float(left.key["step_ms"]) >= 100  # the case: whole ms from 100 up

@@ -104,7 +104,7 @@ def test_the_reveal_shows_five_sentences_with_values_tolerances_and_evidence(
 
 def test_the_reveal_writes_step_times_with_the_arithmetic_s_decimal():
     """The table's "144 ms" beside the arithmetic's "164.8 − 20.3 = 144.5 ms" did not add up."""
-    from drills.trainer.reveal import _num
+    from drills.trainer.reveal import number_text as _num
 
     assert _num(144.5, "ms") == "144.5 ms"
     assert _num(164.776, "ms") == "164.8 ms"

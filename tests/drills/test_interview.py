@@ -223,3 +223,56 @@ def test_the_next_step_counts_signatures_named_wrong_apart_from_traces_left_unan
     assert "you named the wrong signature most often" in interviews.next_step(
         "straggler", {"3": 2}, titles
     )
+
+
+def wrong_value(attempt: Attempt) -> dict[str, str]:
+    """Right signature, measurement named, its value far off (sentence 4b wrong)."""
+    answer = right_answer(attempt)
+    return {**answer, "measurement_value": f"{float(answer['measurement_value']) * 5 + 50:.3f}"}
+
+
+def test_a_given_up_trace_and_the_advice_are_about_that_trace(learner_client, scripted):
+    """The third trace (the only launch-bound one) given up, the four others answered with the
+    measurement's value wrong. The report said "You said (blank)" and "Drill Launch-bound
+    inference traces and say sentence 4b aloud": 4b was not graded on the trace given up."""
+    learner_client.post("/interview/start/")
+    interview = MockInterview.objects.get()
+    url = f"/interview/{interview.pk}/"
+    for i in range(5):
+        attempt_url = learner_client.post(f"{url}next/")["Location"]
+        attempt = Attempt.objects.select_related("trace").get(pk=attempt_url.split("/")[3])
+        if i == 2:
+            learner_client.post(f"/drill/attempts/{attempt.pk}/abandon/")
+        else:
+            learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", wrong_value(attempt))
+    html = learner_client.get(url).content.decode()
+    assert "Mock interview report" in html
+    third = re.search(r'<tr class="interview-trace" data-n="3".*?</tr>', html, re.S).group(0)
+    assert "gave up" in third and "(blank)" not in html
+    weakest = re.search(r'id="weakest" data-scenario="([\w-]*)"', html).group(1)
+    assert weakest == "launch-bound"
+    advice = re.search(r'<p id="next-step">(.*?)</p>', html, re.S).group(1)
+    assert "4b" not in advice
+    assert "Drill the signature of Launch-bound inference" in advice
+
+
+def test_after_the_fix_waits_for_the_report(learner_client, scripted):
+    """Mid-interview, a graded trace's "after the fix" answered with both step times and, for a
+    healthy trace, "Nothing needed fixing": a reveal before the report, one URL away."""
+    learner_client.post("/interview/start/")
+    interview = MockInterview.objects.get()
+    url = f"/interview/{interview.pk}/"
+    graded = []
+    for i in range(5):
+        attempt_url = learner_client.post(f"{url}next/")["Location"]
+        attempt = Attempt.objects.select_related("trace").get(pk=attempt_url.split("/")[3])
+        learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+        graded.append(attempt)
+        if i < 4:
+            for done in graded:
+                r = learner_client.get(f"/drill/attempts/{done.pk}/after-fix/")
+                assert r.status_code == 404, (i, done.scenario)
+    assert "Mock interview report" in learner_client.get(url).content.decode()
+    healthy = next(a for a in graded if a.scenario == "healthy")
+    r = learner_client.get(f"/drill/attempts/{healthy.pk}/after-fix/")
+    assert r.status_code == 200 and 'id="after-fix"' in r.content.decode()

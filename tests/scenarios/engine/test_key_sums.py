@@ -110,3 +110,25 @@ def test_allocator_stalls_key_adds_up_as_printed(seed):
 def test_allocator_stalls_seeds_cover_all_three_families():
     fams = {gen("allocator-stalls", s).family for s in ALLOC_SEEDS}
     assert {"pp", "decode"} <= fams and fams & {"ddp", "ddp_compile"}, fams
+
+
+PIPELINE_SEEDS = range(1, 13)
+
+
+@pytest.mark.parametrize("seed", PIPELINE_SEEDS)
+def test_a_pipelines_schedule_is_not_said_to_leave_room_it_does_not(seed):
+    """Where the measured idle is under the formula's, work × (m+p−1)/m comes out longer than
+    the step: the line read "the schedule takes … = 57.6 ms, the rest of the step (batch,
+    optimizer, loss) 0.0 ms" under a 56.8 ms step. Its rest is step − schedule as printed, and
+    a schedule longer than the step is said to be."""
+    key = gen("pipeline-bubbles", seed).key.to_dict()
+    step = float(key["step_ms"])
+    (line,) = [a for a in key["arithmetic"] if "the schedule takes" in a]
+    sched = float(re.search(rf"the schedule takes work × \S+ = ({NUM}) ms", line).group(1))
+    rest = re.search(rf"the rest of the step \([^)]*\) ({NUM}) ms", line)
+    if sched > step:
+        assert rest is None, line
+        assert "a little over the" in line and "no time lies outside" in line, line
+    else:
+        assert rest is not None, line
+        assert abs(float(rest.group(1)) - (step - sched)) <= 0.05 + 1e-9, line
