@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import random
+import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -120,8 +120,10 @@ def next_scenario(
     held: dict[str, Card] | None = None,
     exclude: frozenset[str] = frozenset(),
 ) -> str:
-    """The scenario to deal next (``recent``, oldest first, and ``held``, the scenario cards,
-    spare a query each when known; ``exclude`` leaves scenarios out of the choice)."""
+    """The scenario to deal next, drawn from the scheduler's first choices so that what the
+    learner sees of their schedule does not name it (``scheduling.pick_deal``). ``recent``,
+    oldest first, and ``held``, the scenario cards, spare a query each when known; ``exclude``
+    leaves scenarios out of the choice."""
     now = now or timezone.now()
     if held is None:
         held = cards.load_cards(user)
@@ -133,9 +135,13 @@ def next_scenario(
     if recent is None:
         newest_first = Attempt.objects.filter(user=user).order_by("-served_at")
         recent = list(newest_first.values_list("scenario", flat=True)[:5])[::-1]
-    return scheduling.pick_next(
-        states, now, rng=random.Random(), weights=scenario_weights(), recent=recent
+    return scheduling.pick_deal(
+        states, now, rng=_DEAL_RNG, weights=scenario_weights(), recent=recent
     )
+
+
+# The deal's draw: the operating system's randomness, nothing a learner could replay.
+_DEAL_RNG = secrets.SystemRandom()
 
 
 def _newest(user, n: int) -> list[tuple[str, datetime, datetime | None, str]]:
