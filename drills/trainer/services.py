@@ -86,6 +86,17 @@ def answer_too_late_notice(attempt: Attempt) -> str | None:
     )
 
 
+def reveal_withheld(attempt: Attempt) -> bool:
+    """Whether the attempt's reveal (and anything of it, such as "after the fix") is still held
+    back: before the diagnosis is committed, for a contrast trial (its reveal is its own page),
+    and for a trace of a mock interview until the interview's last trace is answered (an
+    interview shows no reveal between its traces)."""
+    if not attempt.is_submitted or attempt.kind == Attempt.Kind.CONTRAST:
+        return True
+    interview = attempt.interview if attempt.interview_id is not None else None
+    return interview is not None and not interview.is_finished
+
+
 def claims_per_hour() -> int:
     return settings.TRACETRACK["DRILL_CLAIMS_PER_HOUR"]
 

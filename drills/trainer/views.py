@@ -89,9 +89,9 @@ def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
 def after_fix(request: HttpRequest, attempt_id) -> HttpResponse:
     """The reveal's "after the fix" (loaded by the reveal once shown): the trace regenerated with
     the fix applied, or "being drawn" (asked again shortly) while the worker makes it. Nothing
-    before the commit: its step time is the answer's."""
+    before the commit (its step time is the answer's), nor between a mock interview's traces."""
     attempt = _attempt_for(request, attempt_id)
-    if not attempt.is_submitted or attempt.kind == Attempt.Kind.CONTRAST:
+    if services.reveal_withheld(attempt):
         raise Http404("No reveal yet.")
     shown = fixed.after_fix(attempt)
     context = {"after_fix": shown, "attempt_id": attempt.pk}

@@ -190,3 +190,22 @@ def test_an_interview_in_progress_has_its_own_page_title(learner_client, scripte
     title = re.compile(r"<title>(.*?)</title>", re.S)
     assert title.search(between).group(1).startswith("Mock interview, 0 of 5 traces done")
     assert title.search(intro).group(1) != title.search(between).group(1)
+
+
+def test_no_after_the_fix_between_an_interviews_traces(learner_client, scripted):
+    """The reveal's "after the fix" names the fix (or "nothing needed fixing") and the key's step
+    time: between traces it would be the reveal the interview holds back to its end."""
+    interview_url = learner_client.post("/interview/start/")["Location"]
+    answered: list[Attempt] = []
+    for _ in range(5):
+        location = learner_client.post(f"{interview_url}next/")["Location"]
+        attempt = Attempt.objects.select_related("trace").get(pk=location.split("/")[3])
+        learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+        answered.append(attempt)
+        if len(answered) < 5:
+            for earlier in answered:
+                response = learner_client.get(f"/drill/attempts/{earlier.pk}/after-fix/")
+                assert response.status_code == 404, response.content.decode()[:300]
+    learner_client.get(interview_url)  # the report
+    response = learner_client.get(f"/drill/attempts/{answered[0].pk}/after-fix/")
+    assert response.status_code == 200 and "After the fix" in response.content.decode()
