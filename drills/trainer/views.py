@@ -35,7 +35,7 @@ def _trainer_page(request: HttpRequest, status: int = 200) -> HttpResponse:
             "open_attempt": services.open_attempt(request.user),
             "modes": Attempt.Mode.choices,
             "recent": Attempt.objects.visible_to(request.user)
-            .graded()
+            .revealed()
             .order_by("-submitted_at")[:10],
         },
         status=status,

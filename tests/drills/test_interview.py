@@ -192,9 +192,10 @@ def test_an_interview_in_progress_has_its_own_page_title(learner_client, scripte
     assert title.search(intro).group(1) != title.search(between).group(1)
 
 
-def test_no_after_the_fix_between_an_interviews_traces(learner_client, scripted):
+def test_no_reveal_of_an_answered_trace_before_the_interviews_end(learner_client, scripted):
     """The reveal's "after the fix" names the fix (or "nothing needed fixing") and the key's step
-    time: between traces it would be the reveal the interview holds back to its end."""
+    time, and the trainer's "Recent drills" says what each trace was: between traces either would
+    be the reveal the interview holds back to its end."""
     interview_url = learner_client.post("/interview/start/")["Location"]
     answered: list[Attempt] = []
     for _ in range(5):
@@ -206,6 +207,11 @@ def test_no_after_the_fix_between_an_interviews_traces(learner_client, scripted)
             for earlier in answered:
                 response = learner_client.get(f"/drill/attempts/{earlier.pk}/after-fix/")
                 assert response.status_code == 404, response.content.decode()[:300]
+            trainer = learner_client.get("/drill/").content.decode()
+            assert "Recent drills" not in trainer
+            assert not any(title_of(a.scenario) in trainer for a in answered)
     learner_client.get(interview_url)  # the report
     response = learner_client.get(f"/drill/attempts/{answered[0].pk}/after-fix/")
     assert response.status_code == 200 and "After the fix" in response.content.decode()
+    trainer = learner_client.get("/drill/").content.decode()
+    assert "Recent drills" in trainer and title_of(answered[0].scenario) in trainer
