@@ -5,7 +5,8 @@ Run:  python bench/scheduler_sim.py            (200 learners per cell, about 1-3
       python bench/scheduler_sim.py --policies ours --trial-effects 0 0.15 0.3 0.6   (trials only)
 
 Policies compared on the *same* learners (same parameters and seeds):
-  ours        drills.scheduling: pick_next + rating_for + FSRS review, twin pulls
+  ours        drills.scheduling: pick_deal (one of pick_next's first three choices, as the
+              trainer deals) + rating_for + FSRS review, twin pulls
   leitner     5 boxes (1, 2, 4, 8, 16 days)
   sm2         SuperMemo-2 (EF, 1 / 6 / I*EF days)
   round-robin a fixed per-learner order, cycled
@@ -265,7 +266,7 @@ class Ours:
         self.recent: list[str] = []
 
     def pick(self, day: int, now: datetime) -> int:
-        slug = sch.pick_next(
+        slug = sch.pick_deal(
             self.cards, now, rng=self.rng, weights=WEIGHTS, recent=self.recent[-3:]
         )
         return IDX[slug]

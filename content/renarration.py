@@ -67,6 +67,26 @@ def due_renarrations(user, now: datetime | None = None) -> list[DueRenarration]:
     return sorted(due, key=lambda d: (d.due, d.slug))
 
 
+def open_any(user) -> Attempt | None:
+    """The learner's open re-narration, whichever walkthrough it is of."""
+    return (
+        Attempt.objects.filter(user=user, kind=Attempt.Kind.RENARRATION, submitted_at__isnull=True)
+        .order_by("-served_at")
+        .first()
+    )
+
+
+def narrations_held(user) -> Attempt | None:
+    """The open re-narration that holds back every narration of a walkthrough's trace, or None.
+
+    A re-narration is a walkthrough's own trace: its walkthrough page narrates it with the very
+    numbers asked for (step time, gap, the measurement's value, the step time after the fix), and
+    an earlier re-narration's result shows them again. While one is open, every walkthrough
+    page, its trace and every re-narration result wait for its commit: all of them, since holding
+    only the one being re-narrated would name it, and its title names the scenario."""
+    return open_any(user)
+
+
 def open_renarration(user, slug: str) -> Attempt | None:
     return (
         Attempt.objects.filter(
@@ -135,11 +155,7 @@ def start_next(user, now: datetime | None = None) -> Attempt:
     """Resume an open re-narration, else start the longest-overdue one (the start URL names no
     walkthrough: its slug would name the scenario)."""
     now = now or timezone.now()
-    open_one = (
-        Attempt.objects.filter(user=user, kind=Attempt.Kind.RENARRATION, submitted_at__isnull=True)
-        .order_by("-served_at")
-        .first()
-    )
+    open_one = open_any(user)
     if open_one is not None:
         return open_one
     due = due_renarrations(user, now)

@@ -81,9 +81,34 @@ def page(request: SignedInRequest, slug: str) -> HttpResponse:
     return TemplateResponse(request, "content/page.html", context)
 
 
+HELD_NOTICE = (
+    "You have a re-narration open: the trace of a walkthrough you read, to be told from the "
+    "timeline alone. Walkthroughs and re-narration results are hidden until you commit it or "
+    "give it up."
+)
+
+
+def _held_page(request: HttpRequest, attempt: Attempt) -> HttpResponse:
+    """What a walkthrough or a re-narration result shows while a re-narration is open."""
+    context = {"held_attempt": attempt, "notice": HELD_NOTICE}
+    response = TemplateResponse(request, "content/narration_held.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _held_trace() -> HttpResponse:
+    """A walkthrough's trace asked for directly while a re-narration is open."""
+    response = HttpResponse(HELD_NOTICE, status=403, content_type="text/plain; charset=utf-8")
+    response["Cache-Control"] = "no-store"
+    return response
+
+
 @require_GET
 def walkthrough(request: SignedInRequest, slug: str) -> HttpResponse:
     pg = _walkthrough_or_404(slug)
+    held = renarration.narrations_held(request.user)
+    if held is not None:
+        return _held_page(request, held)
     data = timelines.bundle(*pg.trace_args)
     key = data["key"]
     context = _nav_context(request, pg)
@@ -105,12 +130,16 @@ def walkthrough(request: SignedInRequest, slug: str) -> HttpResponse:
 @require_GET
 def walkthrough_timeline(request: HttpRequest, slug: str) -> HttpResponse:
     pg = _walkthrough_or_404(slug)
+    if renarration.narrations_held(request.user) is not None:
+        return _held_trace()
     return gzipped_json(request, timelines.bundle(*pg.trace_args)["timeline_gz"])
 
 
 @require_GET
 def walkthrough_perfetto(request: HttpRequest, slug: str) -> HttpResponse:
     pg = _walkthrough_or_404(slug)
+    if renarration.narrations_held(request.user) is not None:
+        return _held_trace()
     response = gzipped_json(request, timelines.perfetto_gz(*pg.trace_args))
     response["Content-Disposition"] = f'attachment; filename="{pg.slug}.json"'
     return response
@@ -171,6 +200,9 @@ def renarration_result(request: HttpRequest, attempt_id) -> HttpResponse:
     )
     if not attempt.is_submitted:
         return redirect(reverse("trainer:attempt", args=[attempt.pk]))
+    held = renarration.narrations_held(request.user)
+    if held is not None:
+        return _held_page(request, held)
     pg = _walkthrough_or_404(attempt.item)
     key = attempt.trace.key
     context = {

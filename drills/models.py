@@ -36,6 +36,11 @@ class AttemptQuerySet(models.QuerySet["Attempt"]):
     def graded(self) -> AttemptQuerySet:
         return self.filter(submitted_at__isnull=False)
 
+    def revealed(self) -> AttemptQuerySet:
+        """Graded attempts whose reveal may be shown: not the traces of a mock interview still
+        under way (an interview shows no reveal, nor what a trace was, before its report)."""
+        return self.graded().exclude(kind="interview", interview__finished_at__isnull=True)
+
     def evidence(self) -> AttemptQuerySet:
         """Graded answers that are evidence on the scenario: not re-narrations (a walkthrough's
         trace answered after reading its narration) nor contrast trials (a choice between two

@@ -67,6 +67,7 @@ __all__ = [
     "GradeLike",
     "confusion_pair",
     "counts_for_schedule",
+    "deal_shortlist",
     "due",
     "due_summary",
     "is_due",
@@ -76,6 +77,7 @@ __all__ = [
     "pair_key",
     "pair_of",
     "pairable",
+    "pick_deal",
     "pick_next",
     "pick_trial",
     "pull_due_now",
@@ -511,6 +513,50 @@ def pick_next(
         fresh = [s for s in unseen if s not in penalty] or unseen
         return _weighted_choice(fresh, weights, rng)
     return best_of(sorted(seen))
+
+
+# How many of the scheduler's choices the deal draws from (``pick_deal``).
+DEAL_SHORTLIST = 3
+
+
+def deal_shortlist(
+    cards: Mapping[str, Mapping[str, Any] | None],
+    now: datetime,
+    *,
+    rng: random.Random,
+    weights: Mapping[str, int] | None = None,
+    recent: Sequence[str] = (),
+    k: int = DEAL_SHORTLIST,
+) -> list[str]:
+    """The scheduler's first ``k`` choices, in its order: ``pick_next``, then ``pick_next``
+    again with each choice left out."""
+    left = dict(cards)
+    shortlist: list[str] = []
+    while left and len(shortlist) < k:
+        slug = pick_next(left, now, rng=rng, weights=weights, recent=recent)
+        shortlist.append(slug)
+        del left[slug]
+    return shortlist
+
+
+def pick_deal(
+    cards: Mapping[str, Mapping[str, Any] | None],
+    now: datetime,
+    *,
+    rng: random.Random,
+    weights: Mapping[str, int] | None = None,
+    recent: Sequence[str] = (),
+) -> str:
+    """The scenario a drill is dealt: one of the scheduler's first ``DEAL_SHORTLIST`` choices,
+    drawn evenly.
+
+    ``pick_next`` alone is predictable from what a learner sees: the twin of the scenario whose
+    reveal they just read, else the first of the "due now" list on Today, else the weakest card on
+    the dashboard. A learner who knows the next scenario can name it without reading the trace.
+    Drawn from three, no scenario is dealt with a chance above one in three whatever the learner
+    knows of their schedule; the scenario left out stays due and is in the next draw.
+    """
+    return rng.choice(deal_shortlist(cards, now, rng=rng, weights=weights, recent=recent))
 
 
 def due_summary(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import random
+import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -97,6 +97,17 @@ def answer_too_late_notice(attempt: Attempt) -> str | None:
     )
 
 
+def reveal_withheld(attempt: Attempt) -> bool:
+    """Whether the attempt's reveal (and anything of it, such as "after the fix") is still held
+    back: before the diagnosis is committed, for a contrast trial (its reveal is its own page),
+    and for a trace of a mock interview until the interview's last trace is answered (an
+    interview shows no reveal between its traces)."""
+    if not attempt.is_submitted or attempt.kind == Attempt.Kind.CONTRAST:
+        return True
+    interview = attempt.interview if attempt.interview_id is not None else None
+    return interview is not None and not interview.is_finished
+
+
 def claims_per_hour() -> int:
     return settings.TRACETRACK["DRILL_CLAIMS_PER_HOUR"]
 
@@ -131,8 +142,10 @@ def next_scenario(
     held: dict[str, Card] | None = None,
     exclude: frozenset[str] = frozenset(),
 ) -> str:
-    """The scenario to deal next (``recent``, oldest first, and ``held``, the scenario cards,
-    spare a query each when known; ``exclude`` leaves scenarios out of the choice)."""
+    """The scenario to deal next, drawn from the scheduler's first choices so that what the
+    learner sees of their schedule does not name it (``scheduling.pick_deal``). ``recent``,
+    oldest first, and ``held``, the scenario cards, spare a query each when known; ``exclude``
+    leaves scenarios out of the choice."""
     now = now or timezone.now()
     if held is None:
         held = cards.load_cards(user)
@@ -144,9 +157,13 @@ def next_scenario(
     if recent is None:
         newest_first = Attempt.objects.filter(user=user).order_by("-served_at")
         recent = list(newest_first.values_list("scenario", flat=True)[:5])[::-1]
-    return scheduling.pick_next(
-        states, now, rng=random.Random(), weights=scenario_weights(), recent=recent
+    return scheduling.pick_deal(
+        states, now, rng=_DEAL_RNG, weights=scenario_weights(), recent=recent
     )
+
+
+# The deal's draw: the operating system's randomness, nothing a learner could replay.
+_DEAL_RNG = secrets.SystemRandom()
 
 
 def _newest(user, n: int) -> list[tuple[str, datetime, datetime | None, str]]:

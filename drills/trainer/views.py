@@ -35,7 +35,7 @@ def _trainer_page(request: HttpRequest, status: int = 200) -> HttpResponse:
             "open_attempt": services.open_attempt(request.user),
             "modes": Attempt.Mode.choices,
             "recent": Attempt.objects.visible_to(request.user)
-            .graded()
+            .revealed()
             .order_by("-submitted_at")[:10],
         },
         status=status,
@@ -89,15 +89,11 @@ def attempt_detail(request: HttpRequest, attempt_id) -> HttpResponse:
 def after_fix(request: HttpRequest, attempt_id) -> HttpResponse:
     """The reveal's "after the fix" (loaded by the reveal once shown): the trace regenerated with
     the fix applied, or "being drawn" (asked again shortly) while the worker makes it. Nothing
-    before the commit: its step time is the answer's. Nothing either while the attempt's reveal
-    waits elsewhere (a mock interview's trace before the report: "Nothing needed fixing" names
-    a healthy trace) or continues elsewhere (a re-narration's narration page)."""
+    before the commit (its step time is the answer's), nor while the attempt's reveal waits
+    elsewhere (a mock interview's trace before the report: "Nothing needed fixing" names a
+    healthy trace) or continues elsewhere (a re-narration's narration page)."""
     attempt = _attempt_for(request, attempt_id)
-    if (
-        not attempt.is_submitted
-        or attempt.kind == Attempt.Kind.CONTRAST
-        or _follow_up_url(attempt) is not None
-    ):
+    if services.reveal_withheld(attempt) or _follow_up_url(attempt) is not None:
         raise Http404("No reveal yet.")
     shown = fixed.after_fix(attempt)
     context = {"after_fix": shown, "attempt_id": attempt.pk}

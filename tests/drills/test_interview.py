@@ -276,3 +276,28 @@ def test_after_the_fix_waits_for_the_report(learner_client, scripted):
     healthy = next(a for a in graded if a.scenario == "healthy")
     r = learner_client.get(f"/drill/attempts/{healthy.pk}/after-fix/")
     assert r.status_code == 200 and 'id="after-fix"' in r.content.decode()
+
+
+def test_no_reveal_of_an_answered_trace_before_the_interviews_end(learner_client, scripted):
+    """The reveal's "after the fix" names the fix (or "nothing needed fixing") and the key's step
+    time, and the trainer's "Recent drills" says what each trace was: between traces either would
+    be the reveal the interview holds back to its end."""
+    interview_url = learner_client.post("/interview/start/")["Location"]
+    answered: list[Attempt] = []
+    for _ in range(5):
+        location = learner_client.post(f"{interview_url}next/")["Location"]
+        attempt = Attempt.objects.select_related("trace").get(pk=location.split("/")[3])
+        learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+        answered.append(attempt)
+        if len(answered) < 5:
+            for earlier in answered:
+                response = learner_client.get(f"/drill/attempts/{earlier.pk}/after-fix/")
+                assert response.status_code == 404, response.content.decode()[:300]
+            trainer = learner_client.get("/drill/").content.decode()
+            assert "Recent drills" not in trainer
+            assert not any(title_of(a.scenario) in trainer for a in answered)
+    learner_client.get(interview_url)  # the report
+    response = learner_client.get(f"/drill/attempts/{answered[0].pk}/after-fix/")
+    assert response.status_code == 200 and "After the fix" in response.content.decode()
+    trainer = learner_client.get("/drill/").content.decode()
+    assert "Recent drills" in trainer and title_of(answered[0].scenario) in trainer
