@@ -635,7 +635,8 @@ def build_ddp(
         if not period and k < depth_ahead:
             ready_at.append(t_open)
             return
-        dur = (data_ms * 1e6 * r.lognormal(0, 0.05, R)).astype(np.int64)
+        # a starved loader's steady cost per batch (its waits are the signature, every step)
+        dur = (data_ms * 1e6 * r.lognormal(0, 0.02 if period else 0.05, R)).astype(np.int64)
         if workers > 2:  # each drawn row stands for several workers
             dur = dur * 2 // workers + 1000
         gate = consumed[k - depth_ahead] if 0 <= k - depth_ahead < len(consumed) else wfree[w]
