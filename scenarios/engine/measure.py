@@ -400,11 +400,14 @@ class Measured:
             self._alloc_stall(f, alloc)
         fetch = self.mask(names=["DataLoader worker: fetch batch"])
         f["loader_worker_rows"] = len(np.unique(c["tid"][fetch])) if fetch.any() else 0
-        # a batch's fetch time: from the fetches that finish inside the window (the ones still
-        # running when the profiler stops are cut short by it, and would shorten the mean)
+        # a batch's fetch time: from the fetches that start and finish inside the window (the
+        # ones running when the profiler starts or stops are cut short by it, and would shorten
+        # the mean)
         R = np.asarray(self.ranks)
-        last = np.array([self.steps_ns[r][1].max() for r in R])[np.searchsorted(R, c["rank"])]
-        whole = fetch & (self.c["ts"] + self.c["dur"] <= last)
+        at = np.searchsorted(R, c["rank"])
+        first = np.array([self.steps_ns[r][0].min() for r in R])[at]
+        last = np.array([self.steps_ns[r][1].max() for r in R])[at]
+        whole = fetch & (self.c["ts"] > first) & (self.c["ts"] + self.c["dur"] <= last)
         fetch = whole if whole.any() else fetch
         f["loader_fetch_ms"] = float(self.dur[fetch].mean() / 1000) if fetch.any() else 0.0
         nk = self.mask(tid=NCCL, cat=C_KERN)

@@ -646,8 +646,11 @@ def build_ddp(
         tid = WORKER0 if w == 0 else WORKER1
         wfree[w] = st + dur
         if until is None:
-            sim.slice(tid, st, dur, "DataLoader worker: fetch batch", C_ANN, 0)
-            sim.slice(tid, st + 2000, dur - 4000, "collate_fn", C_OP, 1)
+            # a fetch in flight when the profiler starts is recorded from there on (the window
+            # opens with the step, as for a loader that keeps up)
+            s0 = np.maximum(st, t_open)
+            sim.slice(tid, s0, st + dur - s0, "DataLoader worker: fetch batch", C_ANN, 0)
+            sim.slice(tid, s0 + 2000, np.maximum(st + dur - s0 - 4000, 1000), "collate_fn", C_OP, 1)
             ready_at.append(st + dur)
             return
         on = st + 10_000 < until
