@@ -404,12 +404,14 @@ class Measured:
         # ones running when the profiler starts or stops are cut short by it, and would shorten
         # the mean)
         R = np.asarray(self.ranks)
-        at = np.searchsorted(R, c["rank"])
+        at = np.searchsorted(R, c["rank"][fetch])  # the fetches' own ranks only
         first = np.array([self.steps_ns[r][0].min() for r in R])[at]
         last = np.array([self.steps_ns[r][1].max() for r in R])[at]
-        whole = fetch & (self.c["ts"] > first) & (self.c["ts"] + self.c["dur"] <= last)
-        fetch = whole if whole.any() else fetch
-        f["loader_fetch_ms"] = float(self.dur[fetch].mean() / 1000) if fetch.any() else 0.0
+        ts = c["ts"][fetch]
+        inside = (ts > first) & (ts + c["dur"][fetch] <= last)
+        durs = self.dur[fetch]
+        durs = durs[inside] if inside.any() else durs
+        f["loader_fetch_ms"] = float(durs.mean() / 1000) if durs.size else 0.0
         nk = self.mask(tid=NCCL, cat=C_KERN)
         f["colls_per_step"] = float(nk.sum() / S / nR)
         loader = self.mask(names=lambda n: n.startswith("enumerate(DataLoader)"))
