@@ -154,8 +154,8 @@ def plan(
 
 
 def family_of(trace: Any) -> str:
-    """The workload family (ddp, ddp_compile, pp, decode), which the workload line tells the
-    learner anyway; "" when it cannot be told."""
+    """The workload family (ddp, ddp_compile, pp, decode, decode_compile), which the workload
+    line tells the learner anyway; "" when it cannot be told."""
     fam = getattr(trace, "family", None) or trace.key.facts.get("family")
     if not fam:
         fn = getattr(engine, "_family", None)
@@ -168,6 +168,8 @@ def family_of(trace: Any) -> str:
         fam = (
             "pp"
             if "pipeline" in w
+            else "decode_compile"
+            if "decode" in w and "torch.compile" in w
             else "decode"
             if "decode" in w
             else "ddp_compile"
@@ -662,9 +664,10 @@ def family_floor(summaries: Sequence[Summary]) -> dict[str, float]:
     """What the workload family alone names, over the balanced set: ``measured`` guesses each
     trace's scenario as the one most common in its family (fitted on the other folds, 5-fold as
     the classifiers are), ``expected`` the same rule on the family draw itself
-    (`engine._family` over 4000 seeds per scenario). A scenario that lives in one family only
-    (launch-bound inference, pipeline bubbles, recompilation) adds its whole 1/n to it, so no
-    shape feature set can score below it: the family is in every trace (and in its prompt)."""
+    (`engine._family` over 4000 seeds per scenario). Each family adds the share of its most
+    common scenario: a scenario that lives in one family only (pipeline bubbles) adds its whole
+    1/n, so no shape feature set can score below it: the family is in every trace (and in its
+    prompt)."""
     rows = balanced(summaries)
     y = np.array([s.scenario for s in rows])
     fam = np.array([s.family for s in rows])

@@ -129,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(
         "Pairs are family-matched: as many traces of each per workload family (ddp, ddp+compile,"
-        " pp,\ndecode) they share, healthy drawn from its larger pool; n is the traces used.\n"
+        " pp,\ndecode, decode+compile) they share, healthy drawn from its larger pool; n is the "
+        "traces used.\n"
     )
     print(f"{'what':46} {'n':>4} {'features':8} {'tree':>6} {'logreg':>7} {'target':>7}  verdict")
     for r in results:
@@ -156,8 +157,8 @@ def main(argv: list[str] | None = None) -> int:
             f"The workload family alone (every trace shows it; the prompt's workload line states "
             f"it) names {floor['measured']:.0%}\nof these traces (cross-validated; "
             f"{floor['expected']:.1%} expected from the family draw): a floor under every "
-            f"feature set,\nas launch-bound, pipeline-bubbles and recompilation each live in "
-            f"one family only.\n"
+            f"feature set:\nthe most common scenario of each family (pipeline-bubbles, the only "
+            f"one of pp, all of its own).\n"
         )
     if missed:
         print(f"{len(missed)} of {len(results)} targets missed")

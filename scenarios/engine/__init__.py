@@ -42,7 +42,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "19"
+GENERATOR_VERSION = "20"
 
 __all__ = [
     "FAMILIES",
@@ -148,7 +148,7 @@ class Trace:
 
     @property
     def family(self) -> str:
-        """The workload family (ddp, ddp_compile, pp, decode)."""
+        """The workload family (ddp, ddp_compile, pp, decode, decode_compile)."""
         return str(self.key.facts.get("family", ""))
 
     @property
@@ -195,6 +195,12 @@ def _describe(family: str, p: dict, hw: Hardware) -> str:
         return (
             f"decoder with {p['layers']} layers, hidden {p['hidden']}, serving decode at batch "
             f"{p['batch']} on one GPU (GQA, 1024-token context), one token per profiler step"
+        )
+    if family == "decode_compile":
+        return (
+            f"decoder with {p['layers']} layers, hidden {p['hidden']}, serving decode at batch "
+            f"{p['batch']} on one GPU (GQA, static KV cache in 128-token length buckets around "
+            "1024 tokens), one token per profiler step, torch.compile"
         )
     return (
         f"pipeline-parallel training: {p['stages']} stages (one per rank), microbatches of "
@@ -257,7 +263,7 @@ def _draw_workload(family: str, seed: int, hw_key: str, framing: int) -> tuple[d
     if family in ("ddp", "ddp_compile"):
         p = W.ddp_params(rng, hw, family)
         p["params"] = (12 * p["hidden"] ** 2 + 4 * p["hidden"]) * p["layers"]
-    elif family == "decode":
+    elif family in ("decode", "decode_compile"):
         p = W.infer_params(rng, hw, family)
     else:
         p = W.pp_params(rng, hw, family)
@@ -291,7 +297,7 @@ def _build(
     it = Interner()
     if family in ("ddp", "ddp_compile"):
         sim = W.build_ddp(slug, rng, hw, it, p, inj)
-    elif family == "decode":
+    elif family in ("decode", "decode_compile"):
         sim = W.build_infer(slug, rng, hw, it, p, inj)
     else:
         sim = W.build_pp(slug, rng, hw, it, p, inj)

@@ -202,6 +202,9 @@ SIGNATURES: dict[str, Signature] = {
             "_compile.compile_inner",
             "call_user_compiler",
             "Torch-Compiled Region: 0/",  # the frame's compile id: 0/0, then one per recompile
+            # Inductor's call of a compiled graph names the graph by its cache key: one key in
+            # a job that compiled before the window, one more per recompile (compiled decode)
+            "## Call CompiledFxGraph",
         ),
         note="compile spans of seconds on the steps that bring a new input shape; the other "
         "steps are fast",
@@ -351,20 +354,42 @@ ANSWERS: dict[str, tuple[str, list[str], str, list[str], str | None]] = {
 # workload families and the framings: every family hosts every scenario that can happen in it
 # (healthy included), and a trace's prompt is drawn from its family's pools, never its scenario's
 # ------------------------------------------------------------------------------------------------
-FAMILIES = ("ddp", "ddp_compile", "pp", "decode")
-# scenario -> (family, weight): the family a trace of this scenario is drawn from
+FAMILIES = ("ddp", "ddp_compile", "pp", "decode", "decode_compile")
+# scenario -> (family, weight): the family a trace of this scenario is drawn from. A scenario
+# hosted by every family the healthy draw knows takes that draw as it is; one hosted by fewer
+# draws again, with the same number, among its own (`engine._family_for`), so its weights are
+# set for the shares that second draw gives: launch-bound and recompilation land half in each of
+# their two families (decode / decode_compile, ddp_compile / decode_compile).
 HOSTS: dict[str, tuple[tuple[str, float], ...]] = {
     "exposed-allreduce": (("ddp", 0.5), ("ddp_compile", 0.5)),
     "input-starvation": (("ddp", 0.35), ("ddp_compile", 0.35), ("pp", 0.3)),
-    "launch-bound": (("decode", 1.0),),
+    "launch-bound": (("decode", 0.375), ("decode_compile", 0.625)),
     "straggler": (("ddp", 0.35), ("ddp_compile", 0.35), ("pp", 0.3)),
     "memory-bound-kernel": (("ddp", 0.5), ("ddp_compile", 0.5)),
-    "sync-stalls": (("ddp", 0.25), ("ddp_compile", 0.25), ("pp", 0.2), ("decode", 0.3)),
+    "sync-stalls": (
+        ("ddp", 0.25),
+        ("ddp_compile", 0.25),
+        ("pp", 0.2),
+        ("decode", 0.15),
+        ("decode_compile", 0.15),
+    ),
     "pipeline-bubbles": (("pp", 1.0),),
-    "allocator-stalls": (("ddp", 0.25), ("ddp_compile", 0.25), ("pp", 0.25), ("decode", 0.25)),
+    "allocator-stalls": (
+        ("ddp", 0.25),
+        ("ddp_compile", 0.25),
+        ("pp", 0.25),
+        ("decode", 0.125),
+        ("decode_compile", 0.125),
+    ),
     "bandwidth-bound-collective": (("ddp", 0.5), ("ddp_compile", 0.5)),
-    "recompilation": (("ddp_compile", 1.0),),
-    "healthy": (("ddp", 0.25), ("ddp_compile", 0.25), ("pp", 0.25), ("decode", 0.25)),
+    "recompilation": (("ddp_compile", 0.5), ("decode_compile", 0.5)),
+    "healthy": (
+        ("ddp", 0.25),
+        ("ddp_compile", 0.25),
+        ("pp", 0.25),
+        ("decode", 0.125),
+        ("decode_compile", 0.125),
+    ),
 }
 
 # neutral symptom wordings per family (none names a cause); every scenario of the family draws
@@ -398,6 +423,7 @@ SYMPTOMS: dict[str, list[str]] = {
     ],
 }
 SYMPTOMS["ddp_compile"] = SYMPTOMS["ddp"]
+SYMPTOMS["decode_compile"] = SYMPTOMS["decode"]
 
 # colleague theories, each pointing at one scenario; a family's pool holds the theories of every
 # scenario it hosts, and the theory shown is drawn from the pool independently of the scenario,

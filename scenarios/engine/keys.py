@@ -694,25 +694,42 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         stall = q(lost / max(nc, 1))
         per = q(f.get("compile_ms_crit", lost / S))
         expected = q(step - per)
+        # a decode server's new shape is a KV-cache length bucket; a training job's a sequence
+        # length
+        dec = p.get("family") == "decode_compile"
+        shape = "KV-cache length" if dec else "sequence length"
         sig = (
             f"Only steps {', '.join(map(str, cs))} stall: they take {s(cstep)} ms each, most "
-            f"of it inside the compiler as a new sequence length arrives; the other steps take "
+            f"of it inside the compiler as a new {shape} arrives; the other steps take "
             f"{s(steady)} ms."
         )
         value = f"{nc} of {S} steps take {s(cstep)} ms vs {s(steady)} ms, each on a new input shape"
         arith = [
             f"each new shape opens a compile span (_compile.compile_inner): {s(lost)} ms in all "
             f"÷ {nc} = {s(stall)} ms each",
-            f"ranks compile at slightly different speeds and the step waits for the slowest: "
-            f"{s(q(per * S))} ms lost over {S} steps = {s(per)} ms per step",
-            f"expected mean step ≈ {s(step)} − {s(per)} = {s(expected)} ms once shapes are padded "
-            f"to a few buckets compiled up front ({_x(step, expected)})",
+            (
+                f"one GPU, no rank to wait for: {s(q(per * S))} ms lost over {S} steps = "
+                f"{s(per)} ms per step"
+                if int(f["world"]) == 1
+                else "ranks compile at slightly different speeds and the step waits for the "
+                f"slowest: {s(q(per * S))} ms lost over {S} steps = {s(per)} ms per step"
+            ),
+            f"expected mean step ≈ {s(step)} − {s(per)} = {s(expected)} ms once "
+            + (
+                "the cache length stops being a new shape"
+                if dec
+                else "shapes are padded to a few buckets compiled up front"
+            )
+            + f" ({_x(step, expected)})",
         ]
         fix_text = (
-            "Pad sequence lengths to a few buckets (e.g. multiples of 512) and warm each up, or "
-            "torch.compile(dynamic=True) / mark_dynamic on the sequence dim: the "
-            f"{nc} recompiles ({s(lost)} ms) go, mean step {s(step)} → {s(expected)} ms."
-        )
+            "Compile with the cache length dynamic (torch.compile(dynamic=True), or "
+            "mark_dynamic on the KV cache's length dim), or allocate one max-length static "
+            "cache so its shape never changes: the "
+            if dec
+            else "Pad sequence lengths to a few buckets (e.g. multiples of 512) and warm each "
+            "up, or torch.compile(dynamic=True) / mark_dynamic on the sequence dim: the "
+        ) + f"{nc} recompiles ({s(lost)} ms) go, mean step {s(step)} → {s(expected)} ms."
         if cs:
             ev += [_step_span(M, r0, cs[0], MAIN, "step with a new shape: compile")]
         ev += _span(M, r0, MAIN, M.mask(names=lambda n: n.startswith("_compile")), "compiling", 1)

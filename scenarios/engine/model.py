@@ -109,7 +109,9 @@ class Forest:
 
     def _outer(self, name: str) -> tuple[int, int, int, int]:
         """(backward node id, backward?, has a forward op?, writes in place / into `out`?)"""
-        inplace = int(name.endswith(("_", "mul_out")))
+        # (Inductor's launcher records a Triton kernel's launch under the kernel's own name;
+        # the graph allocated its buffers up front)
+        inplace = int(name.endswith(("_", "mul_out")) or name.startswith("triton_"))
         if not name.startswith(BWD_PREFIX):
             return -1, 0, 0, inplace
         node = name[len(BWD_PREFIX) :]

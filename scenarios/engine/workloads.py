@@ -3,6 +3,8 @@ per-scenario injections. Every function returns a finished `Sim` plus a workload
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any, cast
 
 import numpy as np
@@ -223,7 +225,10 @@ def inject(
             # the fix: the eager layers' attention fused (the same score matmuls, on chip)
             p["eager_layers"] = [e and not fixed for e in eager]
             p["fused_like_layers"] = [e and fixed for e in eager]
-    elif family == "decode":
+    elif family in ("decode", "decode_compile"):
+        if slug == "recompilation" and p.get("compiled") and not p["new_shape_steps"]:
+            # as in DDP: the recompiling server sees the cache lengths of its own length draw
+            p["shape_f"], p["new_shape_steps"] = p["len_plan"]
         if slug == "launch-bound":
             hbm = hw.hbm_tbps * 1e12 * 0.75
             gpu_layer_us = 32 * p["hidden"] ** 2 / hbm * 1e6 + 30
@@ -790,8 +795,15 @@ def _h2d_rows(it: Interner, hw: Hardware, p: dict, seq: int) -> list[tuple]:
 # ------------------------------------------------------------------------------------------------
 def infer_params(rng: np.random.Generator, hw: Hardware, family: str = "decode") -> dict:
     """A decode server on one GPU: sizes from one distribution whatever the scenario. A lean
-    loop pays a few µs of Python per op (a launch-bound one, see `inject`, tens of µs)."""
-    return {
+    loop pays a few µs of Python per op (a launch-bound one, see `inject`, tens of µs).
+
+    `decode_compile` is the same server with the model under torch.compile (default mode: Triton
+    kernels, no CUDA graphs). Its KV cache is a static tensor per length bucket, so most jobs see
+    a few cache lengths in the window (requests of other lengths join the batch), new ones on a
+    few steps; drawn on a side stream like a DDP job's sequence lengths, so the sizes above stay
+    what the eager family draws. A job compiled for each length that arrives recompiles there
+    (see `inject`); any other runs them through one graph compiled up front."""
+    p: dict[str, Any] = {
         "world": 1,
         "layers": int(rng.integers(20, 33)),
         "hidden": int(rng.choice([5120, 6144, 8192])),
@@ -799,7 +811,16 @@ def infer_params(rng: np.random.Generator, hw: Hardware, family: str = "decode")
         "steps": int(rng.integers(8, 12)),
         "cpu_us": float(rng.uniform(4, 8)),
         "first_step": int(rng.choice([2, 4, 10, 101, 550, 1009])),
+        "compiled": family == "decode_compile",
     }
+    if p["compiled"]:
+        side = np.random.default_rng(_stream_key(rng))
+        plan = _draw_lengths(side, p["steps"])
+        p["shape_f"], p["new_shape_steps"] = (
+            plan if side.random() < 0.6 else ([1.0] * p["steps"], [])
+        )
+        p["len_plan"] = plan
+    return p
 
 
 def build_infer(
@@ -817,13 +838,14 @@ def build_infer(
     hbm = hw.hbm_tbps * 1e12 * 0.75
     tf = hw.bf16_tflops * 0.55
     cpu = p["cpu_us"]
+    compiled = bool(p.get("compiled"))
 
     def lin(b: UnitBuilder, n_out: int, n_in: int, v: int) -> None:
         wbytes = n_out * n_in * 2
         us = max(wbytes / hbm, 2.0 * bsz * n_out * n_in / (tf * 1e12)) * 1e6 + 2.5
         b.k(
-            "aten::linear",
-            "aten::mm",
+            "aten::mm" if compiled else "aten::linear",  # Inductor calls the library mm itself
+            None if compiled else "aten::mm",
             K.gemm_name(hw, v) if bsz > 8 else _gemv(hw),
             us,
             cpu,
@@ -831,34 +853,39 @@ def build_infer(
             launch=b._gemm_launch if bsz > 8 else None,
         )
 
-    b = UnitBuilder(it, hw)
-    b.k("aten::embedding", "aten::index_select", K.EMBED, 3.0, cpu)
     ctx = 1024
-    for _ in range(p["layers"]):
-        b.k("vllm::rms_norm", None, K.RMSNORM, 2.0 + bsz * d * 4 / hbm * 1e6, cpu)
-        lin(b, 3 * d, d, 0)
-        b.k("vllm::rotary_embedding", None, K.ROTARY, 2.2, cpu)
-        att_us = bsz * ctx * (d // 8) * 2 * 2 / hbm * 1e6 + 4.0  # GQA: 8x fewer KV heads
-        b.k(
-            "aten::scaled_dot_product_attention",
-            "aten::_scaled_dot_product_flash_attention",
-            K.flash_names(hw)[0],
-            att_us,
-            cpu,
-        )
-        lin(b, d, d, 1)
-        b.k("aten::add", None, K.ADD, 1.8, cpu)
-        b.k("vllm::rms_norm", None, K.RMSNORM, 2.0 + bsz * d * 4 / hbm * 1e6, cpu)
-        lin(b, 8 * d, d, 0)
-        b.k("vllm::silu_and_mul", None, K.SILU_MUL, 2.0 + bsz * d * 16 / hbm * 1e6, cpu)
-        lin(b, d, 4 * d, 1)
-        b.k("aten::add", None, K.ADD, 1.8, cpu)
-    b.k("vllm::rms_norm", None, K.RMSNORM, 2.5, cpu)
-    lin(b, 32000, d, 2)
-    b.k("aten::argmax", None, K.ARGMAX, 3.0 + bsz * 0.05, cpu)
+    att_us = bsz * ctx * (d // 8) * 2 * 2 / hbm * 1e6 + 4.0  # GQA: 8x fewer KV heads
+    b = UnitBuilder(it, hw)
+    if compiled:
+        _decode_layers_compiled(b, p, hw, lin, att_us)
+    else:
+        b.k("aten::embedding", "aten::index_select", K.EMBED, 3.0, cpu)
+        for _ in range(p["layers"]):
+            b.k("vllm::rms_norm", None, K.RMSNORM, 2.0 + bsz * d * 4 / hbm * 1e6, cpu)
+            lin(b, 3 * d, d, 0)
+            b.k("vllm::rotary_embedding", None, K.ROTARY, 2.2, cpu)
+            b.k(
+                "aten::scaled_dot_product_attention",
+                "aten::_scaled_dot_product_flash_attention",
+                K.flash_names(hw)[0],
+                att_us,
+                cpu,
+            )
+            lin(b, d, d, 1)
+            b.k("aten::add", None, K.ADD, 1.8, cpu)
+            b.k("vllm::rms_norm", None, K.RMSNORM, 2.0 + bsz * d * 4 / hbm * 1e6, cpu)
+            lin(b, 8 * d, d, 0)
+            b.k("vllm::silu_and_mul", None, K.SILU_MUL, 2.0 + bsz * d * 16 / hbm * 1e6, cpu)
+            lin(b, d, 4 * d, 1)
+            b.k("aten::add", None, K.ADD, 1.8, cpu)
+        b.k("vllm::rms_norm", None, K.RMSNORM, 2.5, cpu)
+        lin(b, 32000, d, 2)
+        b.k("aten::argmax", None, K.ARGMAX, 3.0 + bsz * 0.05, cpu)
     U = Units.build(b.rows)
     p["kernels_per_step"] = len(U)
-    per_layer = (len(U) - 4) // p["layers"]
+    # units before the first layer's own (the eager embedding), and per layer
+    lead = 0 if compiled else 1
+    per_layer = (len(U) - 3 - lead) // p["layers"]
     h = UnitBuilder(it, hw)
     h.memcpy("aten::to", "aten::_to_copy", "Memcpy HtoD (Pinned -> Device)", bsz * 8,
              hw.pcie_gbps * 0.9, dims=[[bsz, 1]])  # fmt: skip
@@ -872,9 +899,106 @@ def build_infer(
     alloc_ms = max(1.5, float(U.gpu_us.sum()) / 1000 * float(inj.uniform(0.04, 0.08)))
     bounds = [0, len(U)]
     if sync:  # the step's blocks: embedding + layer 0, one per layer, then the head
-        bounds = sorted({0, *(1 + per_layer * (li + 1) for li in range(p["layers"])), len(U)})
-    _decode_steps(sim, p, U, U_in, bounds, sync, sync_host_us, alloc, n_alloc, alloc_ms)
+        bounds = sorted({0, *(lead + per_layer * (li + 1) for li in range(p["layers"])), len(U)})
+    comp = None
+    if compiled:
+        comp = _decode_compile_plan(slug, p, U, att_us, inj, fixed)
+    _decode_steps(sim, p, U, U_in, bounds, sync, sync_host_us, alloc, n_alloc, alloc_ms, comp)
     return sim
+
+
+# Inductor's kernels for a decoder layer at decode (one token per sequence): the residual add
+# fused into the RMSNorm that follows it (the first layer's with the embedding gather), rotary
+# on q, rotary on k written into the KV cache, v written into it, SiLU × gate; matmuls and
+# attention stay library calls. Identical code is one kernel, so the layers share these names.
+DEC_TRITON = {
+    "embed_norm": "triton_red_fused__to_copy_embedding_mean_mul_pow_rsqrt_0",
+    "add_norm": "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_1",
+    "rope_q": "triton_poi_fused__to_copy_cat_clone_mul_stack_sub_2",
+    "rope_k": "triton_poi_fused_cat_index_put_mul_stack_sub_3",
+    "put_v": "triton_poi_fused_index_put_4",
+    "silu": "triton_poi_fused_mul_silu_5",
+    "argmax": "triton_red_fused_argmax_6",
+}
+
+
+def _decode_layers_compiled(b: UnitBuilder, p: dict, hw: Hardware, lin: Any, att_us: float) -> None:
+    """The compiled decode step's units: per layer the Triton kernels of `DEC_TRITON` around the
+    library matmuls and attention (11 per layer, as eager runs; the norm takes the residual add
+    in, rotary and the cache writes come out of it). A Triton kernel's launch sits under the CPU
+    event that Inductor's launcher records with the kernel's own name."""
+    d, bsz, cpu = p["hidden"], p["batch"], p["cpu_us"]
+    hbm = hw.hbm_tbps * 1e12 * 0.75
+    T = DEC_TRITON
+    norm_us = 2.0 + bsz * d * 4 / hbm * 1e6
+
+    def tri(name: str, us: float, numel: int, red: bool = False) -> None:
+        g = {"grid": (bsz, 1, 1), "block": (512, 1, 1)} if red else _ew(numel, True)
+        b.k(name, None, name, us, cpu, **g)
+
+    for li in range(p["layers"]):
+        tri(T["embed_norm"] if li == 0 else T["add_norm"], norm_us + (1.0 if li else 2.0),
+            bsz * d, red=True)  # fmt: skip
+        lin(b, 3 * d, d, 0)
+        tri(T["rope_q"], 2.0, bsz * d)
+        tri(T["rope_k"], 2.2, bsz * d // 8)
+        tri(T["put_v"], 1.8, bsz * d // 8)
+        b.k(
+            "aten::_scaled_dot_product_flash_attention",
+            None,
+            K.flash_names(hw)[0],
+            att_us,
+            cpu,
+        )
+        lin(b, d, d, 1)
+        tri(T["add_norm"], norm_us + 1.0, bsz * d, red=True)
+        lin(b, 8 * d, d, 0)
+        tri(T["silu"], 2.0 + bsz * d * 16 / hbm * 1e6, bsz * 4 * d)
+        lin(b, d, 4 * d, 1)
+    tri(T["add_norm"], 3.0, bsz * d, red=True)
+    lin(b, 32000, d, 2)
+    tri(T["argmax"], 3.0 + bsz * 0.05, bsz * 32000, red=True)
+
+
+def _fx_key(*parts: object) -> str:
+    """An FX graph cache key as Inductor prints it ('f' and 51 base-32 characters), one per
+    compiled graph: a hash of what the graph was specialised on."""
+    h = hashlib.blake2b(repr(parts).encode(), digest_size=32).digest()
+    return "f" + base64.b32encode(h).decode().lower()[:51]
+
+
+def _decode_compile_plan(
+    slug: str, p: dict, U: Units, att_us: float, inj: np.random.Generator, fixed: bool
+) -> dict:
+    """Per step of a compiled decode: the cache length, the GPU time factor it brings (attention
+    reads the cache), the compiled graph it runs ('Torch-Compiled Region: 0/k' and its FX graph
+    key) and, on a step that brings a length for the first time in a recompiling server, the
+    compile's length. A server that does not recompile (and the fixed twin, compiled with the
+    cache length dynamic) runs every step through the one graph compiled before the window."""
+    S = p["steps"]
+    shape_f = list(p.get("shape_f") or [1.0] * S)
+    ctxs = [int(1024 * f) // 128 * 128 for f in shape_f]
+    gpu = float(U.gpu_us.sum())
+    n_att = p["layers"]
+    share = min(0.9, n_att * att_us / gpu) if gpu > 0 else 0.0
+    factor = [1.0 + share * (c / 1024 - 1.0) for c in ctxs]
+    recompile = slug == "recompilation" and not fixed
+    new_steps = {int(c) for c in p.get("new_shape_steps", [])} if recompile else set()
+    graph_of = {1024: 0}
+    region, key, comp_ns = [], [], []
+    base = (p["layers"], p["hidden"], p["batch"])
+    for s in range(S):
+        if s in new_steps:
+            graph_of[ctxs[s]] = len(graph_of)
+            comp_ns.append(int(inj.uniform(1.5e9, 4.0e9)))
+        else:
+            comp_ns.append(0)
+        g = graph_of.get(ctxs[s], 0) if recompile else 0
+        region.append(g)
+        key.append(_fx_key(*base, ctxs[s] if g else 1024 if recompile else "dynamic"))
+    p["shapes"] = ctxs
+    p["compile_steps"] = sorted(new_steps)
+    return {"factor": factor, "region": region, "key": key, "comp_ns": comp_ns}
 
 
 def _decode_steps(
@@ -888,13 +1012,17 @@ def _decode_steps(
     alloc: bool,
     n_alloc: int,
     alloc_ms: float,
+    comp: dict | None = None,
 ) -> None:
     """The decode loop, all steps at once. Each step (`ProfilerStep#n`): the token ids' buffer
     (`aten::empty_strided`) and copy to the device; with `alloc`, KV-cache growth through the
     allocator; `## decode ##`: the model's blocks (`bounds` cut the template `U` into them), each
     but the last followed by a read-back when `sync` (expert routing counts: `aten::nonzero` →
     DtoH copy → stream synchronize, then `sync_host_us` of host work on the result); the sampled
-    token's `.item()`; the sampler's host work; with `alloc`, blocks freed.
+    token's `.item()`; the sampler's host work; with `alloc`, blocks freed. A compiled model
+    (`comp`, see `_decode_compile_plan`) runs its blocks inside `Torch-Compiled Region: 0/k`:
+    Dynamo's cache lookup, on a step that recompiles the compile itself, then Inductor's graph
+    call (`## Call CompiledFxGraph <key> ##`) with the launches under it.
 
     Every random draw is made in bulk; the loop below only advances the CPU clock and the compute
     stream's free time through the steps, with the timing rules of `Sim.block`, `Sim.sync_item`,
@@ -902,9 +1030,12 @@ def _decode_steps(
     rng, it, hw, S = sim.rng, sim.it, sim.hw, p["steps"]
     nb = len(bounds) - 1
     ns = nb - 1 if sync else 0  # read-backs inside a step; column ns is the step's `.item()`
-    scale = float(sim.gpu_scale[0])
+    scale0 = float(sim.gpu_scale[0])
+    scale: float | np.ndarray = scale0
+    if comp is not None:  # the cache length of each step: attention reads more or less of it
+        scale = scale0 * np.asarray(comp["factor"], float)
     es_dur, es_gap = rng.integers(3000, 9000, S), rng.integers(1000, 3000, S)
-    IN = draw_batch(sim, U_in, (S,), scale)
+    IN = draw_batch(sim, U_in, (S,), scale0)
     in_gap = rng.integers(2000, 6000, S)
     na = n_alloc if alloc else 0
     a_dur = (alloc_ms * 1e6 * rng.lognormal(0, 0.35, (S, na))).astype(np.int64)
@@ -921,6 +1052,19 @@ def _decode_steps(
     st_gap = rng.integers(5000, 15000, S)
     sync_ns = int(hw.sync_us * 1000 * 0.6)
     host = int(sync_host_us * 1000)
+    # a compiled model's per-step CPU work around its blocks (drawn last: an eager loop's draws
+    # stay what they were)
+    dd = 0  # how much deeper the model's ops sit
+    if comp is not None:
+        dd = 2
+        lk_dur = rng.integers(25_000, 70_000, S)
+        lk_gap = rng.integers(2000, 6000, S)
+        c_ns = np.asarray(comp["comp_ns"], np.int64)
+        c_dur = (c_ns * rng.lognormal(0, 0.03, S)).astype(np.int64)
+        c_in = (c_dur * rng.uniform(0.55, 0.8, S)).astype(np.int64)
+        c_gap = rng.integers(5000, 20000, S)
+        c_pre = (lk_dur + lk_gap + np.where(c_ns > 0, c_dur + c_gap, 0) + 2000).tolist()
+        t_reg, t_call, call_end = (np.zeros(S, np.int64) for _ in range(3))
 
     # the clocks, step by step (plain ints: one rank)
     es_g, sm, sg_ = (es_dur + es_gap).tolist(), (sm_dur + sm_gap).tolist(), st_gap.tolist()
@@ -954,12 +1098,20 @@ def _decode_steps(
             cpu += d
         t_dec[s] = cpu
         cpu += 1000
+        if comp is not None:  # region, cache lookup (a compile), the graph call
+            t_reg[s] = cpu
+            cpu += c_pre[s]
+            t_call[s] = cpu
+            cpu += 1000
         for k in range(nb):
             t_blk[s, k], f_blk[s, k] = cpu, free
             free = b_gtot[s][k] + max(free, cpu + b_dmax[s][k])
             cpu += b_len[s][k]
             if k < ns:
                 cpu, free = read_back(s, k, cpu, free)
+        if comp is not None:
+            call_end[s] = cpu + 500
+            cpu += 2000
         dec_end[s] = cpu + 1000
         cpu, free = read_back(s, ns, cpu + 2000, free)
         t_samp[s] = cpu
@@ -983,10 +1135,10 @@ def _decode_steps(
     fwd = U.ocat == C_OP
     nfw = int(fwd.sum())
     seq = np.where(fwd, sim.seq[0] + nfw * np.arange(S)[:, None] + np.cumsum(fwd), 0)
-    emit_segments(rec, SG, rk, t_blk, f_blk, u_corr, 2, seq)
+    emit_segments(rec, SG, rk, t_blk, f_blk, u_corr, 2 + dd, seq)
     cut = np.asarray(bounds[1 : ns + 1], np.int64)
     y_corr = np.concatenate([base + n_in + cut + np.arange(1, ns + 1), base + per], axis=1)
-    kinds = [(slice(0, ns), 2, "aten::nonzero", "aten::count_nonzero", [[p["batch"], 8]]),
+    kinds = [(slice(0, ns), 2 + dd, "aten::nonzero", "aten::count_nonzero", [[p["batch"], 8]]),
              (slice(ns, ns + 1), 1, "aten::item", "aten::_local_scalar_dense", None)]  # fmt: skip
     for c, depth, op, inner, dims in kinds:
         if c.stop > c.start:
@@ -994,6 +1146,23 @@ def _decode_steps(
             emit_sync_items(sim, rk, s0, s0 + y_pre[:, c], y_L[:, c], kst, y_kd[:, c], ss, se,
                             se + y_post[:, c], y_corr[:, c], depth, op, inner, dims)  # fmt: skip
     sim.slice(MAIN, t_dec, dec_end - t_dec, "## decode ##", C_ANN, 1)
+    if comp is not None:
+        reg_end = call_end + 1000
+        t_lk = t_reg + 1000
+        for k in sorted(set(comp["region"])):
+            m = np.asarray(comp["region"]) == k
+            rec.add(rk, MAIN, t_reg[m], (reg_end - t_reg)[m],
+                    it.n(f"Torch-Compiled Region: 0/{k}"), C_ANN, 2)  # fmt: skip
+        sim.slice(MAIN, t_lk, lk_dur, "TorchDynamo Cache Lookup", C_OP, 3)
+        on = c_ns > 0
+        if on.any():
+            t_c = (t_lk + lk_dur + lk_gap)[on]
+            rec.add(rk, MAIN, t_c, c_dur[on], it.n("_compile.compile_inner (dynamo_timed)"),
+                    C_ANN, 3)  # fmt: skip
+            rec.add(rk, MAIN, t_c + (c_dur[on] - c_in[on]) // 2, c_in[on],
+                    it.n("call_user_compiler (dynamo_timed)"), C_ANN, 4)  # fmt: skip
+        keys = np.asarray([it.n(f"## Call CompiledFxGraph {k} ##") for k in comp["key"]])
+        rec.add(rk, MAIN, t_call, call_end - t_call, keys, C_ANN, 3)
     sim.slice(MAIN, t_samp, sm_dur, "sampler.update_state", C_ANN, 1)
     if alloc:
         sim.slice(MAIN, t_alloc, a_dur + 4000, "aten::empty_strided", C_OP, 1)

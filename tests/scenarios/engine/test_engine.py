@@ -255,14 +255,14 @@ def test_recompile_vs_starvation_intermittency(seed):
     assert st["compile_steps"] == []
 
 
-@pytest.mark.parametrize("seed", [1, 4])
-def test_decode_sync_stalls_read_back_once_per_layer_and_drain_the_stream(seed):
-    """Read from the Perfetto export: in every decode step each layer ends in a read-back (the
-    routing count's `aten::nonzero`) that copies 4 bytes to the host and synchronizes, so the
-    stream has nothing queued until the host resumes; then the sampled token's `.item()`. The
-    fixed twin reads back only the token."""
+@pytest.mark.parametrize(("seed", "family"), [(1, "decode_compile"), (4, "decode")])
+def test_decode_sync_stalls_read_back_once_per_layer_and_drain_the_stream(seed, family):
+    """Read from the Perfetto export: in every decode step, eager or compiled, each layer ends
+    in a read-back (the routing count's `aten::nonzero`) that copies 4 bytes to the host and
+    synchronizes, so the stream has nothing queued until the host resumes; then the sampled
+    token's `.item()`. The fixed twin reads back only the token."""
     tr = gen("sync-stalls", seed)
-    assert tr.family == "decode"
+    assert tr.family == family
     layers = int(re.search(r"(\d+) layers", tr.prompt["workload"]).group(1))
     evs = [e for e in E.to_perfetto(tr)["traceEvents"] if e.get("ph") == "X"]
     gpu = sorted((e for e in evs if e["cat"] in ("kernel", "gpu_memcpy")), key=lambda e: e["ts"])
@@ -555,8 +555,11 @@ def test_answer_key_arithmetic(slug, hardware):
         if slug == "healthy":
             assert k.expected_step_ms == k.step_ms, where
         else:
-            # the fix must shorten the step by a win worth teaching
-            assert 0.02 * k.step_ms < k.expected_step_ms < 0.97 * k.step_ms, where
+            # the fix must shorten the step by a win worth teaching (and not absurdly: a
+            # recompiling decode server's steps take milliseconds beside compiles of seconds,
+            # so its mean step can fall by a few hundred times)
+            lo = 0.002 if slug == "recompilation" else 0.02
+            assert lo * k.step_ms < k.expected_step_ms < 0.97 * k.step_ms, where
         # every line carries a result; the last one ends on the expected step time
         for line in k.arithmetic:
             assert "=" in line, (where, line)

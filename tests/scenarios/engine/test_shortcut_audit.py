@@ -194,13 +194,17 @@ def test_declared_signature_names_are_left_out():
         assert not [k for k in shape if any(k.endswith(f":{c}") for c in ex.categories)]
 
 
-def test_the_family_floor_is_what_the_single_family_scenarios_add():
-    """The floor printed beside the shape target: three scenarios live in one family each
-    (3/11), and the family draw puts a quarter of every other ddp-hosted scenario in plain ddp,
-    where no scenario is more common than that (1/4 of 1/11): 3.25/11 = 29.5 %. A family that
-    named one more scenario outright would raise it by 1/11, and the rule must see it."""
+def test_the_family_floor_is_what_the_most_common_scenario_of_each_family_adds():
+    """The floor printed beside the shape target: each family adds the share of its most common
+    scenario. Pipeline bubbles live in pp alone (1); launch-bound decode runs half eager, half
+    compiled, and recompilation half in compiled DDP, half in compiled decode, so neither names
+    its family (1/2 each in decode and decode_compile); the family draw puts three quarters of
+    the scenarios hosted by ddp and ddp_compile only in ddp_compile (3/4) and a quarter of
+    every ddp-hosted scenario in plain ddp (1/4): 3/11 = 27.3 %, where a family of its own for
+    launch-bound and recompilation each gave 3.25/11 = 29.5 %. A family that named one more
+    scenario outright would raise it by 1/11, and the rule must see it."""
     floor = A.family_floor(_summaries())
-    assert floor["expected"] == pytest.approx(3.25 / 11, abs=0.01)
+    assert floor["expected"] == pytest.approx(3.0 / 11, abs=0.005)
     assert abs(floor["measured"] - floor["expected"]) < 0.1
     # the rule sees a family that names its scenario: every healthy trace in a family of its own
     rows = [
