@@ -143,15 +143,18 @@ def test_input_starvation_idles_every_step_waiting_on_the_host(hta):
         assert max(cats, key=cats.get) == "host_wait", f"rank {rank} stream 7 idle {cats}"
 
 
-def test_recompilation_idles_only_on_compile_steps(hta):
-    h = hta("recompilation")
+@pytest.mark.parametrize(("family", "busy_idle"), [("ddp_compile", 0.1), ("decode_compile", 0.15)])
+def test_recompilation_idles_only_on_compile_steps(hta, family, busy_idle):
+    # a decode step lasts milliseconds: its token read-back, sampler and the compiled region's
+    # cache lookup leave a little more of it idle than a training step's
+    h = hta("recompilation", _first_seed_of_family("recompilation", (family,)))
     s, f = h.s, h.facts
     compile_steps = [k for k in f["compile_steps"] if k < len(s.step_idle[0])]
     assert compile_steps, f"no compile step inside HTA's steps {s.steps}: {f['compile_steps']}"
     for rank in s.ranks:
         idle_steps = [k for k, x in enumerate(s.step_idle[rank]) if x > 0.5]
         assert idle_steps == compile_steps, f"rank {rank}: {s.step_idle[rank]}"
-        assert min(s.step_idle[rank]) < 0.1
+        assert min(s.step_idle[rank]) < busy_idle
 
 
 def test_straggler_rank_computes_most_and_waits_least(hta):
