@@ -6,6 +6,7 @@ Every cohort URL fetches through ``Cohort.objects.taught_by(user)`` (instructor 
 
 from __future__ import annotations
 
+import copy
 import csv
 
 from django.contrib import messages
@@ -520,7 +521,9 @@ def _cohort_assignment(request: HttpRequest, cohort_id: int, assignment_id: int)
 def assignment_edit(request: SignedInRequest, cohort_id: int, assignment_id: int) -> HttpResponse:
     """Change an assignment's due date and cut-off (``AssignmentDatesForm``), or remove it."""
     cohort, assignment = _cohort_assignment(request, cohort_id, assignment_id)
-    form = AssignmentDatesForm(request.POST or None, instance=assignment)
+    # A copy: the form writes what was posted onto its instance while it validates, and a refused
+    # date must not show as the assignment's current one above the form.
+    form = AssignmentDatesForm(request.POST or None, instance=copy.copy(assignment))
     if request.method == "POST":
         saved = form.save_dates() if form.is_valid() else None
         if saved is not None:

@@ -287,6 +287,7 @@ def test_a_cutoff_before_the_due_date_is_refused_and_nothing_typed_is_lost(
     page = resp.content.decode()
     assert "The cut-off must be on or after the due date." in page
     assert f'value="{due}"' in page and f'value="{cutoff}"' in page
+    assert f"Now due {assignment.due_at:%a %-d %b %Y, %H:%M} UTC" in page  # not the refused one
     before = assignment.due_at
     assignment.refresh_from_db()
     assert assignment.due_at == before
