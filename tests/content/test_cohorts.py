@@ -269,7 +269,8 @@ def test_list_page_per_role(client, people, cohort):
     as_user(client, people["ada"])
     page = client.get("/cohorts/").content.decode()
     assert "Spring perf" in page and 'action="/cohorts/new/"' not in page
-    assert f"/cohorts/{cohort.pk}/" not in page
+    assert f'href="/cohorts/{cohort.pk}/"' not in page  # no link to the instructors' page
+    assert f'action="/cohorts/{cohort.pk}/leave/"' in page  # but a way out
     as_user(client, people["stranger"])
     assert "Spring perf" not in client.get("/cohorts/").content.decode()
 
@@ -289,6 +290,11 @@ COHORT_URLS = [
     ("post", "/cohorts/{c}/regenerate-code/"),
     ("post", "/cohorts/{c}/assignments/{a}/extensions/"),
     ("post", "/cohorts/{c}/assignments/{a}/extensions/{e}/delete/"),
+    ("post", "/cohorts/{c}/archive/"),
+    ("post", "/cohorts/{c}/unarchive/"),
+    ("get", "/cohorts/{c}/assignments/{a}/edit/"),
+    ("post", "/cohorts/{c}/assignments/{a}/edit/"),
+    ("post", "/cohorts/{c}/assignments/{a}/delete/"),
 ]
 
 
