@@ -231,7 +231,7 @@ def attempts_csv(request: HttpRequest, cohort_id: int) -> StreamingHttpResponse:
     ]  # fmt: skip
     rows = (
         Attempt.objects.of_learners(Membership.objects.filter(cohort=cohort).values("user_id"))
-        .graded()
+        .revealed()  # a mock interview's traces once it has ended
         .order_by("user__username", "submitted_at")
         .values_list(*fields)
     )
@@ -275,7 +275,7 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
                 "kind_label": attempt_kind_label(a["kind"], a["mode"]),
             }
             for a in Attempt.objects.filter(user=learner)
-            .graded()
+            .revealed()
             .order_by("-submitted_at")
             .values(
                 "pk",
@@ -308,13 +308,14 @@ def attempt_kind_label(kind: str, mode: str) -> str:
 
 def _learners_graded_attempt(request: HttpRequest, cohort_id: int, user_id: int, attempt_id):
     """A cohort learner's submitted attempt, for that cohort's instructors; 404 for anyone else,
-    for another cohort's learner, and for an attempt still open (its answer is not out yet)."""
+    for another cohort's learner, for an attempt still open (its answer is not out yet) and for
+    a trace of a mock interview still under way."""
     cohort = _taught(request, cohort_id)
     membership = get_object_or_404(
         Membership.objects.select_related("user"), cohort=cohort, user_id=user_id
     )
     attempt = get_object_or_404(
-        Attempt.objects.graded().select_related("trace", "partner"),
+        Attempt.objects.revealed().select_related("trace", "partner"),
         pk=attempt_id,
         user_id=user_id,
     )

@@ -105,14 +105,16 @@ def test_five_traces_then_a_report_whose_numbers_are_the_attempts(learner_client
 def test_interview_traces_are_drills_in_every_other_respect(learner_client, learner, scripted):
     interview = run_interview(learner_client)
     assert Attempt.objects.filter(user=learner, kind=Attempt.Kind.INTERVIEW).count() == 5
-    card = Card.objects.get(user=learner, kind=Card.Kind.SCENARIO, item="straggler")
-    assert card.reviews == 2
-    # Until the report is seen a trace's page leads to it; after it, each trace's own reveal.
+    # Until the report is seen a trace's page leads to it, and the grades wait with it; after
+    # it, each trace's own reveal, and the cards reviewed as a drill's are.
+    assert not Card.objects.filter(user=learner, kind=Card.Kind.SCENARIO).exists()
     attempt = Attempt.objects.filter(user=learner).first()
     assert learner_client.get(f"/drill/attempts/{attempt.pk}/")["Location"] == (
         f"/interview/{interview.pk}/"
     )
     learner_client.get(f"/interview/{interview.pk}/")
+    card = Card.objects.get(user=learner, kind=Card.Kind.SCENARIO, item="straggler")
+    assert card.reviews == 2
     assert 'id="reveal"' in learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
 
 
