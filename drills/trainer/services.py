@@ -83,6 +83,17 @@ CLOSED_BEFORE_ANSWER = {
 }
 
 
+def late_interview_answer_notice(attempt: Attempt) -> str:
+    """What a learner whose answer to a mock interview's trace arrived after its clock had run
+    out is told (``submit_diagnosis`` closed the trace as expired instead of grading it)."""
+    limit = int(limit_for(attempt))
+    return (
+        f"The {limit // 60}:{limit % 60:02d} clock on this interview trace had run out when your "
+        "answer arrived, so it was not recorded: the report counts the trace as out of time, "
+        "with no answer."
+    )
+
+
 def answer_too_late_notice(attempt: Attempt) -> str | None:
     """What a learner whose answer reaches an attempt already closed without one is told (the
     answer is not graded: the attempt was scored as a miss when it closed); None when the attempt
@@ -91,6 +102,10 @@ def answer_too_late_notice(attempt: Attempt) -> str | None:
         return None
     why = CLOSED_BEFORE_ANSWER.get(attempt.closed, "it had already been closed")
     what = "trial" if attempt.kind == Attempt.Kind.CONTRAST else "drill"
+    if attempt.kind == Attempt.Kind.INTERVIEW:
+        what = "interview trace"
+        if attempt.closed == "expired":
+            why = "its clock ran out before an answer arrived"
     return (
         f"This {what} was already closed ({why}), so the answer you just sent was not recorded; "
         "it counts as a miss."
@@ -433,6 +448,12 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
             .get(pk=attempt.pk)
         )
         if locked.submitted_at is not None:
+            return locked, False
+        if locked.kind == Attempt.Kind.INTERVIEW and is_expired(locked, now):
+            # An interview trace answers under its clock or not at all: past it (and the
+            # network grace) it closes as expired, keeping only the clock's time, and the
+            # answer is not graded (``late_interview_answer_notice`` tells the learner).
+            _close_locked(locked, "expired", now)
             return locked, False
         elapsed = clock_elapsed_s(locked, now)
         practice = locked.mode == Attempt.Mode.PRACTICE

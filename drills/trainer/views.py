@@ -150,7 +150,9 @@ def submit_diagnosis(request: SignedInRequest, attempt_id) -> HttpResponse:
         if request.htmx:
             return _form_errors(request, attempt, form)
         return _attempt_page(request, attempt, form, status=400)
-    attempt, _ = services.submit_diagnosis(attempt, form.diagnosis())
+    attempt, graded_now = services.submit_diagnosis(attempt, form.diagnosis())
+    if not graded_now and attempt.closed:  # an interview trace answered past its clock
+        messages.warning(request, services.late_interview_answer_notice(attempt))
     return _after_submit(request, attempt)
 
 
