@@ -200,12 +200,18 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
     return TemplateResponse(request, "cohorts/detail.html", context)
 
 
+# Written first in every CSV download: without the byte-order mark Excel reads the UTF-8 file
+# in the machine's legacy code page, and a learner named "Zoë" reads "ZoÃ«".
+CSV_BOM = "\ufeff"
+
+
 @require_http_methods(["GET"])
 def export_csv(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
     grid = progress.cohort_grid(cohort, timezone.now())
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="cohort-{cohort.pk}-progress.csv"'
+    response.write(CSV_BOM)
     writer = csv.writer(response)
     for row in progress.grid_csv_rows(grid):
         writer.writerow([_csv_safe(v) for v in row])
@@ -239,7 +245,7 @@ def attempts_csv(request: HttpRequest, cohort_id: int) -> StreamingHttpResponse:
     header = ["username", *fields[1:]]
 
     def stream():
-        yield writer.writerow(header)
+        yield CSV_BOM + writer.writerow(header)
         for row in rows.iterator(chunk_size=2000):
             yield writer.writerow([_csv_safe(v) for v in row])
 
