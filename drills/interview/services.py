@@ -79,20 +79,22 @@ def next_attempt(interview: MockInterview) -> Attempt | None:
     """The interview's open trace (its clock still running), or a new one while fewer than five
     are served and the interview is open; None when no more are dealt."""
     now = timezone.now()
-    with transaction.atomic():
-        locked = MockInterview.objects.select_for_update().get(pk=interview.pk)
-        served = attempts(locked)
-        for attempt in served:
-            if attempt.is_submitted:
-                continue
-            if not trainer.is_expired(attempt, now):
-                return attempt
-            trainer.close_attempt(attempt, "expired")  # its clock ran out: closed as a drill's
-        if locked.is_finished or len(served) >= MockInterview.SIZE:
-            return None
-        if is_past_its_hour(locked, now):
-            return None
-        return trainer.start_drill(interview.user, Attempt.Mode.TIMED, interview=interview)
+    while True:
+        with transaction.atomic():
+            locked = MockInterview.objects.select_for_update().get(pk=interview.pk)
+            served = attempts(locked)
+            stale = next((a for a in served if not a.is_submitted), None)
+            if stale is not None and not trainer.is_expired(stale, now):
+                return stale
+            if stale is None:
+                if locked.is_finished or len(served) >= MockInterview.SIZE:
+                    return None
+                if is_past_its_hour(locked, now):
+                    return None
+                return trainer.start_drill(interview.user, Attempt.Mode.TIMED, interview=interview)
+        # Its clock ran out: closed as a drill's is, outside the interview's lock (a grade takes
+        # the attempt's lock, then the interview's), and the deal asked again.
+        trainer.close_attempt(stale, "expired")
 
 
 def finish_if_done(interview: MockInterview, now: datetime | None = None) -> bool:

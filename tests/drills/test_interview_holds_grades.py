@@ -176,3 +176,24 @@ def test_an_interview_left_open_past_its_hour_ends_and_counts(learner_client, le
     report = learner_client.get(url).content.decode()
     assert "Mock interview report" in report and 'id="ended-early"' in report
     assert "no answer before the clock ran out" in report
+
+
+def test_an_interview_stored_before_grades_waited_is_not_counted_twice(
+    learner_client, learner, scripted
+):
+    """An interview under way at the upgrade had its traces counted as they were graded: its
+    later traces count as they are graded too, and its end records none of them again."""
+    interview = MockInterview.objects.create(
+        user=learner, started_at=timezone.now(), grades_held=False
+    )
+    url = f"/interview/{interview.pk}/"
+    location = learner_client.post(f"{url}next/")["Location"]
+    attempt = Attempt.objects.select_related("trace").get(pk=location.split("/")[3])
+    learner_client.post(f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt))
+    assert sum(ScenarioTally.objects.filter(user=learner).values_list("n", flat=True)) == 1
+    MockInterview.objects.filter(pk=interview.pk).update(
+        started_at=timezone.now() - interviews.OPEN_FOR
+    )
+    assert "Mock interview report" in learner_client.get(url).content.decode()
+    assert sum(ScenarioTally.objects.filter(user=learner).values_list("n", flat=True)) == 1
+    counters_match_the_raw_attempts(learner)
