@@ -283,12 +283,18 @@ def unarchive(request: HttpRequest, cohort_id: int) -> HttpResponse:
     return redirect("cohorts:detail", cohort_id=cohort.pk)
 
 
+# Written first in every CSV download: without the byte-order mark Excel reads the UTF-8 file
+# in the machine's legacy code page, and a learner named "Zoë" reads "ZoÃ«".
+CSV_BOM = "\ufeff"
+
+
 @require_http_methods(["GET"])
 def export_csv(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
     grid = progress.cohort_grid(cohort, timezone.now())
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="cohort-{cohort.pk}-progress.csv"'
+    response.write(CSV_BOM)
     writer = csv.writer(response)
     for row in progress.grid_csv_rows(grid):
         writer.writerow([_csv_safe(v) for v in row])
@@ -314,7 +320,7 @@ def attempts_csv(request: HttpRequest, cohort_id: int) -> StreamingHttpResponse:
     ]  # fmt: skip
     rows = (
         Attempt.objects.of_learners(Membership.objects.filter(cohort=cohort).values("user_id"))
-        .graded()
+        .revealed()  # a mock interview's traces once it has ended
         .order_by("user__username", "submitted_at")
         .values_list(*fields)
     )
@@ -322,7 +328,7 @@ def attempts_csv(request: HttpRequest, cohort_id: int) -> StreamingHttpResponse:
     header = ["username", *fields[1:]]
 
     def stream():
-        yield writer.writerow(header)
+        yield CSV_BOM + writer.writerow(header)
         for row in rows.iterator(chunk_size=2000):
             yield writer.writerow([_csv_safe(v) for v in row])
 
@@ -358,7 +364,7 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
                 "kind_label": attempt_kind_label(a["kind"], a["mode"]),
             }
             for a in Attempt.objects.filter(user=learner)
-            .graded()
+            .revealed()
             .order_by("-submitted_at")
             .values(
                 "pk",
@@ -391,13 +397,14 @@ def attempt_kind_label(kind: str, mode: str) -> str:
 
 def _learners_graded_attempt(request: HttpRequest, cohort_id: int, user_id: int, attempt_id):
     """A cohort learner's submitted attempt, for that cohort's instructors; 404 for anyone else,
-    for another cohort's learner, and for an attempt still open (its answer is not out yet)."""
+    for another cohort's learner, for an attempt still open (its answer is not out yet) and for
+    a trace of a mock interview still under way."""
     cohort = _taught(request, cohort_id)
     membership = get_object_or_404(
         Membership.objects.select_related("user"), cohort=cohort, user_id=user_id
     )
     attempt = get_object_or_404(
-        Attempt.objects.graded().select_related("trace", "partner"),
+        Attempt.objects.revealed().select_related("trace", "partner"),
         pk=attempt_id,
         user_id=user_id,
     )

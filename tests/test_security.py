@@ -1037,7 +1037,7 @@ def test_csv_exports_neutralise_formulas(world, make_user):
     ):
         response = t.get(url)
         body = b"".join(response.streaming_content) if response.streaming else response.content
-        rows = list(csv.reader(io.StringIO(body.decode())))
+        rows = list(csv.reader(io.StringIO(body.decode("utf-8-sig"))))
         cells = [cell for row in rows for cell in row]
         assert "'+SUM(1+1)" in cells, url
         assert not [c for c in cells if c[:1] in ("=", "+", "@", "\t", "\r")], url

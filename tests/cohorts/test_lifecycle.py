@@ -76,12 +76,12 @@ def dt(value) -> str:
 def progress_csv(client, cohort) -> list[dict[str, str]]:
     resp = client.get(f"/cohorts/{cohort.pk}/export.csv")
     assert resp.status_code == 200
-    return list(csv.DictReader(io.StringIO(resp.content.decode())))
+    return list(csv.DictReader(io.StringIO(resp.content.decode("utf-8-sig"))))
 
 
 def attempts_csv_names(client, cohort) -> set[str]:
     resp = client.get(f"/cohorts/{cohort.pk}/attempts.csv")
-    body = b"".join(resp.streaming_content).decode()
+    body = b"".join(resp.streaming_content).decode("utf-8-sig")
     return {row["username"] for row in csv.DictReader(io.StringIO(body))}
 
 
