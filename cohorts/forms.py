@@ -156,8 +156,26 @@ class JoinForm(forms.Form):
                 f"No cohort has the join code “{code or self.cleaned_data['code']}”. "
                 f"Check it with your instructor; it may have been regenerated.{hint}"
             )
+        if cohort.archived:
+            raise forms.ValidationError(archived_join_text(cohort))
         self.cohort = cohort
         return code
+
+
+def archived_join_text(cohort: Cohort) -> str:
+    """Why a code of an archived cohort does not join (whoever has the code sees the name on the
+    invite page already)."""
+    return (
+        f"{cohort.name} is archived: its instructors have closed it, and nobody joins it any "
+        "more. If you expected to join it, ask your instructor for the code of a current cohort."
+    )
+
+
+def archived_assign_text(cohort: Cohort) -> str:
+    return (
+        f"{cohort.name} is archived, so it gets no new assignments. Unarchive it on its page "
+        "to assign work again."
+    )
 
 
 class AssignmentForm(forms.ModelForm):
@@ -242,7 +260,15 @@ class AssignmentForm(forms.ModelForm):
                 self._refuse_number_without_its_goal(field, needs)
                 data[field] = None
         self._refuse_while_assigned(now)
+        self._refuse_archived()
         return data
+
+    def _refuse_archived(self) -> bool:
+        """True, with the error on the form, when the cohort is archived (``Cohort.archived``)."""
+        if not self.cohort.archived:
+            return False
+        self.add_error(None, archived_assign_text(self.cohort))
+        return True
 
     def _refuse_number_without_its_goal(self, name: str, goal: Assignment.Goal) -> None:
         """A number typed for a goal that is not the one chosen would be dropped without a word
@@ -297,13 +323,103 @@ class AssignmentForm(forms.ModelForm):
         submission). The cohort's row lock makes the check and the insert one step: of two
         submissions at once the second waits for the first, then sees its assignment."""
         with transaction.atomic():
-            Cohort.objects.select_for_update().only("pk").get(pk=self.cohort.pk)
-            if self._refuse_while_assigned(timezone.now()):
+            locked = Cohort.objects.select_for_update().only("pk", "name", "archived_at")
+            self.cohort = locked.get(pk=self.cohort.pk)  # archived meanwhile: refused below
+            if self._refuse_while_assigned(timezone.now()) or self._refuse_archived():
                 return None
             assignment = self.save(commit=False)
             assignment.cohort = self.cohort
             assignment.created_by = user
             assignment.save()
+        return assignment
+
+
+class AssignmentDatesForm(forms.ModelForm):
+    """A new due date and cut-off for an assignment already made, under the rules of
+    ``AssignmentForm``: a due date moved must be after now (and, with re-narration, far enough
+    away), the cut-off not before the due date, and the set not open twice in the cohort. A due
+    date left as it was is kept even when it has passed (to move only the cut-off)."""
+
+    due_at = _dt_field("Due (UTC)")
+    cutoff_at = _dt_field(
+        "Cut-off (UTC, optional)",
+        required=False,
+        help_text="Late work counts until the cut-off; after it, unread walkthroughs stay missing.",
+    )
+
+    class Meta:
+        model = Assignment
+        fields = ["due_at", "cutoff_at"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.was_due = self.instance.due_at
+        self.dropped: list[Extension] = []  # extensions the new due date overtook, once saved
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        now = timezone.now()
+        due, cutoff = data.get("due_at"), data.get("cutoff_at")
+        moved = due is not None and due != self.was_due
+        if due is None or not moved:
+            pass
+        elif due <= now:
+            self.add_error("due_at", "The due date is in the past: pick a time after now.")
+        elif self.instance.renarration and due < earliest_renarration_due(now):
+            lead = span_text(RENARRATION_LEAD)
+            self.add_error(
+                "due_at",
+                f"This assignment asks for re-narration: each walkthrough comes back {lead} after "
+                f"it is read, so pick a due date at least {lead} away, "
+                f"{utc_text(earliest_renarration_due(now))} or later.",
+            )
+        if due is not None and cutoff is not None and cutoff < due:
+            self.add_error("cutoff_at", "The cut-off must be on or after the due date.")
+        if moved and "due_at" not in self.errors:
+            self._refuse_second_open(now)
+        return data
+
+    def _refuse_second_open(self, now: datetime) -> bool:
+        """True, with the error on the form, when the new due date would make this assignment
+        open beside another open assignment of its set in the cohort (``open_assignment``)."""
+        due = self.cleaned_data.get("due_at")
+        if due is None or due <= now:
+            return False
+        mine = self.instance
+        other = (
+            Assignment.objects.filter(
+                cohort_id=mine.cohort_id, walkthrough_set_id=mine.walkthrough_set_id
+            )
+            .exclude(pk=mine.pk)
+            .open_at(now)
+            .first()
+        )
+        if other is None:
+            return False
+        self.add_error(
+            "due_at",
+            f"{self.instance.walkthrough_set.title} is assigned to this cohort again, due "
+            f"{utc_text(other.due_at)}: this one cannot be open at the same time. Change the "
+            "dates of that assignment instead.",
+        )
+        return True
+
+    def save_dates(self) -> Assignment | None:
+        """Save the valid form; None, with the error on the form, when the set was assigned
+        again meanwhile (the cohort's row lock, as ``AssignmentForm.save_for``). Extensions
+        whose due date is not after the new one would now shorten the learner's time: they go
+        (``dropped``), and those learners have the assignment's dates."""
+        with transaction.atomic():
+            Cohort.objects.select_for_update().only("pk").get(pk=self.instance.cohort_id)
+            if self.cleaned_data["due_at"] != self.was_due and self._refuse_second_open(
+                timezone.now()
+            ):
+                return None
+            assignment = self.save()
+            overtaken = assignment.extensions.filter(due_at__lte=assignment.due_at)
+            self.dropped = list(overtaken.select_related("learner").order_by("learner__username"))
+            overtaken.delete()
         return assignment
 
 

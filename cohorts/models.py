@@ -40,6 +40,13 @@ class CohortQuerySet(models.QuerySet["Cohort"]):
             return self.none()
         return self.filter(members=user)
 
+    def active(self) -> CohortQuerySet:
+        """Cohorts not archived: the ones learners see, join and get work in."""
+        return self.filter(archived_at__isnull=True)
+
+    def archived(self) -> CohortQuerySet:
+        return self.filter(archived_at__isnull=False)
+
 
 class Cohort(models.Model):
     name = models.CharField(max_length=120)
@@ -48,6 +55,12 @@ class Cohort(models.Model):
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    archived_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Set when an instructor archives the cohort: out of the active lists, closed "
+        "to joining and to new assignments; its data stays readable by its instructors.",
+    )
     instructors = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="taught_cohorts")
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="cohorts"
@@ -60,6 +73,10 @@ class Cohort(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
 
     def instructor_removal_refused(self, actor, target, teaching=None) -> str | None:
         """Why ``actor`` may not take ``target`` off this cohort's instructors, or None when

@@ -1128,11 +1128,14 @@ def grid_csv_rows(grid: dict[str, Any]) -> list[list[str]]:
 
 
 def learner_assignments(user, now: datetime, *, cohort=None) -> list[dict[str, Any]]:
-    """One learner's assignments (across their cohorts, or in one) with effective dates and
-    per-walkthrough status. Three queries, plus at most two when a drill goal is set."""
+    """One learner's assignments (across their active cohorts, or in one, archived or not) with
+    effective dates and per-walkthrough status. Three queries, plus at most two when a drill
+    goal is set."""
     qs = Assignment.objects.filter(cohort__memberships__user=user)
     if cohort is not None:
         qs = qs.filter(cohort=cohort)
+    else:  # an archived cohort's work is over: out of the learner's lists
+        qs = qs.filter(cohort__archived_at__isnull=True)
     assignments = list(qs.select_related("cohort", "walkthrough_set"))
     if not assignments:
         return []

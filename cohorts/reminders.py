@@ -31,6 +31,7 @@ def send_due_reminders(now: datetime | None = None, window=None) -> int:
         Assignment.objects.filter(
             in_window | Q(extensions__due_at__gt=now, extensions__due_at__lte=horizon)
         )
+        .filter(cohort__archived_at__isnull=True)  # archived: its learners no longer see it
         .distinct()
         .select_related("cohort", "walkthrough_set")
     )

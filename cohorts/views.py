@@ -6,6 +6,7 @@ Every cohort URL fetches through ``Cohort.objects.taught_by(user)`` (instructor 
 
 from __future__ import annotations
 
+import copy
 import csv
 
 from django.contrib import messages
@@ -33,7 +34,16 @@ from scenarios.engine import title_of
 from scenarios.views import gzipped_json
 
 from . import progress, render
-from .forms import AssignmentForm, CohortForm, CoInstructorForm, ExtensionForm, JoinForm
+from .forms import (
+    AssignmentDatesForm,
+    AssignmentForm,
+    CohortForm,
+    CoInstructorForm,
+    ExtensionForm,
+    JoinForm,
+    archived_join_text,
+    utc_text,
+)
 from .models import Assignment, Cohort, Extension, Membership, normalise_code
 
 
@@ -54,16 +64,16 @@ def _csv_safe(value: object) -> str:
 @require_http_methods(["GET"])
 def cohort_list(request: HttpRequest) -> HttpResponse:
     teaching = is_instructor(request.user)
+    taught = (
+        Cohort.objects.taught_by(request.user).annotate(n_members=Count("members", distinct=True))
+        if teaching
+        else Cohort.objects.none()
+    )
     context = {
         "is_instructor": teaching,
-        "taught": (
-            Cohort.objects.taught_by(request.user).annotate(
-                n_members=Count("members", distinct=True)
-            )
-            if teaching
-            else []
-        ),
-        "joined": Cohort.objects.joined_by(request.user).prefetch_related("instructors"),
+        "taught": taught.active(),
+        "archived": taught.archived().order_by("-archived_at", "name"),
+        "joined": Cohort.objects.joined_by(request.user).active().prefetch_related("instructors"),
         "assignments": progress.learner_assignments(request.user, timezone.now()),
         "join_form": JoinForm(),
         "create_form": CohortForm() if teaching else None,
@@ -97,6 +107,9 @@ def already_created_text(cohort: Cohort) -> str:
 
 
 def _join(request: SignedInRequest, cohort: Cohort) -> HttpResponse:
+    if cohort.archived:
+        messages.error(request, archived_join_text(cohort))
+        return redirect("cohorts:list")
     if cohort.instructors.filter(pk=request.user.pk).exists():
         messages.info(request, f"You teach {cohort.name}; instructors do not join as learners.")
         return redirect("cohorts:detail", cohort_id=cohort.pk)
@@ -127,15 +140,53 @@ def join_link(request: SignedInRequest, code: str) -> HttpResponse:
         .prefetch_related("instructors")
         .first()
     )
-    if cohort is None:
+    if cohort is None or cohort.archived:
         form = JoinForm({"code": code}, user=request.user)
         form.is_valid()  # fills in the clear error message
-        return TemplateResponse(request, "cohorts/join.html", {"form": form}, status=404)
+        status = 404 if cohort is None else 400
+        return TemplateResponse(request, "cohorts/join.html", {"form": form}, status=status)
     if request.method == "POST":
         return _join(request, cohort)
     already = cohort.memberships.filter(user=request.user).exists()
     return TemplateResponse(
         request, "cohorts/join_confirm.html", {"cohort": cohort, "already": already}
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def leave(request: SignedInRequest, cohort_id: int) -> HttpResponse:
+    """A learner leaves a cohort they joined: the cohort's list's "Leave" asks here first (a
+    page, so it works without JavaScript), and only the confirmation's POST leaves. Their
+    drills, cards and dashboard are theirs and stay; the cohort's pages and CSVs stop listing
+    them, and their extensions there go (as when an instructor removes them)."""
+    membership = (
+        Membership.objects.select_related("cohort")
+        .filter(cohort_id=cohort_id, user=request.user)
+        .first()
+    )
+    if membership is None:
+        if request.method == "POST":  # left already (clicked twice): calm, and names nothing
+            messages.info(request, NOT_IN_COHORT_TEXT)
+            return redirect("cohorts:list")
+        raise Http404("No such cohort.")
+    cohort = membership.cohort
+    if request.method == "GET" or request.POST.get("confirm") != "yes":
+        return TemplateResponse(request, "cohorts/leave_confirm.html", {"cohort": cohort})
+    with transaction.atomic():
+        Extension.objects.filter(assignment__cohort=cohort, learner=request.user).delete()
+        membership.delete()
+    messages.success(request, left_text(cohort))
+    return redirect("cohorts:list")
+
+
+NOT_IN_COHORT_TEXT = "You are not in that cohort (already left?): nothing was changed."
+
+
+def left_text(cohort: Cohort) -> str:
+    """What a learner reads after leaving a cohort."""
+    return (
+        f"You left {cohort.name}. Its instructors no longer see your progress; your drills and "
+        "dashboard are unchanged. To come back, join again with its code."
     )
 
 
@@ -200,12 +251,50 @@ def detail(request: HttpRequest, cohort_id: int) -> HttpResponse:
     return TemplateResponse(request, "cohorts/detail.html", context)
 
 
+@require_POST
+def archive(request: HttpRequest, cohort_id: int) -> HttpResponse:
+    """Archive the cohort: out of everyone's active lists, closed to joining and to new
+    assignments; its pages and CSVs stay open to its instructors. Nothing is deleted."""
+    cohort = _taught(request, cohort_id)
+    if Cohort.objects.filter(pk=cohort.pk, archived_at__isnull=True).update(
+        archived_at=timezone.now()
+    ):
+        messages.success(
+            request,
+            f"Archived {cohort.name}. Learners no longer see it or its assignments, and its join "
+            "code no longer works; its progress and CSVs stay here. Unarchive it to reopen it.",
+        )
+    else:
+        messages.info(request, f"{cohort.name} was already archived: nothing was changed.")
+    return redirect("cohorts:detail", cohort_id=cohort.pk)
+
+
+@require_POST
+def unarchive(request: HttpRequest, cohort_id: int) -> HttpResponse:
+    cohort = _taught(request, cohort_id)
+    if Cohort.objects.filter(pk=cohort.pk, archived_at__isnull=False).update(archived_at=None):
+        messages.success(
+            request,
+            f"{cohort.name} is active again: learners see it and its assignments, and its join "
+            f"code {cohort.join_code} works again.",
+        )
+    else:
+        messages.info(request, f"{cohort.name} is not archived: nothing was changed.")
+    return redirect("cohorts:detail", cohort_id=cohort.pk)
+
+
+# Written first in every CSV download: without the byte-order mark Excel reads the UTF-8 file
+# in the machine's legacy code page, and a learner named "Zoë" reads "ZoÃ«".
+CSV_BOM = "\ufeff"
+
+
 @require_http_methods(["GET"])
 def export_csv(request: HttpRequest, cohort_id: int) -> HttpResponse:
     cohort = _taught(request, cohort_id)
     grid = progress.cohort_grid(cohort, timezone.now())
     response = HttpResponse(content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="cohort-{cohort.pk}-progress.csv"'
+    response.write(CSV_BOM)
     writer = csv.writer(response)
     for row in progress.grid_csv_rows(grid):
         writer.writerow([_csv_safe(v) for v in row])
@@ -231,7 +320,7 @@ def attempts_csv(request: HttpRequest, cohort_id: int) -> StreamingHttpResponse:
     ]  # fmt: skip
     rows = (
         Attempt.objects.of_learners(Membership.objects.filter(cohort=cohort).values("user_id"))
-        .graded()
+        .revealed()  # a mock interview's traces once it has ended
         .order_by("user__username", "submitted_at")
         .values_list(*fields)
     )
@@ -239,7 +328,7 @@ def attempts_csv(request: HttpRequest, cohort_id: int) -> StreamingHttpResponse:
     header = ["username", *fields[1:]]
 
     def stream():
-        yield writer.writerow(header)
+        yield CSV_BOM + writer.writerow(header)
         for row in rows.iterator(chunk_size=2000):
             yield writer.writerow([_csv_safe(v) for v in row])
 
@@ -275,7 +364,7 @@ def learner_detail(request: HttpRequest, cohort_id: int, user_id: int) -> HttpRe
                 "kind_label": attempt_kind_label(a["kind"], a["mode"]),
             }
             for a in Attempt.objects.filter(user=learner)
-            .graded()
+            .revealed()
             .order_by("-submitted_at")
             .values(
                 "pk",
@@ -308,13 +397,14 @@ def attempt_kind_label(kind: str, mode: str) -> str:
 
 def _learners_graded_attempt(request: HttpRequest, cohort_id: int, user_id: int, attempt_id):
     """A cohort learner's submitted attempt, for that cohort's instructors; 404 for anyone else,
-    for another cohort's learner, and for an attempt still open (its answer is not out yet)."""
+    for another cohort's learner, for an attempt still open (its answer is not out yet) and for
+    a trace of a mock interview still under way."""
     cohort = _taught(request, cohort_id)
     membership = get_object_or_404(
         Membership.objects.select_related("user"), cohort=cohort, user_id=user_id
     )
     attempt = get_object_or_404(
-        Attempt.objects.graded().select_related("trace", "partner"),
+        Attempt.objects.revealed().select_related("trace", "partner"),
         pk=attempt_id,
         user_id=user_id,
     )
@@ -424,6 +514,73 @@ def already_assigned_once_text(assignment: Assignment) -> str:
         f"{assignment.walkthrough_set.title} was already assigned (the form was sent twice); "
         "it is listed once below, and no second assignment was made."
     )
+
+
+def _cohort_assignment(request: HttpRequest, cohort_id: int, assignment_id: int):
+    cohort = _taught(request, cohort_id)
+    assignment = get_object_or_404(
+        Assignment.objects.select_related("walkthrough_set"), cohort=cohort, pk=assignment_id
+    )
+    return cohort, assignment
+
+
+@require_http_methods(["GET", "POST"])
+def assignment_edit(request: SignedInRequest, cohort_id: int, assignment_id: int) -> HttpResponse:
+    """Change an assignment's due date and cut-off (``AssignmentDatesForm``), or remove it."""
+    cohort, assignment = _cohort_assignment(request, cohort_id, assignment_id)
+    # A copy: the form writes what was posted onto its instance while it validates, and a refused
+    # date must not show as the assignment's current one above the form.
+    form = AssignmentDatesForm(request.POST or None, instance=copy.copy(assignment))
+    if request.method == "POST":
+        saved = form.save_dates() if form.is_valid() else None
+        if saved is not None:
+            messages.success(request, dates_changed_text(saved, form.dropped))
+            return redirect("cohorts:assign", cohort_id=cohort.pk)
+    status = 400 if request.method == "POST" else 200
+    return TemplateResponse(
+        request,
+        "cohorts/assignment_edit.html",
+        {"cohort": cohort, "assignment": assignment, "form": form},
+        status=status,
+    )
+
+
+def dates_changed_text(assignment: Assignment, dropped: list[Extension]) -> str:
+    """What an instructor reads after changing an assignment's dates."""
+    text = f"{assignment.walkthrough_set.title} is now due {utc_text(assignment.due_at)}"
+    text += f", cut-off {utc_text(assignment.cutoff_at)}." if assignment.cutoff_at else "."
+    if dropped:
+        names = ", ".join(e.learner.username for e in dropped)
+        text += (
+            f" The extensions of {names} ended on or before the new due date and were removed: "
+            "they have the assignment's dates now."
+        )
+    return text
+
+
+@require_POST
+def assignment_delete(request: HttpRequest, cohort_id: int, assignment_id: int) -> HttpResponse:
+    """Remove an assignment, with its extensions and reminders. Learners' reading and drills
+    are theirs and stay; only the assignment's columns and cards go."""
+    cohort = _taught(request, cohort_id)
+    assignment = (
+        Assignment.objects.select_related("walkthrough_set")
+        .filter(cohort=cohort, pk=assignment_id)
+        .first()
+    )
+    if assignment is None:  # removed already (clicked twice, or by a co-instructor)
+        messages.info(
+            request,
+            f"That assignment is not in {cohort.name} (already removed?): nothing was changed.",
+        )
+        return redirect("cohorts:assign", cohort_id=cohort.pk)
+    assignment.delete()
+    messages.success(
+        request,
+        f"Removed {assignment.walkthrough_set.title} (due {utc_text(assignment.due_at)}) from "
+        f"{cohort.name}. Learners no longer see it; what they read stays read.",
+    )
+    return redirect("cohorts:assign", cohort_id=cohort.pk)
 
 
 @require_POST

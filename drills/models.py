@@ -41,11 +41,19 @@ class AttemptQuerySet(models.QuerySet["Attempt"]):
         under way (an interview shows no reveal, nor what a trace was, before its report)."""
         return self.graded().exclude(kind="interview", interview__finished_at__isnull=True)
 
+    def counted(self) -> AttemptQuerySet:
+        """Graded attempts whose grade counts outside its attempt (summary counters, cards): not
+        the traces of a mock interview still under way, whose grades wait for its end
+        (``drills.interview.services``)."""
+        return self.graded().exclude(
+            kind="interview", interview__finished_at__isnull=True, interview__grades_held=True
+        )
+
     def evidence(self) -> AttemptQuerySet:
-        """Graded answers that are evidence on the scenario: not re-narrations (a walkthrough's
+        """Counted answers that are evidence on the scenario: not re-narrations (a walkthrough's
         trace answered after reading its narration) nor contrast trials (a choice between two
         named scenarios, not a diagnosis)."""
-        return self.graded().exclude(kind__in=NOT_EVIDENCE)
+        return self.counted().exclude(kind__in=NOT_EVIDENCE)
 
     def timed(self) -> AttemptQuerySet:
         return self.filter(TIMED)
@@ -302,6 +310,11 @@ class MockInterview(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     shared_at = models.DateTimeField(
         null=True, blank=True, help_text="Shared with the instructors of the learner's cohorts."
+    )
+    grades_held = models.BooleanField(
+        default=True,
+        help_text="Its traces' grades count (counters, cards) only when it ends; false for "
+        "interviews started before grades waited, whose traces counted as they were graded.",
     )
 
     def __str__(self) -> str:

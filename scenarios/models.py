@@ -11,7 +11,14 @@ from scenarios import engine
 
 class TraceQuerySet(models.QuerySet["Trace"]):
     def unclaimed(self) -> TraceQuerySet:
-        return self.filter(claimed_at__isnull=True, source=Trace.Source.POOL)
+        """Pool traces nobody has taken that today's engine made. An older engine's stock is
+        never dealt (its events and key are not what the content and audits describe); its rows
+        stay, so the pool's seed numbering, which counts rows, never reuses a seed."""
+        return self.filter(
+            claimed_at__isnull=True,
+            source=Trace.Source.POOL,
+            generator_version=engine.GENERATOR_VERSION,
+        )
 
     def visible_to(self, user) -> TraceQuerySet:
         """Traces a user may read: the ones served to them."""

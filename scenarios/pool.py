@@ -115,7 +115,11 @@ def refill(scenario: str, *, target: int | None = None, progress=None) -> int:
         raise ValueError(f"unknown scenario {scenario!r}")
     target = pool_target() if target is None else target
     counts = Trace.objects.filter(source=Trace.Source.POOL, scenario=scenario).aggregate(
-        total=Count("id"), unclaimed=Count("id", filter=Q(claimed_at__isnull=True))
+        total=Count("id"),
+        unclaimed=Count(
+            "id",
+            filter=Q(claimed_at__isnull=True, generator_version=engine.GENERATOR_VERSION),
+        ),
     )
     deficit = target - counts["unclaimed"]
     if counts["unclaimed"] < low_water():

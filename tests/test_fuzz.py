@@ -165,6 +165,7 @@ FORMS = [
     "cohorts:assign",
     "cohorts:extend",
     "cohorts:add_instructor",
+    "cohorts:assignment_edit",
 ]
 # Invalid in every field of every form (1e-320 is not: it is a readable, if silly, math answer).
 INVALID_EVERYWHERE = ["\x00", "a\x00b", "x" * 100_000, "NaN", "Infinity", "1e320", "-1e999"]

@@ -255,7 +255,10 @@ def snapshot(w: World) -> dict[str, Any]:
         "code": w.cohort.join_code,
         "instructors": sorted(w.cohort.instructors.values_list("username", flat=True)),
         "members": sorted(w.cohort.members.values_list("username", flat=True)),
-        "assignments": Assignment.objects.filter(cohort=w.cohort).count(),
+        "archived": w.cohort.archived_at,
+        "assignments": sorted(
+            Assignment.objects.filter(cohort=w.cohort).values_list("pk", "due_at", "cutoff_at")
+        ),
         "extensions": sorted(Extension.objects.values_list("pk", "due_at")),
         "cards": sorted(Card.objects.filter(user=w.ada).values_list("item", "reviews")),
     }
@@ -334,6 +337,21 @@ PER_OBJECT: dict[str, Case] = {
     ),
     "cohorts:regenerate_code": Case(lambda w: [w.cohort.pk], ("POST",), cohort=True),
     "cohorts:interview": Case(lambda w: [w.cohort.pk, w.interview.pk], ("GET",), cohort=True),
+    "cohorts:archive": Case(lambda w: [w.cohort.pk], ("POST",), cohort=True),
+    "cohorts:unarchive": Case(lambda w: [w.cohort.pk], ("POST",), cohort=True),
+    "cohorts:assignment_edit": Case(
+        lambda w: [w.cohort.pk, w.assignment.pk],
+        ("GET", "POST"),
+        lambda w: {"due_at": dt(timezone.now() + timedelta(days=8)), "cutoff_at": ""},
+        cohort=True,
+    ),
+    "cohorts:assignment_delete": Case(
+        lambda w: [w.cohort.pk, w.assignment.pk], ("POST",), cohort=True
+    ),
+    # A's membership: the confirmation page is 404 to anyone not in the cohort. A POST from
+    # them lands on their cohorts list with a message that names nothing and changes nothing
+    # (a second "Leave" of A's own must land calmly, and cannot tell "left" from "never in").
+    "cohorts:leave": Case(lambda w: [w.cohort.pk], ("GET",)),
     "content:renarration": Case(lambda w: [w.renarration.pk], ("GET",)),
     "interview:detail": Case(lambda w: [w.interview.pk], ("GET",)),
     "interview:next": Case(lambda w: [w.interview.pk], ("POST",)),
@@ -1019,7 +1037,7 @@ def test_csv_exports_neutralise_formulas(world, make_user):
     ):
         response = t.get(url)
         body = b"".join(response.streaming_content) if response.streaming else response.content
-        rows = list(csv.reader(io.StringIO(body.decode())))
+        rows = list(csv.reader(io.StringIO(body.decode("utf-8-sig"))))
         cells = [cell for row in rows for cell in row]
         assert "'+SUM(1+1)" in cells, url
         assert not [c for c in cells if c[:1] in ("=", "+", "@", "\t", "\r")], url

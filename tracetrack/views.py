@@ -41,7 +41,7 @@ def home(request: HttpRequest) -> HttpResponse:
     }
     context["assignments"] = learner_assignments(request.user, now)
     context["renarrations"] = due_renarrations(request.user, now)
-    if not Attempt.objects.filter(user=request.user).graded().exists():
+    if not Attempt.objects.filter(user=request.user).revealed().exists():
         context["first_steps"] = library().first_steps()
     return TemplateResponse(request, "home.html", context)
 

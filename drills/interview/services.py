@@ -1,14 +1,20 @@
 """Mock interviews: five timed traces in a row, five sentences each, then a report.
 
 Each trace is an ordinary timed trainer attempt (claimed from the pool, graded by the same path)
-of kind ``interview`` tied to its session, so it schedules, counts and exports like any drill. The
-report is computed from those five stored attempts and nothing else.
+of kind ``interview`` tied to its session, so it schedules, counts and exports like any drill —
+once the interview has ended. Until then its grades stay on its attempts: the dashboard's
+counters, the scheduling cards, the contrast trials and every list of answers take them when it
+ends (``end``), so no page outside the interview moves while it is under way (a row that moved
+would name the answer of the trace just answered). It ends when the report is reached after the
+fifth trace, or when it has been open ``OPEN_FOR`` (it ends where it stands). No other drill is
+dealt while one is under way (``drills.trainer.services.InterviewUnderWay``). The report is
+computed from the stored attempts and nothing else.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -20,6 +26,15 @@ from drills.trainer import reveal
 from drills.trainer import services as trainer
 from scenarios import pool
 from scenarios.engine.catalog import lookalike_of, title_of
+
+# How long an interview stays open: five traces in a row, with a pause between them if need be,
+# not a day. Past it, the interview ends where it stands (a trace still on its clock first runs
+# out), and its grades count from then on.
+OPEN_FOR = timedelta(hours=1)
+
+
+def is_past_its_hour(interview: MockInterview, now: datetime) -> bool:
+    return now >= interview.started_at + OPEN_FOR
 
 
 def unfinished(user) -> MockInterview | None:
@@ -33,42 +48,85 @@ def unfinished(user) -> MockInterview | None:
 def start(user, now: datetime | None = None) -> MockInterview:
     """A new interview (or the learner's unfinished one: one at a time). One learner's starts
     serialise on their user row, so a double click cannot make two."""
+    now = now or timezone.now()
     with transaction.atomic():
         get_user_model().objects.select_for_update().filter(pk=user.pk).exists()
         found = unfinished(user)
-        if found is not None:
+        if found is not None and not finish_if_done(found, now):
             return found
-        return MockInterview.objects.create(user=user, started_at=now or timezone.now())
+        return MockInterview.objects.create(user=user, started_at=now)
 
 
 def attempts(interview: MockInterview) -> list[Attempt]:
     return list(interview.attempts.select_related("trace").order_by("served_at", "pk"))
 
 
+def close_expired(interview: MockInterview, now: datetime | None = None) -> list[Attempt]:
+    """Close the interview's open trace as expired once its clock has run out (as the trainer
+    closes a drill's), keeping only the clock's time. Returns the traces closed now."""
+    now = now or timezone.now()
+    closed = []
+    for attempt in interview.attempts.filter(submitted_at__isnull=True):
+        if trainer.is_expired(attempt, now):
+            attempt = trainer.close_attempt(attempt, "expired")
+            if attempt.closed == "expired":
+                closed.append(attempt)
+    return closed
+
+
 @pool.draws_outside_transaction
 def next_attempt(interview: MockInterview) -> Attempt | None:
-    """The interview's open trace, or a new one while fewer than five are served; None when all
-    five are served and graded."""
-    with transaction.atomic():
-        MockInterview.objects.select_for_update().get(pk=interview.pk)
-        served = attempts(interview)
-        for attempt in served:
-            if not attempt.is_submitted:
-                return attempt
-        if len(served) >= MockInterview.SIZE:
-            return None
-        return trainer.start_drill(interview.user, Attempt.Mode.TIMED, interview=interview)
+    """The interview's open trace (its clock still running), or a new one while fewer than five
+    are served and the interview is open; None when no more are dealt."""
+    now = timezone.now()
+    while True:
+        with transaction.atomic():
+            locked = MockInterview.objects.select_for_update().get(pk=interview.pk)
+            served = attempts(locked)
+            stale = next((a for a in served if not a.is_submitted), None)
+            if stale is not None and not trainer.is_expired(stale, now):
+                return stale
+            if stale is None:
+                if locked.is_finished or len(served) >= MockInterview.SIZE:
+                    return None
+                if is_past_its_hour(locked, now):
+                    return None
+                return trainer.start_drill(interview.user, Attempt.Mode.TIMED, interview=interview)
+        # Its clock ran out: closed as a drill's is, outside the interview's lock (a grade takes
+        # the attempt's lock, then the interview's), and the deal asked again.
+        trainer.close_attempt(stale, "expired")
 
 
-def finish_if_done(interview: MockInterview) -> bool:
-    """Close the interview once its five traces are graded (at the last one's commit time)."""
+def finish_if_done(interview: MockInterview, now: datetime | None = None) -> bool:
+    """End the interview once its five traces are graded (at the last one's commit time), or once
+    it has been open ``OPEN_FOR`` (a trace whose clock has run out is closed as expired first; one
+    still on its clock keeps it open until then). Returns whether it has ended.
+
+    Ending it records its grades (``drills.trainer.services.record_grade``, each at its own
+    commit time, in commit order) in the transaction that stamps ``finished_at``, under the
+    interview's row lock: a grade stored before that is recorded here, one stored after it is
+    recorded by the grade itself (``held_for_interview``), so none is lost or counted twice."""
     if interview.finished_at is not None:
         return True
-    served = attempts(interview)
-    if len(served) < MockInterview.SIZE or any(not a.is_submitted for a in served):
-        return False
-    interview.finished_at = max(a.submitted_at for a in served if a.submitted_at)
-    interview.save(update_fields=["finished_at"])
+    now = now or timezone.now()
+    expired = is_past_its_hour(interview, now)
+    if expired:
+        close_expired(interview, now)
+    with transaction.atomic():
+        locked = MockInterview.objects.select_for_update().get(pk=interview.pk)
+        if locked.finished_at is None:
+            served = attempts(locked)
+            if any(not a.is_submitted for a in served):
+                return False
+            if len(served) < MockInterview.SIZE and not expired:
+                return False
+            answered = [a.submitted_at for a in served if a.submitted_at is not None]
+            locked.finished_at = max(answered) if answered else now
+            locked.save(update_fields=["finished_at"])
+            if locked.grades_held:  # else recorded as they were graded (before grades waited)
+                for attempt in sorted(served, key=lambda a: (a.submitted_at, a.served_at, a.pk)):
+                    trainer.record_grade(attempt)
+        interview.finished_at = locked.finished_at
     return True
 
 

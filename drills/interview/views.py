@@ -19,11 +19,14 @@ def _own(request: SignedInRequest, interview_id) -> MockInterview:
 
 @require_GET
 def home(request: SignedInRequest) -> HttpResponse:
+    unfinished = services.unfinished(request.user)
+    if unfinished is not None and services.finish_if_done(unfinished):
+        unfinished = None  # open past its hour: ended where it stood
     past = MockInterview.objects.filter(user=request.user).order_by("-started_at")[:20]
     return TemplateResponse(
         request,
         "drills/interview/home.html",
-        {"past": past, "unfinished": services.unfinished(request.user), "size": MockInterview.SIZE},
+        {"past": past, "unfinished": unfinished, "size": MockInterview.SIZE},
     )
 
 
@@ -41,6 +44,9 @@ def detail(request: SignedInRequest, interview_id) -> HttpResponse:
     finished = services.finish_if_done(interview)
     context = {"size": MockInterview.SIZE, **services.report(interview)}
     context["finished"] = finished
+    # ended where it stood, open past its hour, before its last trace was answered
+    context["ended_early"] = finished and len(context["traces"]) < MockInterview.SIZE
+    context["open_for_minutes"] = int(services.OPEN_FOR.total_seconds() // 60)
     context["owner"] = True
     response = TemplateResponse(request, "drills/interview/report.html", context)
     response["Cache-Control"] = "no-store"
@@ -52,6 +58,12 @@ def next_trace(request: SignedInRequest, interview_id) -> HttpResponse:
     interview = _own(request, interview_id)
     if interview.is_finished:
         return redirect(reverse("interview:detail", args=[interview.pk]))
+    if services.close_expired(interview):
+        messages.warning(
+            request,
+            "The clock ran out on the trace you had open before an answer was sent: the report "
+            "counts it as out of time, with no answer.",
+        )
     try:
         attempt = services.next_attempt(interview)
     except trainer_services.DrillInProgress as busy:

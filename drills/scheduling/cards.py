@@ -213,7 +213,7 @@ def rebuild_user(user, *, dry_run: bool = False) -> tuple[int, int]:
         }
         rows = (
             Attempt.objects.filter(user=user)
-            .graded()
+            .counted()  # not the grades a mock interview under way holds
             .order_by("submitted_at", "served_at", "pk")
             .values(*REPLAY_FIELDS)
             .iterator(chunk_size=2000)

@@ -14,7 +14,6 @@ table gave one to everyone with numbers): nothing is cached for them.
 from __future__ import annotations
 
 import functools
-import json
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -109,7 +108,7 @@ def key_and_cards(user, now: datetime) -> tuple[str | None, dashboard.Cards]:
         if token is not None and key is None:
             key = _key(user.pk, StatsVersion._meta.get_field("token").to_python(token), n, now)
         if kind is not None:
-            state = json.loads(state) if isinstance(state, str) else state
+            state = snapshot.loads(state) if isinstance(state, str) else state
             cards.append((kind, item, state, None if due is None else _aware(due)))
     return key, dashboard.split_cards(cards)
 

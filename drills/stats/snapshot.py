@@ -28,6 +28,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
@@ -108,6 +109,16 @@ def encode(inputs: dict[str, Any]) -> dict[str, Any]:
             for p in inputs["pair_discrimination"]
         ],
     }
+
+
+def loads(text: str | bytes) -> Any:
+    """JSON text as the database hands it, parsed: with orjson (a quarter of ``json.loads``'s
+    time on a learner's 26 KB row), and with ``json.loads`` for what orjson refuses (``NaN``,
+    integers past 64 bits), so the result is always ``json.loads``'s."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def _week_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
@@ -192,7 +203,7 @@ def inputs(user, now: datetime) -> dict[str, Any]:
         # ``day`` as the driver hands it: a date (PostgreSQL) or its ISO text (SQLite)
         if n == current and str(day) == _today(now).isoformat() and code == fmt():
             # the JSON as text (both drivers, as Django has them hand it to ``JSONField``)
-            return decode(json.loads(data) if isinstance(data, str) else data)
+            return decode(loads(data) if isinstance(data, str) else data)
     # Read the version before the counters it stands for (a grade in between only makes the
     # stored row's label older than its numbers, and the next grade or view reads it again).
     current = StatsVersion.objects.filter(user_id=user.pk).values_list("n", flat=True).first()

@@ -83,6 +83,17 @@ CLOSED_BEFORE_ANSWER = {
 }
 
 
+def late_interview_answer_notice(attempt: Attempt) -> str:
+    """What a learner whose answer to a mock interview's trace arrived after its clock had run
+    out is told (``submit_diagnosis`` closed the trace as expired instead of grading it)."""
+    limit = int(limit_for(attempt))
+    return (
+        f"The {limit // 60}:{limit % 60:02d} clock on this interview trace had run out when your "
+        "answer arrived, so it was not recorded: the report counts the trace as out of time, "
+        "with no answer."
+    )
+
+
 def answer_too_late_notice(attempt: Attempt) -> str | None:
     """What a learner whose answer reaches an attempt already closed without one is told (the
     answer is not graded: the attempt was scored as a miss when it closed); None when the attempt
@@ -91,6 +102,10 @@ def answer_too_late_notice(attempt: Attempt) -> str | None:
         return None
     why = CLOSED_BEFORE_ANSWER.get(attempt.closed, "it had already been closed")
     what = "trial" if attempt.kind == Attempt.Kind.CONTRAST else "drill"
+    if attempt.kind == Attempt.Kind.INTERVIEW:
+        what = "interview trace"
+        if attempt.closed == "expired":
+            why = "its clock ran out before an answer arrived"
     return (
         f"This {what} was already closed ({why}), so the answer you just sent was not recorded; "
         "it counts as a miss."
@@ -124,6 +139,25 @@ def _refuse_a_second_open_attempt(user) -> None:
     current = open_attempt(user)
     if current is not None:
         raise DrillInProgress(current)
+
+
+class InterviewUnderWay(Exception):
+    """The learner has a mock interview under way: no other drill is dealt until it ends. Its
+    grades wait for its end (``held_for_interview``); a drill dealt between its traces would
+    review the same cards in between, and its deal (a contrast trial above all) would follow
+    from what the interview's answers had changed."""
+
+    def __init__(self, interview: MockInterview):
+        super().__init__("a mock interview is under way")
+        self.interview = interview
+
+
+def interview_under_way(user) -> MockInterview | None:
+    return (
+        MockInterview.objects.filter(user=user, finished_at__isnull=True)
+        .order_by("-started_at")
+        .first()
+    )
 
 
 class TooManyDrills(Exception):
@@ -294,7 +328,8 @@ def start_on_trace(user, trace, *, kind: str, item: str = "") -> Attempt:
 def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
     """The learner's drill: the open attempt resumed (whatever mode was asked for), or a new one.
 
-    Returns (attempt, dealt_now). An expired timed attempt is closed as a miss first. Concurrent
+    Returns (attempt, dealt_now), or raises ``InterviewUnderWay`` rather than deal one while a
+    mock interview is under way. An expired timed attempt is closed as a miss first. Concurrent
     calls by one learner serialise on the learner's profile row (PostgreSQL) and, everywhere, on
     the one-open-attempt constraint: the loser of a race resumes the winner's attempt. Changing
     the mode never deals a new trace; only an explicit abandon closes the open attempt.
@@ -320,6 +355,11 @@ def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
             since = now - timedelta(hours=1)
             if sum(1 for _s, served, _sub, _k in latest if served >= since) >= cap:
                 raise TooManyDrills
+            # An interview holds grades once a trace of it is dealt (and none is dealt after it).
+            if any(kind == Attempt.Kind.INTERVIEW for _s, _served, _sub, kind in latest):
+                interview = interview_under_way(user)
+                if interview is not None:
+                    raise InterviewUnderWay(interview)
             # One query for the scenario cards and the confused pairs' cards.
             held = Card.objects.filter(user=user, kind__in=[Card.Kind.SCENARIO, Card.Kind.PAIR])
             scenario_cards: dict[str, Card] = {}
@@ -359,35 +399,39 @@ def close_attempt(attempt: Attempt, reason: str) -> Attempt:
         locked = Attempt.objects.select_for_update().get(pk=attempt.pk)
         if locked.submitted_at is not None:
             return locked
-        locked.submitted_at = now
-        locked.closed = reason
-        on_clock = clock_elapsed_s(locked, now)
-        locked.elapsed_s = closed_clock_s(locked, on_clock)
-        locked.scenario_correct = False
-        locked.measurement_correct = False
-        locked.fix_correct = False
-        locked.win_correct = False
-        locked.over_time = locked.mode != Attempt.Mode.PRACTICE and is_over_time(
-            on_clock, limit_for(locked)
-        )
-        miss = scheduling.Grade(
-            scenario_correct=False,
-            measurement_correct=False,
-            fix_correct=False,
-            win_correct=False,
-            elapsed_s=locked.elapsed_s,
-            over_time=locked.over_time,
-            practice=locked.mode == Attempt.Mode.PRACTICE,
-            trial=locked.kind == Attempt.Kind.CONTRAST,
-        )
-        locked.rating = int(scheduling.rating_for(miss))  # Again: the scenario was not named
-        locked.counted = scheduling.counts_for_schedule(miss)
-        fixed.queue_twin(locked, now)
-        locked.save()
-        summaries.record_attempt(locked)
-        cards.apply_trace_attempt(locked, miss, when=now)
-        contrast.queue_trial_for(locked)
+        _close_locked(locked, reason, now)
     return locked
+
+
+def _close_locked(locked: Attempt, reason: str, now: datetime) -> None:
+    """``close_attempt`` on the attempt already locked (and open) in the caller's transaction."""
+    locked.submitted_at = now
+    locked.closed = reason
+    on_clock = clock_elapsed_s(locked, now)
+    locked.elapsed_s = closed_clock_s(locked, on_clock)
+    locked.scenario_correct = False
+    locked.measurement_correct = False
+    locked.fix_correct = False
+    locked.win_correct = False
+    locked.over_time = locked.mode != Attempt.Mode.PRACTICE and is_over_time(
+        on_clock, limit_for(locked)
+    )
+    miss = scheduling.Grade(
+        scenario_correct=False,
+        measurement_correct=False,
+        fix_correct=False,
+        win_correct=False,
+        elapsed_s=locked.elapsed_s,
+        over_time=locked.over_time,
+        practice=locked.mode == Attempt.Mode.PRACTICE,
+        trial=locked.kind == Attempt.Kind.CONTRAST,
+    )
+    locked.rating = int(scheduling.rating_for(miss))  # Again: the scenario was not named
+    locked.counted = scheduling.counts_for_schedule(miss)
+    fixed.queue_twin(locked, now)
+    locked.save()
+    if not held_for_interview(locked):
+        record_grade(locked, miss)
 
 
 def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, bool]:
@@ -404,6 +448,12 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
             .get(pk=attempt.pk)
         )
         if locked.submitted_at is not None:
+            return locked, False
+        if locked.kind == Attempt.Kind.INTERVIEW and is_expired(locked, now):
+            # An interview trace answers under its clock or not at all: past it (and the
+            # network grace) it closes as expired, keeping only the clock's time, and the
+            # answer is not graded (``late_interview_answer_notice`` tells the learner).
+            _close_locked(locked, "expired", now)
             return locked, False
         elapsed = clock_elapsed_s(locked, now)
         practice = locked.mode == Attempt.Mode.PRACTICE
@@ -440,10 +490,35 @@ def submit_diagnosis(attempt: Attempt, diagnosis: Diagnosis) -> tuple[Attempt, b
         locked.counted = scheduling.counts_for_schedule(result)
         fixed.queue_twin(locked, now)
         locked.save()
-        summaries.record_attempt(locked)
-        cards.apply_trace_attempt(locked, result, when=now)
-        contrast.queue_trial_for(locked)
+        if not held_for_interview(locked):
+            record_grade(locked, result)
     return locked, True
+
+
+def held_for_interview(locked: Attempt) -> bool:
+    """Inside the transaction that grades ``locked``: whether its grade waits for the end of its
+    mock interview before it counts anywhere (the dashboard's counters, the scheduling cards, a
+    contrast trial). Mid-interview, any number that moved would name the answer of the trace
+    just answered, and whether it was right; ``drills.interview.services.end`` records the
+    interview's grades when it ends. Locks the interview row, so an interview ending at the
+    same moment either sees this grade stored or has ended before it is decided here."""
+    if locked.kind != Attempt.Kind.INTERVIEW or locked.interview_id is None:
+        return False
+    interview = MockInterview.objects.select_for_update().get(pk=locked.interview_id)
+    return interview.grades_held and not interview.is_finished
+
+
+def record_grade(locked: Attempt, grade: scheduling.GradeLike | None = None) -> None:
+    """What a stored grade changes outside its attempt, inside the transaction that stores it
+    (or, for a mock interview's trace, the one that ends the interview): the summary counters,
+    the scheduling cards (reviewed at the grade's own time, as ``rebuild_cards`` replays them)
+    and the contrast trial a confusion calls for."""
+    assert locked.submitted_at is not None
+    if grade is None:
+        grade = cards.stored_grade({f: getattr(locked, f) for f in cards.REPLAY_FIELDS})
+    summaries.record_attempt(locked)
+    cards.apply_trace_attempt(locked, grade, when=locked.submitted_at)
+    contrast.queue_trial_for(locked)
 
 
 def graded_key(trace) -> dict:

@@ -9,6 +9,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.http import SignedInRequest
+from drills.interview import services as interviews
 from drills.models import Attempt
 from drills.trainer import fixed, reveal, services
 from drills.trainer.forms import DiagnosisForm, StartForm
@@ -49,7 +50,14 @@ def next_drill(request: SignedInRequest) -> HttpResponse:
         messages.error(request, "Unknown drill mode.")
         return redirect("trainer:home")
     try:
-        attempt, _ = services.next_drill(request.user, form.cleaned_data["mode"])
+        attempt = _next_drill(request.user, form.cleaned_data["mode"])
+    except services.InterviewUnderWay as busy:
+        messages.info(
+            request,
+            "Your mock interview is still under way: finish it first. Its traces come one after "
+            "another, and no other drill is dealt until its report.",
+        )
+        return _redirect(request, reverse("interview:detail", args=[busy.interview.pk]))
     except services.TooManyDrills:
         messages.error(
             request,
@@ -66,6 +74,25 @@ def next_drill(request: SignedInRequest) -> HttpResponse:
         response["HX-Push-Url"] = attempt_url(attempt)
         return response
     return redirect(attempt_url(attempt))
+
+
+def _next_drill(user, mode: str) -> Attempt:
+    """``services.next_drill``, after ending a mock interview left open past its hour."""
+    try:
+        attempt, _ = services.next_drill(user, mode)
+    except services.InterviewUnderWay as busy:
+        if not interviews.finish_if_done(busy.interview):
+            raise
+        attempt, _ = services.next_drill(user, mode)
+    return attempt
+
+
+def _redirect(request: SignedInRequest, url: str) -> HttpResponse:
+    if request.htmx:
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
 
 
 def attempt_url(attempt: Attempt) -> str:
@@ -123,7 +150,9 @@ def submit_diagnosis(request: SignedInRequest, attempt_id) -> HttpResponse:
         if request.htmx:
             return _form_errors(request, attempt, form)
         return _attempt_page(request, attempt, form, status=400)
-    attempt, _ = services.submit_diagnosis(attempt, form.diagnosis())
+    attempt, graded_now = services.submit_diagnosis(attempt, form.diagnosis())
+    if not graded_now and attempt.closed:  # an interview trace answered past its clock
+        messages.warning(request, services.late_interview_answer_notice(attempt))
     return _after_submit(request, attempt)
 
 

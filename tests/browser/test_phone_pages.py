@@ -175,14 +175,36 @@ def test_long_unbroken_names_wrap_on_a_phone(browser, live_server, people, make_
     Membership.objects.create(cohort=cohort, user=learner)
     with transaction.atomic():
         make_attempt(learner, "straggler", "bandwidth-bound-collective")
+    # The lifecycle pages: changing an assignment's dates, an archived cohort (the instructor's
+    # "Archived" table, its page's note), the learner's "Leave?" page.
+    wset = WalkthroughSet.objects.update_or_create(
+        slug="lookalikes_and_their_signatures_in_one_unbroken_title",
+        defaults={"title": "lookalikes_and_their_signatures_in_one_unbroken_title",
+                  "walkthroughs": ["walkthrough-straggler-vs-bandwidth"]},
+    )[0]  # fmt: skip
+    assignment = Assignment.objects.create(
+        cohort=cohort, walkthrough_set=wset, due_at=timezone.now() + timedelta(days=3)
+    )
+    archived = Cohort.objects.create(
+        name="perf_engineering_bootcamp_2025_autumn_finished",
+        created_by=teacher,
+        archived_at=timezone.now(),
+    )
+    archived.instructors.add(teacher)
     pages = {
         "teacher": [
             "/cohorts/",
             f"/cohorts/{cohort.pk}/",
             f"/cohorts/{cohort.pk}/learners/{learner.pk}/",
             f"/cohorts/{cohort.pk}/assign/",
+            f"/cohorts/{cohort.pk}/assignments/{assignment.pk}/edit/",
+            f"/cohorts/{archived.pk}/",
         ],
-        learner.username: ["/cohorts/", f"/cohorts/join/{cohort.join_code}/"],
+        learner.username: [
+            "/cohorts/",
+            f"/cohorts/join/{cohort.join_code}/",
+            f"/cohorts/{cohort.pk}/leave/",
+        ],
     }
     too_wide = {}
     for username, urls in pages.items():

@@ -91,7 +91,9 @@ def test_roster_is_paged_and_every_learner_is_reachable(client, people, roster):
     assert learners_on(client.get(base + "?page=99").content.decode()) == ["hal"]  # the last
     assert learners_on(client.get(base + "?page=x").content.decode()) == ["cat", "dan"]
     # The CSV export has every learner, whatever the page size.
-    table = list(csv.reader(io.StringIO(client.get(base + "export.csv").content.decode())))
+    table = list(
+        csv.reader(io.StringIO(client.get(base + "export.csv").content.decode("utf-8-sig")))
+    )
     assert [r[0] for r in table[1:]] == NAMES
 
 

@@ -182,7 +182,7 @@ def test_create_join_assign_and_see_it_everywhere(client, people, wset):
     assert 'data-learner="ada"' in page and 'data-learner="bob"' in page
     export = client.get(f"/cohorts/{cohort.pk}/export.csv")
     assert export.status_code == 200 and export["Content-Type"].startswith("text/csv")
-    table = list(csv.reader(io.StringIO(export.content.decode())))
+    table = list(csv.reader(io.StringIO(export.content.decode("utf-8-sig"))))
     body = {r[0]: dict(zip(table[0], r, strict=True)) for r in table[1:]}
     assert set(body) == {"ada", "bob"}
     assert body["ada"][f"lookalikes-test/{WALKS[0]}"] == "done"
@@ -210,7 +210,7 @@ def test_create_join_assign_and_see_it_everywhere(client, people, wset):
 
     # Raw attempts CSV and the read-only drill-down.
     raw = client.get(f"/cohorts/{cohort.pk}/attempts.csv")
-    raw_rows = list(csv.reader(io.StringIO(b"".join(raw.streaming_content).decode())))
+    raw_rows = list(csv.reader(io.StringIO(b"".join(raw.streaming_content).decode("utf-8-sig"))))
     assert raw_rows[0][0] == "username" and len(raw_rows) == 5
     learner_page = client.get(f"/cohorts/{cohort.pk}/learners/{people['ada'].pk}/")
     assert learner_page.status_code == 200 and 'data-scenario-row="straggler"' in (
@@ -269,7 +269,8 @@ def test_list_page_per_role(client, people, cohort):
     as_user(client, people["ada"])
     page = client.get("/cohorts/").content.decode()
     assert "Spring perf" in page and 'action="/cohorts/new/"' not in page
-    assert f"/cohorts/{cohort.pk}/" not in page
+    assert f'href="/cohorts/{cohort.pk}/"' not in page  # no link to the instructors' page
+    assert f'action="/cohorts/{cohort.pk}/leave/"' in page  # but a way out
     as_user(client, people["stranger"])
     assert "Spring perf" not in client.get("/cohorts/").content.decode()
 
@@ -289,6 +290,11 @@ COHORT_URLS = [
     ("post", "/cohorts/{c}/regenerate-code/"),
     ("post", "/cohorts/{c}/assignments/{a}/extensions/"),
     ("post", "/cohorts/{c}/assignments/{a}/extensions/{e}/delete/"),
+    ("post", "/cohorts/{c}/archive/"),
+    ("post", "/cohorts/{c}/unarchive/"),
+    ("get", "/cohorts/{c}/assignments/{a}/edit/"),
+    ("post", "/cohorts/{c}/assignments/{a}/edit/"),
+    ("post", "/cohorts/{c}/assignments/{a}/delete/"),
 ]
 
 
@@ -615,7 +621,7 @@ def _drill_parts(client, cohort) -> tuple[str, str]:
     page = re.sub(r'(name="csrfmiddlewaretoken" value=")[^"]*', r"\1", page)
     page = re.sub(r'("x-csrftoken": ")[^"]*', r"\1", page)
     page = re.sub(r'nonce="[^"]*"', 'nonce=""', page)
-    return client.get(f"/cohorts/{cohort.pk}/export.csv").content.decode(), page
+    return client.get(f"/cohorts/{cohort.pk}/export.csv").content.decode("utf-8-sig"), page
 
 
 def test_cached_drill_numbers_equal_fresh_ones_after_every_change(

@@ -105,14 +105,16 @@ def test_five_traces_then_a_report_whose_numbers_are_the_attempts(learner_client
 def test_interview_traces_are_drills_in_every_other_respect(learner_client, learner, scripted):
     interview = run_interview(learner_client)
     assert Attempt.objects.filter(user=learner, kind=Attempt.Kind.INTERVIEW).count() == 5
-    card = Card.objects.get(user=learner, kind=Card.Kind.SCENARIO, item="straggler")
-    assert card.reviews == 2
-    # Until the report is seen a trace's page leads to it; after it, each trace's own reveal.
+    # Until the report is seen a trace's page leads to it, and the grades wait with it; after
+    # it, each trace's own reveal, and the cards reviewed as a drill's are.
+    assert not Card.objects.filter(user=learner, kind=Card.Kind.SCENARIO).exists()
     attempt = Attempt.objects.filter(user=learner).first()
     assert learner_client.get(f"/drill/attempts/{attempt.pk}/")["Location"] == (
         f"/interview/{interview.pk}/"
     )
     learner_client.get(f"/interview/{interview.pk}/")
+    card = Card.objects.get(user=learner, kind=Card.Kind.SCENARIO, item="straggler")
+    assert card.reviews == 2
     assert 'id="reveal"' in learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
 
 
@@ -301,3 +303,94 @@ def test_no_reveal_of_an_answered_trace_before_the_interviews_end(learner_client
     assert response.status_code == 200 and "After the fix" in response.content.decode()
     trainer = learner_client.get("/drill/").content.decode()
     assert "Recent drills" in trainer and title_of(answered[0].scenario) in trainer
+
+
+def messages_on(html: str) -> list[str]:
+    found = re.search(r'<ul class="messages">(.*?)</ul>', html, re.S)
+    return (
+        [re.sub(r"\s+", " ", m).strip() for m in re.findall(r"<li[^>]*>(.*?)</li>", found[1])]
+        if found
+        else []
+    )
+
+
+def test_an_answer_past_the_traces_clock_is_not_graded_and_the_learner_is_told(
+    learner_client, scripted
+):
+    """An interview trace answered ten minutes after it was dealt was graded as if in time: the
+    report marked its sentences right. It closes as expired, as a drill left past its clock does
+    (only the clock's time kept), and the learner reads why their answer was not recorded."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from drills.trainer import services
+
+    url = learner_client.post("/interview/start/")["Location"]
+    location = learner_client.post(f"{url}next/")["Location"]
+    attempt = Attempt.objects.select_related("trace").get(pk=location.split("/")[3])
+    Attempt.objects.filter(pk=attempt.pk).update(served_at=timezone.now() - timedelta(minutes=10))
+
+    page = learner_client.post(
+        f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt), follow=True
+    )
+
+    assert page.redirect_chain[-1][0] == url
+    shown = messages_on(page.content.decode())
+    assert any("clock on this interview trace had run out" in m for m in shown), shown
+    assert any("not recorded" in m for m in shown), shown
+    attempt.refresh_from_db()
+    assert attempt.closed == "expired" and attempt.answer_scenario == ""
+    assert attempt.scenario_correct is False and attempt.over_time is True
+    assert attempt.elapsed_s == pytest.approx(services.time_limit_s() + 2.0)  # the clock's time
+    # A second send of the same answer says it was not recorded either.
+    again = learner_client.post(
+        f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt), HTTP_HX_REQUEST="true"
+    )
+    assert again.status_code == 204
+    shown = messages_on(learner_client.get(again["HX-Redirect"], follow=True).content.decode())
+    assert any("not recorded" in m and "interview trace" in m for m in shown), shown
+    # The report, at the end, counts it as out of time with no answer.
+    for _ in range(4):
+        location = learner_client.post(f"{url}next/")["Location"]
+        nxt = Attempt.objects.select_related("trace").get(pk=location.split("/")[3])
+        learner_client.post(f"/drill/attempts/{nxt.pk}/diagnosis/", right_answer(nxt))
+    html = learner_client.get(url).content.decode()
+    first = re.search(r'<tr class="interview-trace" data-n="1".*?</tr>', html, re.S)[0]
+    assert "no answer before the clock ran out" in first and "over time" in first
+    assert 'data-correct="yes"' not in first
+
+
+def test_an_answer_inside_the_clock_and_its_grace_is_graded(learner_client, scripted):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    url = learner_client.post("/interview/start/")["Location"]
+    location = learner_client.post(f"{url}next/")["Location"]
+    attempt = Attempt.objects.select_related("trace").get(pk=location.split("/")[3])
+    Attempt.objects.filter(pk=attempt.pk).update(served_at=timezone.now() - timedelta(seconds=115))
+    page = learner_client.post(
+        f"/drill/attempts/{attempt.pk}/diagnosis/", right_answer(attempt), follow=True
+    )
+    assert not any("not recorded" in m for m in messages_on(page.content.decode()))
+    attempt.refresh_from_db()
+    assert attempt.closed == "" and attempt.scenario_correct is True
+
+
+def test_a_trace_left_past_its_clock_is_closed_when_the_next_is_asked_for(learner_client, scripted):
+    """Asking for the next trace resumed a trace whose clock had run out, at 0:00, and took an
+    answer for it whenever it came."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    url = learner_client.post("/interview/start/")["Location"]
+    location = learner_client.post(f"{url}next/")["Location"]
+    Attempt.objects.filter(pk=location.split("/")[3]).update(
+        served_at=timezone.now() - timedelta(minutes=10)
+    )
+    page = learner_client.post(f"{url}next/", follow=True)
+    assert page.redirect_chain[-1][0] != location
+    assert any("clock ran out" in m for m in messages_on(page.content.decode()))
+    assert Attempt.objects.get(pk=location.split("/")[3]).closed == "expired"

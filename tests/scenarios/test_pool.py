@@ -77,3 +77,19 @@ def test_stored_row_round_trips_to_the_same_trace(no_refill):
     fresh = engine.generate("exposed-allreduce", 7)
     assert again.n_events == fresh.n_events == row.n_events
     assert engine.perfetto_bytes(again) == engine.perfetto_bytes(fresh)
+
+
+@pytest.mark.django_db
+def test_stock_an_earlier_engine_made_is_never_dealt_and_is_replaced(make_user, no_refill):
+    """After an engine change lands, the pool's unclaimed stock of the old generator was dealt
+    until it ran out: traces whose events and keys the content and audits no longer describe."""
+    pool.refill("healthy", target=2)
+    old = set(Trace.objects.values_list("pk", flat=True))
+    Trace.objects.filter(pk__in=old).update(generator_version="0-old")
+    assert pool.stock()["healthy"] == 0
+    assert pool.claim(make_user(), "healthy") is None
+    assert pool.refill("healthy", target=2) == 2  # topped up beside the old rows, new seeds
+    taken = pool.claim(make_user(), "healthy")
+    assert taken is not None and taken.pk not in old
+    assert taken.generator_version == engine.GENERATOR_VERSION
+    assert Trace.objects.filter(pk__in=old, claimed_at__isnull=True).count() == 2
