@@ -178,18 +178,43 @@ def archived_assign_text(cohort: Cohort) -> str:
     )
 
 
-class AssignmentForm(forms.ModelForm):
-    walkthrough_set = forms.ModelChoiceField(
-        queryset=WalkthroughSet.objects.all(),
-        label="Walkthrough set",
-        empty_label="Choose a set…",
-        error_messages={"invalid_choice": "Choose one of the listed walkthrough sets."},
-    )
+class _DatesForm(forms.ModelForm):
+    """An assignment's due date and cut-off, and their rules (``clean_dates``): shared by the
+    form that assigns a set and the one that changes an assignment's dates."""
+
     due_at = _dt_field("Due (UTC)")
     cutoff_at = _dt_field(
         "Cut-off (UTC, optional)",
         required=False,
         help_text="Late work counts until the cut-off; after it, unread walkthroughs stay missing.",
+    )
+
+    def clean_dates(self, now: datetime, *, check_due: bool, renarration: bool, why: str) -> None:
+        """A due date after now (``check_due``: one given or moved; a due date left as it was may
+        have passed) and, with re-narration, at least its lead away; a cut-off not before the
+        due date. ``why`` opens the re-narration refusal."""
+        due, cutoff = self.cleaned_data.get("due_at"), self.cleaned_data.get("cutoff_at")
+        if due is not None and check_due:
+            earliest = earliest_renarration_due(now)
+            if due <= now:
+                self.add_error("due_at", "The due date is in the past: pick a time after now.")
+            elif renarration and due < earliest:
+                lead = span_text(RENARRATION_LEAD)
+                self.add_error(
+                    "due_at",
+                    f"{why}each walkthrough comes back {lead} after it is read: pick a due date "
+                    f"at least {lead} away, {utc_text(earliest)} or later.",
+                )
+        if due is not None and cutoff is not None and cutoff < due:
+            self.add_error("cutoff_at", "The cut-off must be on or after the due date.")
+
+
+class AssignmentForm(_DatesForm):
+    walkthrough_set = forms.ModelChoiceField(
+        queryset=WalkthroughSet.objects.all(),
+        label="Walkthrough set",
+        empty_label="Choose a set…",
+        error_messages={"invalid_choice": "Choose one of the listed walkthrough sets."},
     )
     goal = forms.ChoiceField(
         choices=Assignment.Goal.choices,
@@ -233,20 +258,8 @@ class AssignmentForm(forms.ModelForm):
         super().clean()
         data = self.cleaned_data
         now = timezone.now()
-        due, cutoff = data.get("due_at"), data.get("cutoff_at")
-        if due is not None and due <= now:
-            self.add_error("due_at", "The due date is in the past: pick a time after now.")
-        elif due is not None and data.get("renarration"):
-            earliest = earliest_renarration_due(now)
-            if due < earliest:
-                lead = span_text(RENARRATION_LEAD)
-                self.add_error(
-                    "due_at",
-                    f"With re-narration, each walkthrough comes back {lead} after it is read: "
-                    f"pick a due date at least {lead} away, {utc_text(earliest)} or later.",
-                )
-        if due is not None and cutoff is not None and cutoff < due:
-            self.add_error("cutoff_at", "The cut-off must be on or after the due date.")
+        renarration = bool(data.get("renarration"))
+        self.clean_dates(now, check_due=True, renarration=renarration, why="With re-narration, ")
         goal = data.get("goal") or ""
         if goal == Assignment.Goal.RETENTION and self._left_blank("goal_retention"):
             self.add_error("goal_retention", "Give the retrievability target X for this goal.")
@@ -334,18 +347,11 @@ class AssignmentForm(forms.ModelForm):
         return assignment
 
 
-class AssignmentDatesForm(forms.ModelForm):
+class AssignmentDatesForm(_DatesForm):
     """A new due date and cut-off for an assignment already made, under the rules of
     ``AssignmentForm``: a due date moved must be after now (and, with re-narration, far enough
     away), the cut-off not before the due date, and the set not open twice in the cohort. A due
     date left as it was is kept even when it has passed (to move only the cut-off)."""
-
-    due_at = _dt_field("Due (UTC)")
-    cutoff_at = _dt_field(
-        "Cut-off (UTC, optional)",
-        required=False,
-        help_text="Late work counts until the cut-off; after it, unread walkthroughs stay missing.",
-    )
 
     class Meta:
         model = Assignment
@@ -360,22 +366,14 @@ class AssignmentDatesForm(forms.ModelForm):
         super().clean()
         data = self.cleaned_data
         now = timezone.now()
-        due, cutoff = data.get("due_at"), data.get("cutoff_at")
+        due = data.get("due_at")
         moved = due is not None and due != self.was_due
-        if due is None or not moved:
-            pass
-        elif due <= now:
-            self.add_error("due_at", "The due date is in the past: pick a time after now.")
-        elif self.instance.renarration and due < earliest_renarration_due(now):
-            lead = span_text(RENARRATION_LEAD)
-            self.add_error(
-                "due_at",
-                f"This assignment asks for re-narration: each walkthrough comes back {lead} after "
-                f"it is read, so pick a due date at least {lead} away, "
-                f"{utc_text(earliest_renarration_due(now))} or later.",
-            )
-        if due is not None and cutoff is not None and cutoff < due:
-            self.add_error("cutoff_at", "The cut-off must be on or after the due date.")
+        self.clean_dates(
+            now,
+            check_due=moved,
+            renarration=self.instance.renarration,
+            why="This assignment asks for re-narration, so ",
+        )
         if moved and "due_at" not in self.errors:
             self._refuse_second_open(now)
         return data
