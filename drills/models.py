@@ -297,6 +297,12 @@ class Card(models.Model):
         return f"{self.user_id}:{self.kind}:{self.item}"
 
 
+class MockInterviewQuerySet(models.QuerySet["MockInterview"]):
+    def unfinished_for(self, user) -> MockInterview | None:
+        """The learner's interview under way (the newest, were there two), or None."""
+        return self.filter(user=user, finished_at__isnull=True).order_by("-started_at").first()
+
+
 class MockInterview(models.Model):
     """Five traces in a row under the clock, five sentences each, then a report.
 
@@ -316,6 +322,8 @@ class MockInterview(models.Model):
         help_text="Its traces' grades count (counters, cards) only when it ends; false for "
         "interviews started before grades waited, whose traces counted as they were graded.",
     )
+
+    objects = MockInterviewQuerySet.as_manager()
 
     def __str__(self) -> str:
         return f"interview {self.id}"

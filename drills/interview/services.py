@@ -4,11 +4,11 @@ Each trace is an ordinary timed trainer attempt (claimed from the pool, graded b
 of kind ``interview`` tied to its session, so it schedules, counts and exports like any drill —
 once the interview has ended. Until then its grades stay on its attempts: the dashboard's
 counters, the scheduling cards, the contrast trials and every list of answers take them when it
-ends (``end``), so no page outside the interview moves while it is under way (a row that moved
-would name the answer of the trace just answered). It ends when the report is reached after the
-fifth trace, or when it has been open ``OPEN_FOR`` (it ends where it stands). No other drill is
-dealt while one is under way (``drills.trainer.services.InterviewUnderWay``). The report is
-computed from the stored attempts and nothing else.
+ends (``finish_if_done``), so no page outside the interview moves while it is under way (a row
+that moved would name the answer of the trace just answered). It ends when the report is
+reached after the fifth trace, or when it has been open ``OPEN_FOR`` (it ends where it stands).
+No other drill is dealt while one is under way (``drills.trainer.services.InterviewUnderWay``).
+The report is computed from the stored attempts and nothing else.
 """
 
 from __future__ import annotations
@@ -38,11 +38,7 @@ def is_past_its_hour(interview: MockInterview, now: datetime) -> bool:
 
 
 def unfinished(user) -> MockInterview | None:
-    return (
-        MockInterview.objects.filter(user=user, finished_at__isnull=True)
-        .order_by("-started_at")
-        .first()
-    )
+    return MockInterview.objects.unfinished_for(user)
 
 
 def start(user, now: datetime | None = None) -> MockInterview:

@@ -85,7 +85,7 @@ CLOSED_BEFORE_ANSWER = {
 
 def late_interview_answer_notice(attempt: Attempt) -> str:
     """What a learner whose answer to a mock interview's trace arrived after its clock had run
-    out is told (``submit_diagnosis`` closed the trace as expired instead of grading it)."""
+    out is told (``submit_diagnosis``, or the deal of the next trace, closed it as expired)."""
     limit = int(limit_for(attempt))
     return (
         f"The {limit // 60}:{limit % 60:02d} clock on this interview trace had run out when your "
@@ -100,12 +100,10 @@ def answer_too_late_notice(attempt: Attempt) -> str | None:
     holds a graded answer (a second click of the same submit) or is still open."""
     if attempt.submitted_at is None or not attempt.closed:
         return None
+    if attempt.kind == Attempt.Kind.INTERVIEW and attempt.closed == "expired":
+        return late_interview_answer_notice(attempt)
     why = CLOSED_BEFORE_ANSWER.get(attempt.closed, "it had already been closed")
-    what = "trial" if attempt.kind == Attempt.Kind.CONTRAST else "drill"
-    if attempt.kind == Attempt.Kind.INTERVIEW:
-        what = "interview trace"
-        if attempt.closed == "expired":
-            why = "its clock ran out before an answer arrived"
+    what = {"contrast": "trial", "interview": "interview trace"}.get(str(attempt.kind), "drill")
     return (
         f"This {what} was already closed ({why}), so the answer you just sent was not recorded; "
         "it counts as a miss."
@@ -150,14 +148,6 @@ class InterviewUnderWay(Exception):
     def __init__(self, interview: MockInterview):
         super().__init__("a mock interview is under way")
         self.interview = interview
-
-
-def interview_under_way(user) -> MockInterview | None:
-    return (
-        MockInterview.objects.filter(user=user, finished_at__isnull=True)
-        .order_by("-started_at")
-        .first()
-    )
 
 
 class TooManyDrills(Exception):
@@ -357,7 +347,7 @@ def next_drill(user, mode: str = Attempt.Mode.TIMED) -> tuple[Attempt, bool]:
                 raise TooManyDrills
             # An interview holds grades once a trace of it is dealt (and none is dealt after it).
             if any(kind == Attempt.Kind.INTERVIEW for _s, _served, _sub, kind in latest):
-                interview = interview_under_way(user)
+                interview = MockInterview.objects.unfinished_for(user)
                 if interview is not None:
                     raise InterviewUnderWay(interview)
             # One query for the scenario cards and the confused pairs' cards.
@@ -499,9 +489,9 @@ def held_for_interview(locked: Attempt) -> bool:
     """Inside the transaction that grades ``locked``: whether its grade waits for the end of its
     mock interview before it counts anywhere (the dashboard's counters, the scheduling cards, a
     contrast trial). Mid-interview, any number that moved would name the answer of the trace
-    just answered, and whether it was right; ``drills.interview.services.end`` records the
-    interview's grades when it ends. Locks the interview row, so an interview ending at the
-    same moment either sees this grade stored or has ended before it is decided here."""
+    just answered, and whether it was right; ``drills.interview.services.finish_if_done``
+    records the interview's grades when it ends. Locks the interview row, so an interview ending
+    at the same moment either sees this grade stored or has ended before it is decided here."""
     if locked.kind != Attempt.Kind.INTERVIEW or locked.interview_id is None:
         return False
     interview = MockInterview.objects.select_for_update().get(pk=locked.interview_id)

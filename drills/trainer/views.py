@@ -88,6 +88,7 @@ def _next_drill(user, mode: str) -> Attempt:
 
 
 def _redirect(request: SignedInRequest, url: str) -> HttpResponse:
+    """A redirect an htmx request follows too (it would swap the target page into the form)."""
     if request.htmx:
         response = HttpResponse(status=204)
         response["HX-Redirect"] = url
@@ -151,8 +152,9 @@ def submit_diagnosis(request: SignedInRequest, attempt_id) -> HttpResponse:
             return _form_errors(request, attempt, form)
         return _attempt_page(request, attempt, form, status=400)
     attempt, graded_now = services.submit_diagnosis(attempt, form.diagnosis())
-    if not graded_now and attempt.closed:  # an interview trace answered past its clock
-        messages.warning(request, services.late_interview_answer_notice(attempt))
+    # not graded: an interview trace answered past its clock, or closed in another tab meanwhile
+    if not graded_now and (notice := services.answer_too_late_notice(attempt)):
+        messages.warning(request, notice)
     return _after_submit(request, attempt)
 
 
@@ -164,12 +166,7 @@ def _answer_too_late(request: SignedInRequest, attempt: Attempt) -> HttpResponse
     if notice is None:
         return None
     messages.warning(request, notice)
-    url = attempt_url(attempt)
-    if request.htmx:
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+    return _redirect(request, attempt_url(attempt))
 
 
 def _form_errors(request: HttpRequest, attempt: Attempt, form: DiagnosisForm) -> HttpResponse:
@@ -202,11 +199,7 @@ def _follow_up_url(attempt: Attempt) -> str | None:
 def _after_submit(request: SignedInRequest, attempt: Attempt) -> HttpResponse:
     follow = _follow_up_url(attempt)
     if follow is not None:
-        if request.htmx:
-            response = HttpResponse(status=204)
-            response["HX-Redirect"] = follow
-            return response
-        return redirect(follow)
+        return _redirect(request, follow)
     if request.htmx:
         return _attempt_page(request, attempt, None, partial=True)
     return redirect(attempt_url(attempt))
