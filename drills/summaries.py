@@ -65,8 +65,8 @@ Contribution = tuple[type[models.Model], tuple[Any, ...], dict[str, int]]
 # Sent (``user_id``; ``n``, the learner's new ``StatsVersion.n``; ``attempt``, the graded
 # Attempt or MathAttempt) in the transaction of every live grade, after the learner's counters
 # moved on: the stored dashboard numbers are patched by it there (``drills.stats.snapshot``),
-# and what is drawn from them is drawn again for the new state once it commits
-# (``drills.stats.warm``). A rebuild sends nothing (it may touch every learner).
+# and what is drawn from them is drawn again for the new state once it commits, in the same
+# request (``drills.stats.warm``). A rebuild sends nothing (it may touch every learner).
 graded = Signal()
 
 

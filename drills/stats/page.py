@@ -1,13 +1,13 @@
 """The dashboard's body drawn in Python from the learner's numbers (the rest of the page, around
 it, is ``templates/drills/dashboard.html``).
 
-The first view after a grade (before the worker has drawn the new state, ``drills.stats.warm``)
-draws this body itself: through the template engine, a few hundred variable lookups, escapes and
-number localisations were most of that view. The markup is the one the template partial printed,
-byte for byte (the tests read its ``data-`` rows, KPIs and cells; ``static/`` styles it); every
-text value is escaped, numbers print as the template printed them (``str``: no thousands
-separator) and dates through the template's own ``date`` filter. Each ``LIVE`` marks a row's card
-columns, filled on every view (``views.card_cells``).
+The grading request draws this body for the learner's new state (``drills.stats.warm``), and a view
+that finds no drawing draws it itself. Through the template engine, a few hundred variable lookups,
+escapes and number localisations were most of that drawing. The markup is the one the template
+partial printed, byte for byte (the tests read its ``data-`` rows, KPIs and cells; ``static/``
+styles it); every text value is escaped, numbers print as the template printed them (``str``: no
+thousands separator) and dates through the template's own ``date`` filter. Each ``LIVE`` marks a
+row's card columns, filled on every view (``views.card_cells``).
 """
 
 from __future__ import annotations

@@ -227,8 +227,10 @@ def test_a_card_of_a_family_never_answered_still_gets_its_row(learner_client, le
 
 
 def test_a_grade_draws_the_next_dashboard_before_it_is_viewed(
-    learner_client, learner, no_refill, tasks_inline, django_capture_on_commit_callbacks
+    learner_client, learner, no_refill, django_capture_on_commit_callbacks
 ):
+    """No worker is needed: the grading request itself draws the new state once it commits, so
+    a learner who goes from the reveal straight to the dashboard finds the page drawn."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -253,9 +255,7 @@ def test_a_grade_draws_the_next_dashboard_before_it_is_viewed(
     assert body(learner_client) == page
 
 
-def test_a_math_answer_draws_ahead_too(
-    learner_client, learner, tasks_inline, django_capture_on_commit_callbacks
-):
+def test_a_math_answer_draws_ahead_too(learner_client, learner, django_capture_on_commit_callbacks):
     save_all([build(learner, S, S, timezone.now() - timedelta(hours=1))])
     body(learner_client)
     with django_capture_on_commit_callbacks(execute=True):
@@ -269,7 +269,7 @@ def test_a_math_answer_draws_ahead_too(
 
 
 def test_a_learner_who_never_looks_costs_no_drawing(
-    learner_client, learner, no_refill, tasks_inline, django_capture_on_commit_callbacks
+    learner_client, learner, no_refill, django_capture_on_commit_callbacks
 ):
     cache.delete(cached.viewer_key(learner.pk))
     with django_capture_on_commit_callbacks(execute=True):
@@ -296,3 +296,25 @@ def test_the_views_one_read_of_key_and_cards_is_what_the_orm_reads(people):
     assert set(cards[0]) == {S, "healthy"} and set(cards[1]) == {"busbw"}
     assert timezone.is_aware(cards[1]["busbw"][1])
     assert cached.key_and_cards(bob, now) == (None, dashboard.cards_of(bob))
+
+
+def test_a_drawing_that_fails_loses_no_grade_and_the_view_draws_it(
+    learner_client, learner, no_refill, django_capture_on_commit_callbacks, monkeypatch
+):
+    """The drawing runs in the grading request after the commit: if it breaks, the learner's
+    answer is still graded and shown, and the next dashboard view draws the page itself."""
+    from drills.stats import warm
+
+    drill(learner_client)
+    assert kpi(body(learner_client), "graded") == "1"
+
+    def broken(user_id: int) -> bool:
+        raise RuntimeError("cache down")
+
+    monkeypatch.setattr(warm, "warm", broken)
+    with django_capture_on_commit_callbacks(execute=True):
+        second = drill(learner_client)
+    assert second.scenario_correct is True
+    key = cached.key_of(learner, timezone.now())
+    assert cached.part(key, "page") is None
+    assert kpi(body(learner_client), "graded") == "2"
