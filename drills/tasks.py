@@ -1,4 +1,5 @@
-"""The drills' background work (``scenarios.background`` sends these once a grade commits).
+"""The drills' background work (``scenarios.background`` sends these once a grade commits; Celery
+beat runs ``end_interviews_past_their_hour``).
 
 All are idempotent, so a redelivery (``acks_late``: a worker lost mid-task) is harmless.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from drills.contrast import services as contrast
+from drills.interview import services as interviews
 from drills.stats import warm
 from drills.trainer import fixed
 
@@ -26,3 +28,10 @@ def prepare_trial(user_id: int, pair: str) -> bool:
 @shared_task(name=warm.WARM_TASK, acks_late=True, reject_on_worker_lost=True)
 def warm_dashboard(user_id: int) -> bool:
     return warm.warm(user_id)
+
+
+@shared_task(name=interviews.END_TASK)
+def end_interviews_past_their_hour() -> int:
+    """Celery beat, every 5 minutes: an interview left open past its hour ends without waiting
+    for the learner to come back. Idempotent."""
+    return interviews.end_those_past_their_hour()

@@ -276,6 +276,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "cohorts.tasks.send_due_reminders",
         "schedule": 3600.0,
     },
+    # A mock interview left open past its hour ends unattended (else on the learner's return).
+    "end-interviews-past-their-hour": {
+        "task": "drills.tasks.end_interviews_past_their_hour",
+        "schedule": 300.0,
+    },
 }
 
 

@@ -13,6 +13,7 @@ The report is computed from the stored attempts and nothing else.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,10 +28,14 @@ from drills.trainer import services as trainer
 from scenarios import pool
 from scenarios.engine.catalog import lookalike_of, title_of
 
+log = logging.getLogger(__name__)
+
 # How long an interview stays open: five traces in a row, with a pause between them if need be,
 # not a day. Past it, the interview ends where it stands (a trace still on its clock first runs
 # out), and its grades count from then on.
 OPEN_FOR = timedelta(hours=1)
+# The Celery beat job that ends interviews left open past their hour (every 5 minutes).
+END_TASK = "drills.tasks.end_interviews_past_their_hour"
 
 
 def is_past_its_hour(interview: MockInterview, now: datetime) -> bool:
@@ -124,6 +129,24 @@ def finish_if_done(interview: MockInterview, now: datetime | None = None) -> boo
                     trainer.record_grade(attempt)
         interview.finished_at = locked.finished_at
     return True
+
+
+def end_those_past_their_hour(now: datetime | None = None) -> int:
+    """End, unattended, every unfinished interview open past its hour (``finish_if_done``, under
+    the row lock the learner's own requests take: whichever comes first ends it and records its
+    grades, the other finds it ended). One whose last trace is still on its clock waits for that
+    clock, as it would for the learner; one within its hour is left alone. Returns how many ended
+    now. The Celery beat job ``drills.tasks.end_interviews_past_their_hour``; without a worker
+    (embedded mode) an interview ends on the learner's next request, as before."""
+    now = now or timezone.now()
+    due = MockInterview.objects.filter(finished_at__isnull=True, started_at__lte=now - OPEN_FOR)
+    ended = 0
+    for interview in due.order_by("started_at"):
+        try:
+            ended += finish_if_done(interview, now)
+        except Exception:  # one that fails is tried again on the next run; the others end
+            log.exception("interview %s: could not end it past its hour", interview.pk)
+    return ended
 
 
 SENTENCES = ("1", "2", "3", "4", "4b", "5", "5b")

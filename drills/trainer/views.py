@@ -152,21 +152,23 @@ def submit_diagnosis(request: SignedInRequest, attempt_id) -> HttpResponse:
             return _form_errors(request, attempt, form)
         return _attempt_page(request, attempt, form, status=400)
     attempt, graded_now = services.submit_diagnosis(attempt, form.diagnosis())
-    # not graded: an interview trace answered past its clock, or closed in another tab meanwhile
-    if not graded_now and (notice := services.answer_too_late_notice(attempt)):
-        messages.warning(request, notice)
+    # not graded: an interview trace answered past its clock, or closed meanwhile (in another
+    # tab, or by its interview's end) while this answer was on its way
+    if not graded_now and (late := _answer_too_late(request, attempt)):
+        return late
     return _after_submit(request, attempt)
 
 
 def _answer_too_late(request: SignedInRequest, attempt: Attempt) -> HttpResponse | None:
     """An answer sent to an attempt closed without one (given up in another tab, closed as
-    expired): nothing is recorded, and the page says so. An htmx request reloads the page, since
-    the swapped-in reveal has no place for the message."""
+    expired): nothing is recorded, and the page the learner lands on says so (the interview's,
+    for a trace of one still under way). An htmx request reloads the page, since the swapped-in
+    reveal has no place for the message."""
     notice = services.answer_too_late_notice(attempt)
     if notice is None:
         return None
     messages.warning(request, notice)
-    return _redirect(request, attempt_url(attempt))
+    return _redirect(request, _follow_up_url(attempt) or attempt_url(attempt))
 
 
 def _form_errors(request: HttpRequest, attempt: Attempt, form: DiagnosisForm) -> HttpResponse:
