@@ -28,7 +28,9 @@ stored file; nothing is compressed per request.
 The root ``index.html`` goes out with one inline script added at the top of its head, which sets
 TraceTrack's defaults for Perfetto's own feature flags before the bundle reads them: the plugins
 that only find data in Android / Linux-kernel / profiler traces are off (``QUIET_PLUGINS``), so a
-trace load does not wait for their SQL probes. Perfetto's bundle itself is served unchanged.
+trace load does not wait for their SQL probes. The engine worker's bundle goes out with two
+checked substitutions so it compiles its WebAssembly streaming, which Chromium code-caches
+(``patch_engine``); the frontend bundle is served unchanged.
 """
 
 from __future__ import annotations
@@ -239,6 +241,11 @@ def precompress_all(progress: Callable[[str, int, int], None] | None = None) -> 
     if (index := site_index(root / "index.html")) is not None:
         for enc in available_encodings():
             precompress_file(index, index_rel(), enc)
+    # The engine bundle as served (compiling its wasm streaming), likewise.
+    for rel, engine in site_engines().items():
+        if engine is not None:
+            for enc in available_encodings():
+                precompress_file(engine, engine_rel(rel), enc)
     return raw_total, best_total
 
 
@@ -411,6 +418,92 @@ def site_index(source: Path) -> Path | None:
     return _store(target, html.encode(), "serving Perfetto's index without the plugin defaults")
 
 
+# ---- the engine worker, compiling its WebAssembly streaming ----------------------------------
+# Perfetto v52's engine worker (``engine_bundle.js``) fetches trace_processor.wasm with a
+# synchronous XHR and compiles the 11 MB of bytes with ``new WebAssembly.Module`` on every open,
+# warm cache or not. ``WebAssembly.compileStreaming(fetch(url))`` of a same-origin
+# ``application/wasm`` response is what Chromium keeps compiled code for (its wasm code cache),
+# so the served copy of the bundle compiles that way first and hands the module to Perfetto's
+# own instantiation. Two exact substitutions, each checked: Emscripten's synchronous
+# instantiation (once per wasm flavour) takes a module compiled ahead when there is one, and the
+# worker's start waits for that compile before it builds Perfetto's WasmBridge. A bundle that
+# does not contain the expected code (another Perfetto version) goes out unchanged, with a
+# warning; in the browser a failed streaming compile (wrong type, no compileStreaming) leaves no
+# module, and Perfetto's own path runs as before.
+ENGINE_BUNDLE = "engine_bundle.js"
+WASM_FLAVOURS = 2  # trace_processor.wasm and trace_processor_memory64.wasm
+_SYNC_INSTANTIATE = re.compile(
+    r"function (\w+)\(e,r\)\{(?=e=function\(e\)\{if\(e==\w+&&\$\)return new Uint8Array\(\$\);"
+    r"if\(j\)return j\(e\);throw'sync fetching of the wasm failed)"
+)
+_PRECOMPILED = "var m=self.__ttWasm&&self.__ttWasm[e];if(m)return[new WebAssembly.Instance(m,r),m];"
+_MEMORY64_PROBE = re.compile(
+    r"this\.useMemory64=(function\(\)\{var e=new Uint8Array\(\[[\d,]+\]\);"
+    r"try\{return new WebAssembly\.Module\(e\),!0\}catch\(e\)\{return!1\}\}\(\))"
+)
+_WORKER_START = "const t=new e.WasmBridge;r.onmessage=e=>{e=e.data;t.initialize(e)}"
+WARM_START = (
+    "const w=e;let t,p;r.onmessage=e=>{p=e.data;t&&t.initialize(p)};"
+    '(function(){var n=(PROBE)?"trace_processor_memory64.wasm":"trace_processor.wasm";'
+    "if(!WebAssembly.compileStreaming)return Promise.resolve();"
+    "return WebAssembly.compileStreaming(fetch(n)).then(m=>{self.__ttWasm={[n]:m}},"
+    'x=>{console.warn("TraceTrack: streaming compile of "+n+" failed; Perfetto compiles it '
+    'itself: "+x)})})().then(()=>{t=new w.WasmBridge;p&&t.initialize(p)})'
+    ".catch(x=>setTimeout(()=>{throw x}))"
+)
+_warned: set[str] = set()
+
+
+def patch_engine(bundle: str) -> str | None:
+    """``bundle`` compiling its wasm streaming (see above), or None when it is not the code
+    this patch knows (every substitution must match exactly as often as expected)."""
+    probe = _MEMORY64_PROBE.findall(bundle)
+    if (
+        len(probe) != 1
+        or bundle.count(_WORKER_START) != 1
+        or len(_SYNC_INSTANTIATE.findall(bundle)) != WASM_FLAVOURS
+    ):
+        return None
+    patched = _SYNC_INSTANTIATE.sub(lambda m: m.group(0) + _PRECOMPILED, bundle)
+    return patched.replace(_WORKER_START, WARM_START.replace("PROBE", probe[0]))
+
+
+def engine_rel(rel: str) -> str:
+    """Cache-relative name of the patched bundle, named by the patch (like ``index_rel``)."""
+    digest = hashlib.sha256((_PRECOMPILED + WARM_START).encode()).hexdigest()[:12]
+    return f"tracetrack/{rel.removesuffix('.js')}.{digest}.js"
+
+
+def site_engine(source: Path, rel: str) -> Path | None:
+    """The patched engine bundle (cached); None, with a warning once, when the bundle is not the
+    expected code or the cache is not writable: Perfetto's bundle is served unchanged then."""
+    target = cache_dir() / engine_rel(rel)
+    if _fresh(target, source):
+        return target
+    patched = patch_engine(source.read_text(encoding="utf-8"))
+    if patched is None:
+        if rel not in _warned:
+            _warned.add(rel)
+            log.warning(
+                "%s is not the Perfetto engine bundle this site knows how to patch; served "
+                "unchanged (its WebAssembly is compiled anew on every open)",
+                rel,
+            )
+        return None
+    return _store(target, patched.encode(), "serving Perfetto's engine bundle unpatched")
+
+
+def site_engines() -> dict[str, Path | None]:
+    """UI-relative path of each engine bundle -> its patched copy (None: served unchanged)."""
+    root = web_dist()
+    if root is None:
+        return {}
+    return {
+        (rel := source.relative_to(root).as_posix()): site_engine(source, rel)
+        for source in sorted(root.glob(f"v*/{ENGINE_BUNDLE}"))
+    }
+
+
 def _resolve(root: Path, path: str) -> Path:
     if "\x00" in path:
         raise Http404("no such file in the Perfetto UI")
@@ -435,6 +528,8 @@ def serve(request: HttpRequest, path: str = "") -> HttpResponseBase:
     name, rel = file.name, file.relative_to(root).as_posix()
     if rel == "index.html" and (index := site_index(file)) is not None:
         file, rel = index, index_rel()
+    elif name == ENGINE_BUNDLE and (engine := site_engine(file, rel)) is not None:
+        file, rel = engine, engine_rel(rel)
     body, encoding = file, None
     if file.suffix == ".woff2":
         slim = slim_path(rel)

@@ -169,8 +169,23 @@ def record_encodings(context) -> dict[str, str | None]:
     return seen
 
 
-def test_perfetto_only_mode_loads_the_trace_in_the_frame(context, live_server, record_property):
+@pytest.mark.parametrize("wasm_type", ["application/wasm", "application/octet-stream"])
+def test_perfetto_only_mode_loads_the_trace_in_the_frame(
+    context, live_server, record_property, monkeypatch, wasm_type
+):
+    # With the wrong type for the wasm, compileStreaming refuses it: Perfetto's own path runs.
+    monkeypatch.setitem(perfetto_ui._TYPES, ".wasm", wasm_type)
     encodings = record_encodings(context)
+    # How the engine worker got its WebAssembly: the served (patched) engine bundle compiles it
+    # streaming from a fetch, which Chromium code-caches; Perfetto's own path is a sync XHR.
+    wasm_requests: list[tuple[str, str]] = []
+    context.on(
+        "request",
+        lambda r: (
+            r.url.endswith(".wasm")
+            and wasm_requests.append((r.url.rsplit("/", 1)[1], r.resource_type))
+        ),
+    )
     page = context.new_page()
     dialogs = watch(page)
     sign_up(page, live_server, "perfetto-only")
@@ -190,6 +205,13 @@ def test_perfetto_only_mode_loads_the_trace_in_the_frame(context, live_server, r
     assert encodings["frontend_bundle.js"] == "br", encodings
     assert all(encodings[name] == "br" for name in wasm), encodings
     assert encodings["perfetto.json"] == "gzip", encodings
+    # (Perfetto starts an engine worker at boot and another for the trace: one fetch each, and
+    # no XHR after it, which would be Perfetto's own path after a failed streaming compile.)
+    engine = [kind for name, kind in wasm_requests if name.startswith("trace_processor")]
+    if wasm_type == "application/wasm":
+        assert set(engine) == {"fetch"}, f"the engine did not compile streaming: {wasm_requests}"
+    else:  # each worker's streaming compile failed, then Perfetto fetched the bytes itself
+        assert engine.count("fetch") == engine.count("xhr") > 0, wasm_requests
     dismiss_cookie_banner(frame)
     page.wait_for_timeout(500)
     keep_screenshot(page, "perfetto-only.png", record_property)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import re
+from unittest import mock
 from urllib.parse import unquote
 
 import pytest
@@ -253,17 +254,22 @@ def test_each_file_is_compressed_once_not_per_request(
     assert sorted(calls) == ["br", "gzip", "gzip"]
 
 
-@NEEDS_UI
-def test_the_command_compresses_everything_ahead_so_requests_compress_nothing(
-    learner_client, settings, tmp_path, monkeypatch
-):
+def compress_ahead(settings, tmp_path, monkeypatch) -> str:
+    """``manage.py compress_perfetto_ui`` into ``tmp_path``; returns what it printed."""
     settings.PERFETTO_UI_CACHE = tmp_path
     # Compression itself is measured in bench/; here a fast stand-in keeps the test short.
     monkeypatch.setattr(perfetto_ui, "BROTLI_QUALITY", 1)
     monkeypatch.setattr(perfetto_ui, "GZIP_LEVEL", 1)
     out = io.StringIO()
     call_command("compress_perfetto_ui", stdout=out)
-    assert "MB on the wire" in out.getvalue()
+    return out.getvalue()
+
+
+@NEEDS_UI
+def test_the_command_compresses_everything_ahead_so_requests_compress_nothing(
+    learner_client, settings, tmp_path, monkeypatch
+):
+    assert "MB on the wire" in compress_ahead(settings, tmp_path, monkeypatch)
     assert (perfetto_ui.cache_dir() / versioned_dir() / "trace_processor.wasm.br").is_file()
     assert (perfetto_ui.cache_dir() / "index.html.gz").is_file()
     assert (perfetto_ui.cache_dir() / f"{perfetto_ui.index_rel()}.br").is_file()  # as served
@@ -349,3 +355,90 @@ def test_the_index_sets_the_plugin_defaults_before_perfetto_starts(
         # The plugins that draw a Chrome JSON trace's processes and slices stay on.
         for plugin in ("dev.perfetto.ProcessThreadGroups", "dev.perfetto.TraceProcessorTrack"):
             assert plugin not in html
+
+
+def engine_bundle() -> tuple[str, str]:
+    """(UI-relative path, text) of the engine worker's bundle as Perfetto ships it."""
+    (source,) = perfetto_ui.web_dist().glob(f"v*/{perfetto_ui.ENGINE_BUNDLE}")
+    return source.relative_to(perfetto_ui.web_dist()).as_posix(), source.read_text()
+
+
+@NEEDS_UI
+def test_the_engine_bundle_compiles_its_wasm_streaming_and_falls_back_to_perfettos_path():
+    _, original = engine_bundle()
+    patched = perfetto_ui.patch_engine(original)
+    assert patched is not None and patched != original
+    # The worker compiles the wasm it would pick from its own URL, streaming, before it builds
+    # Perfetto's bridge, and a failed compile leaves no module behind (just a console warning).
+    start = patched.index("WebAssembly.compileStreaming(fetch(n))")
+    assert patched.index("new w.WasmBridge", start) > start
+    assert '"trace_processor_memory64.wasm":"trace_processor.wasm"' in patched
+    assert "x=>{console.warn(" in patched
+    # Each wasm flavour's synchronous instantiation takes the precompiled module when there is
+    # one, and otherwise goes on to Perfetto's own fetch + compile, unchanged.
+    takes_module = "if(m)return[new WebAssembly.Instance(m,r),m];e=function(e){"
+    assert patched.count(takes_module) == 2
+    assert patched.count("e=new WebAssembly.Module(e);return[new WebAssembly.Instance(e,r),e]") == 2
+    # Nothing else changed: undoing the two substitutions gives Perfetto's bundle back.
+    undone = patched.replace(perfetto_ui._PRECOMPILED, "")
+    probe = perfetto_ui._MEMORY64_PROBE.search(original).group(1)
+    undone = undone.replace(perfetto_ui.WARM_START.replace("PROBE", probe), "")
+    assert undone == original.replace(perfetto_ui._WORKER_START, "")
+
+
+@NEEDS_UI
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda js: js.replace("const t=new e.WasmBridge;", "const t=new e.Bridge;"),  # renamed
+        lambda js: js.replace("sync fetching of the wasm failed", "no sync fetch", 1),  # 1 of 2
+        lambda js: js.replace(perfetto_ui._WORKER_START, perfetto_ui._WORKER_START * 2),
+        lambda js: "console.log('not perfetto');",
+    ],
+    ids=["bridge renamed", "one instantiation of two", "worker start twice", "not perfetto"],
+)
+def test_an_unknown_engine_bundle_goes_out_unchanged_with_a_warning(
+    learner_client, settings, tmp_path, caplog, change
+):
+    settings.PERFETTO_UI_CACHE = tmp_path / "cache"
+    rel, original = engine_bundle()
+    unknown = change(original)
+    assert perfetto_ui.patch_engine(unknown) is None
+    # served from a copy of the UI whose engine bundle is not the one the patch knows
+    copy = tmp_path / "web_dist"
+    (copy / rel).parent.mkdir(parents=True)
+    (copy / "index.html").write_text("<html><head></head></html>")
+    (copy / rel).write_text(unknown)
+    perfetto_ui._warned.clear()
+    with mock.patch.object(perfetto_ui, "web_dist", return_value=copy):
+        out = io.StringIO()
+        call_command("compress_perfetto_ui", stdout=out)
+        assert f"{rel} is served unchanged" in out.getvalue()
+        response = learner_client.get(f"/perfetto/{rel}", HTTP_ACCEPT_ENCODING="")
+        assert streamed(response).decode() == unknown
+    assert [r for r in caplog.records if "not the Perfetto engine bundle" in r.getMessage()]
+
+
+@NEEDS_UI
+def test_the_engine_bundle_goes_out_patched_compressed_and_cached_immutably(
+    learner_client, settings, tmp_path, monkeypatch
+):
+    rel, original = engine_bundle()
+    assert f"{rel} compiles its WebAssembly streaming" in compress_ahead(
+        settings, tmp_path, monkeypatch
+    )
+    served = perfetto_ui.engine_rel(rel)
+    assert (perfetto_ui.cache_dir() / f"{served}.br").is_file()
+    assert (perfetto_ui.cache_dir() / f"{served}.gz").is_file()
+
+    def refuse(data, encoding):
+        raise AssertionError("compressed on the request path")
+
+    monkeypatch.setattr(perfetto_ui, "_compress", refuse)
+    for accept in ("br", "gzip", ""):
+        response = learner_client.get(f"/perfetto/{rel}", HTTP_ACCEPT_ENCODING=accept)
+        assert response["Content-Type"].startswith("text/javascript")
+        assert response["Cache-Control"] == "public, max-age=31536000, immutable"
+        assert response.get("Content-Encoding") == (accept or None)
+        body = decoded(streamed(response), accept or None).decode()
+        assert body == perfetto_ui.patch_engine(original)
