@@ -42,7 +42,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "20"
+GENERATOR_VERSION = "21"
 
 __all__ = [
     "FAMILIES",

@@ -168,6 +168,39 @@ def _layer_seconds(p: dict, hw: Hardware, seq: int, b: int, frac: float) -> floa
     return frac * chain + rest
 
 
+def _size_starved_ddp(p: dict, inj: np.random.Generator) -> None:
+    """A starving DDP job's loader delivers a batch every `starve_ratio` x its compute (of the
+    longest batch): the wait is a fifth to over half of every step. The job runs fewer tokens per
+    GPU than the drawn one, as many as bring its step (compute plus the wait) near the drawn
+    job's, so a long step is not what tells it apart from its family's others. Its gradients are
+    the drawn job's, so the all-reduce stays hidden under backward: the tokens shrink no further
+    than keeps it under `_STARVED_COMM_MAX` of the compute. The fixed twin runs the same batch."""
+    m = float(inj.uniform(1.6, 2.5))
+    p["starve_ratio"] = m
+    longest = max(p.get("shape_f") or [1.0])
+    want = float(inj.uniform(1.2, 2.1))  # starved step / drawn step, before the floors
+    # its GEMMs run at the top of the family's efficiency range (0.42-0.7), so it needs fewer
+    # tokens cut to get there (its compute per token is then the drawn job's or less)
+    eff = float(inj.uniform(0.6, 0.7))
+    faster = p["mfu_eff"] / eff
+    p["mfu_eff"] = eff
+    tok = p["batch"] * p["seq"]
+    p["comm_ratio"] /= faster
+    g = max(want / (m * longest * faster), p["comm_ratio"] / _STARVED_COMM_MAX)
+    if g >= 1.0:
+        return
+    new = tok * g
+    seq = next((s for s in (2048, 1024) if s <= p["seq"] and new >= s), min(512, p["seq"]))
+    p["seq"] = seq
+    p["batch"] = int(max(1, round(new / seq)))
+    p["comm_ratio"] = p["comm_ratio"] * tok / (p["batch"] * seq)
+
+
+# the most all-reduce per compute a starved job is sized to: about the 95th percentile of the
+# drawn jobs' own (0.08-0.39), so its overlap stays theirs
+_STARVED_COMM_MAX = 0.33
+
+
 def inject(
     slug: str, family: str, p: dict, inj: np.random.Generator, hw: Hardware, fixed: bool = False
 ) -> None:
@@ -180,6 +213,8 @@ def inject(
             # the recompiling job sees new lengths in the window: those of the workload's own
             # length draw (the lengths a variable-length run of this job has), not new ones
             p["shape_f"], p["new_shape_steps"] = p["len_plan"]
+        if slug == "input-starvation":
+            _size_starved_ddp(p, inj)
         if slug == "exposed-allreduce" and not fixed:
             p["overlap"] = False
         elif slug == "bandwidth-bound-collective":
@@ -213,6 +248,10 @@ def inject(
             want = float(inj.uniform(0.515, 0.55))
             # the drawn job's GPU time per layer, with its own attention and score dtype
             t0 = _layer_seconds(p, hw, p["seq"], p["batch"], 1.0 if p["unfused"] else 0.0)
+            # its GEMMs run at the top of the family's efficiency range (0.42-0.7): a long
+            # sequence makes large, well-shaped weight and score matmuls. The chain then
+            # dominates at shorter sequences, so one sequence outlasts the drawn step less often
+            p["mfu_eff"] = float(inj.uniform(0.6, 0.7))
             p["score_fp32"] = True
             seq = next((s for s in seqs if _score_chain_share(p, hw, s, frac) >= want), seqs[-1])
             # longer sequences fit fewer of them on a GPU (eager attention keeps a seq² score
@@ -583,7 +622,7 @@ def build_ddp(
         # batch: the wait is a fifth to over half of the step, in every step (a
         # careful reader sees a fifth as plainly as a half; the step grows with the wait)
         longest = max(p.get("shape_f") or [1.0])
-        data_ms = comp_step_ms * few * longest * float(inj.uniform(1.6, 2.5))
+        data_ms = comp_step_ms * few * longest * float(p["starve_ratio"])
         workers = 8 if fixed else few  # the fix: eight workers prefetching
         p["workers"] = workers
     p["data_ms"] = data_ms
