@@ -1571,7 +1571,8 @@ def pp_stage_flow(
         free_n[s] = free_n[r] = end + 1500
         if hr != head[r]:  # launched before the stage's next send: that send and every op up
             je = slots[r][head[r]][1]  # to this receive's own move later by its length
-            AT[r][jr], ORD[r][jr] = je, sum(1 for k in range(J) if AT[r][k] == je) - 1
+            ORD[r][jr] = sum(1 for k in range(J) if AT[r][k] == je)  # receives already there
+            AT[r][jr] = je
             s_more[r][je] += r_len[r][jr]
             shift[r] += r_len[r][jr]
             absorb[r][jr] = r_len[r][jr]

@@ -108,8 +108,18 @@ def test_sends_and_receives_rendezvous(slug, seed, hw):
     for r, k in streams.items():
         k = k[np.argsort(k[:, 0], kind="stable")]
         assert (k[1:, 0] >= k[:-1, 1]).all(), f"rank {r}: NCCL kernels overlap"
+    # a receive posted early sits on the CPU before the send it overtook: the main thread's
+    # annotations never overlap, and correlation ids follow the launch order
+    c = tr.cols
+    for r in range(tr.world):
+        on = np.flatnonzero((c["rank"] == r) & (c["tid"] == MAIN) & (c["depth"] == 1))
+        on = on[np.argsort(c["ts"][on], kind="stable")]
+        assert (c["ts"][on][1:] >= (c["ts"] + c["dur"])[on][:-1]).all()
+        la = np.flatnonzero((c["rank"] == r) & (c["cat"] == C_RT) & (c["corr"] > 0))
+        la = la[np.argsort(c["ts"][la], kind="stable")]
+        assert (np.diff(c["corr"][la]) > 0).all()
     # every step runs every block on every stage, and the key reads a step time
-    c, names = tr.cols, tr.names
+    names = tr.names
     n_blk = sum(names[n] in ("## forward ##", "## backward ##") for n in c["name"].tolist())
     step = np.array([names[n].startswith("ProfilerStep#") for n in c["name"].tolist()])
     n_steps = int(step.sum()) // tr.world
