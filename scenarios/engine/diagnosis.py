@@ -105,8 +105,9 @@ _M = [
         "Duration: an all-reduce's bus bandwidth is bytes × 2(n−1)/n ÷ duration in µs ÷ 1000 "
         "GB/s ((n−1)/n for all-gather or reduce-scatter). Use each collective's shortest copy "
         "across ranks (the longer ones include waiting for the others) and compare with the "
-        "link in the framing. A pipeline has only sends and receives: divide a large send's "
-        "bytes by its own Duration (a receive's also counts its wait for the sender).",
+        "link in the framing. A pipeline has only sends and receives: a send and its receive "
+        "end together, and the one that starts first waits inside for the other, so divide a "
+        "large send's bytes by the shorter Duration of the two.",
         floor=5,
     ),
     Measurement(
@@ -513,8 +514,12 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
             n_c = min(len(p) for p in per)
         else:
             # a pipeline's sends and receives pair different ranks, so no index lines them up
-            # across ranks, and a receive's duration includes its wait for the sender: read the
-            # sends, each its own transfer
+            # across ranks; a send and its receive end together, and the first of the two to
+            # start waits inside for the other: a pair's shorter kernel is its transfer
+            _e, pair = np.unique(te[nccl_idx], return_inverse=True)
+            short = np.full(len(_e), np.iinfo(np.int64).max)
+            np.minimum.at(short, pair, dur[nccl_idx])
+            bw = nbytes * fac / np.maximum(short[pair], 1)
             sel = np.array([c == "send" for c in coll])
             big = nbytes >= np.median(nbytes[sel]) if sel.any() else np.zeros(len(coll), bool)
             per, n_c = [], 0

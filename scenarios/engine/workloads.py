@@ -4,7 +4,9 @@ per-scenario injections. Every function returns a finished `Sim` plus a workload
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
+from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
@@ -1460,6 +1462,194 @@ def _pp_schedule(
     return orders, deps, recv, send
 
 
+def _pp_peers(
+    orders: list, deps: list, recv: list[list[bool]], send: list[list[bool]]
+) -> list[list[tuple[int, int] | None]]:
+    """For every op that receives, the (stage, op index) whose send it pairs with: the op its
+    dependency names (the sender's forward or backward of the same unit)."""
+    j_of = [{(f, u): j for j, (f, u) in enumerate(o)} for o in orders]
+    peer: list[list[tuple[int, int] | None]] = []
+    for s, d_s in enumerate(deps):
+        row: list[tuple[int, int] | None] = []
+        for j, d in enumerate(d_s):
+            if recv[s][j]:
+                assert d is not None and send[d[1]][j_of[d[1]][d[0], d[2]]]
+                row.append((d[1], j_of[d[1]][d[0], d[2]]))
+            else:
+                row.append(None)
+        peer.append(row)
+    return peer
+
+
+def pp_stage_flow(
+    peer: list[list[tuple[int, int] | None]],
+    send: list[list[bool]],
+    compute: Callable[[int, int, int, int], tuple[int, int]],
+    cpu: dict[str, list[list[int]]],
+    xfer: list[list[int]],
+    free_c: list[int],
+    free_n: list[int],
+) -> dict[str, Any]:
+    """One step of a pipeline schedule on the GPUs, its point-to-point hops as NCCL runs them.
+
+    A send and its matching receive rendezvous: neither kernel can finish before both have
+    started, so both end at max(send start, receive start) + the hop's transfer time (`xfer`,
+    per sending op). Each stage's NCCL kernels run one at a time on one stream, in the order
+    its CPU posts them, and every stage posts its hops in one global order (no two stages wait
+    on each other in opposite orders: no deadlock). That order is built hop by hop: of the hops
+    whose send is the sender's next one and whose receive is the receiver's next one, the one
+    that can start first. A stage posts its sends in schedule order; a receive goes out in its
+    place before its op, or earlier, with a send still waiting on its stage (as Megatron's
+    interleaved schedule posts the next receives with the current sends): then it is launched
+    right before that send, which moves later on the CPU by the receive's length, as does
+    everything up to the receive's own op.
+
+    `compute(s, j, f0, shift)` runs op j's block on stage s once its stream is free at `f0`
+    and its CPU is `shift` behind the static layout, and returns (its end, CPU time it added).
+    `cpu` holds the static layout per op (P × J): where the receive's and the send's
+    annotations start (`rc0`, `sc0`), their lengths (`r_len`), and how far into them the
+    launch is ready (`rdel`, `sdel`). Returns per op (P × J lists): the compute stream's free
+    time before the block (`F0`), the receive and send kernels' (start, end) (`RK`, `SK`),
+    the CPU shift before the block and the time it added (`SH`, `EX`), where the receive and
+    send annotations start (`RPOS`, `SPOS`), the op whose send a receive went out before
+    (`AT`, -1 in its own place) and its place among the receives there (`ORD`); and the
+    streams' free times after the step."""
+    rc0, sc0, rdel, sdel, r_len = (cpu[k] for k in ("rc0", "sc0", "rdel", "sdel", "r_len"))
+    P = len(send)
+    J = len(send[0]) if P else 0
+    # each stage's point-to-point posts in schedule order: (send?, op)
+    slots = [
+        [(k, j) for j in range(J) for k in (0, 1) if (peer[s][j] is not None, send[s][j])[k]]
+        for s in range(P)
+    ]
+    to: list[list[tuple[int, int]]] = [[(-1, -1)] * J for _ in range(P)]  # send -> receive
+    for s in range(P):
+        for j in range(J):
+            pr = peer[s][j]
+            if pr is not None:
+                to[pr[0]][pr[1]] = (s, j)
+    posted = [[False] * len(sl) for sl in slots]
+    rslots = [[x for x, (k, _j) in enumerate(sl) if k == 0] for sl in slots]
+    rptr = [0] * P  # each stage's first unposted receive (posted in schedule order)
+    head = [0] * P
+    F0, SH, EX, RPOS, SPOS, ORD = ([[0] * J for _ in range(P)] for _ in range(6))
+    AT = [[-1] * J for _ in range(P)]
+    RK = [[(0, 0)] * J for _ in range(P)]
+    SK = [[(0, 0)] * J for _ in range(P)]
+    r_end, cend = [[-1] * J for _ in range(P)], [[0] * J for _ in range(P)]
+    s_more = [[0] * J for _ in range(P)]  # CPU time the receives posted before send j add
+    absorb = [[0] * J for _ in range(P)]  # an early receive's own slot, left empty
+    cur, shift = [0] * P, [0] * P
+    start_c = list(free_c)
+
+    def run_to(s: int, j: int) -> None:
+        """Compute stage s's blocks up to op j (their receives have all ended)."""
+        while cur[s] <= j:
+            k = cur[s]
+            if peer[s][k] is not None and r_end[s][k] < 0:  # pragma: no cover - by order
+                raise RuntimeError("pipeline block computed before its receive")
+            shift[s] -= absorb[s][k]
+            f0 = max(free_c[s], r_end[s][k])
+            F0[s][k], SH[s][k] = f0, shift[s]
+            end, ex = compute(s, k, f0, shift[s])
+            EX[s][k], cend[s][k] = ex, end
+            shift[s] += ex
+            free_c[s] = end
+            cur[s] += 1
+
+    def ready(s: int) -> list[int]:
+        """The slots stage s can post next: its first unposted one and, when that is a send,
+        its first unposted receive."""
+        h, sl = head[s], slots[s]
+        if h >= len(sl):
+            return []
+        if sl[h][0] == 0 or rptr[s] >= len(rslots[s]):
+            return [h]
+        return [h, rslots[s][rptr[s]]]
+
+    def send_pos(s: int, j: int) -> int:
+        run_to(s, j)
+        return sc0[s][j] + SH[s][j] + EX[s][j] + s_more[s][j]
+
+    def recv_at(r: int, jr: int, early: bool) -> tuple[int, int]:
+        """(annotation start, kernel start) of op jr's receive on stage r, posted now."""
+        if early:  # before the stage's next send, after that op's block
+            je = slots[r][head[r]][1]
+            pos = send_pos(r, je)
+        else:
+            je = jr - 1
+            run_to(r, je)
+            pos = rc0[r][jr] + shift[r]
+        ev = cend[r][je] if je >= 0 else start_c[r]  # the stream waits for the block before
+        return pos, max(ev, pos + rdel[r][jr], free_n[r])
+
+    left = sum(map(len, slots)) // 2
+    while left:
+        best: tuple | None = None
+        for s in range(P):
+            for h in ready(s):
+                kind, j = slots[s][h]
+                if kind != 1:
+                    continue
+                r, jr = to[s][j]
+                hr = next((x for x in ready(r) if slots[r][x] == (0, jr)), None)
+                if hr is None:
+                    continue
+                sp = send_pos(s, j)
+                ss = max(cend[s][j], sp + sdel[s][j], free_n[s])
+                rp, rs = recv_at(r, jr, hr != head[r])
+                t = max(ss, rs)
+                if best is None or t < best[0]:
+                    best = (t, s, h, j, r, hr, jr, sp, ss, rp, rs)
+        if best is None:  # pragma: no cover - the posting order cannot deadlock
+            raise RuntimeError("pipeline point-to-point stalled")
+        t, s, h, j, r, hr, jr, sp, ss, rp, rs = best
+        end = t + xfer[s][j]
+        SK[s][j], RK[r][jr], SPOS[s][j], RPOS[r][jr] = (ss, end), (rs, end), sp, rp
+        r_end[r][jr] = end
+        free_n[s] = free_n[r] = end + 1500
+        if hr != head[r]:  # launched before the stage's next send: that send and every op up
+            je = slots[r][head[r]][1]  # to this receive's own move later by its length
+            ORD[r][jr] = sum(1 for k in range(J) if AT[r][k] == je)  # receives already there
+            AT[r][jr] = je
+            s_more[r][je] += r_len[r][jr]
+            shift[r] += r_len[r][jr]
+            absorb[r][jr] = r_len[r][jr]
+        rptr[r] += 1
+        for st, x in ((s, h), (r, hr)):
+            posted[st][x] = True
+            while head[st] < len(slots[st]) and posted[st][head[st]]:
+                head[st] += 1
+        left -= 1
+    for s in range(P):
+        run_to(s, J - 1)
+    return {"F0": F0, "RK": RK, "SK": SK, "SH": SH, "EX": EX, "RPOS": RPOS, "SPOS": SPOS,
+            "AT": AT, "ORD": ORD, "free_c": free_c, "free_n": free_n}  # fmt: skip
+
+
+def _pp_block(d: dict, s: int, j: int, f0: int, sh: int) -> tuple[int, int]:
+    """Op j's block on stage s of one step (`d`: the step's draws, per op or per unit), its
+    stream free from f0 and its CPU `sh` behind the static layout: (its end, CPU time it
+    added). With in-step read-backs a forward runs its attention, then the read-back: the host
+    blocks until the stream drains, routes on the CPU, and only then launches the MLP."""
+    fwd, i = d["orders"][s][j]
+    if not (d["sync"] and fwd):
+        return d["gt"][s][j] + max(f0, d["dm"][s][j] + sh), 0
+    t0a = d["bt0"][s][j] + sh
+    end_a = d["a_gt"][s][i] + max(f0, t0a + d["a_dm"][s][i])
+    s0 = t0a + d["a_ln"][s][i]
+    L = d["y_L"][s][i]
+    ls = s0 + d["y_pre"][s][i]
+    kst = max(ls + L * 6 // 10, end_a)
+    kd = d["y_kd"][s][i]
+    ss = ls + L + d["y_lag"][s][i]
+    se = max(max(ss, kst + kd) + d["sync_ns"], ss + 2000)
+    t0b = se + d["y_post"][s][i] + d["y_host"][s][i]
+    fb0 = kst + kd + 1000
+    d["Y"][s][i] = [s0, ls, kst, ss, se, t0b, fb0]
+    return d["b_gt"][s][i] + max(fb0, t0b + d["b_dm"][s][i]), t0b - s0
+
+
 def _pp_sigma(u: Units) -> np.ndarray:
     """Per-unit duration spread: steady big kernels, noisier small ones."""
     g = u.gpu_us
@@ -1574,8 +1764,8 @@ def build_pp(
     # average (a lognormal of mean 1: mu = -sigma²/2), from a side stream so the schedule's
     # other draws stay put
     x_sd = 0.06
-    xfer = np.random.default_rng(_stream_key(rng)).lognormal(-x_sd * x_sd / 2, x_sd, (S, P, J, 2))
-    x_r, x_s = (np.maximum(xfer[..., k] * p2p_ns, 1500).astype(np.int64) for k in (0, 1))
+    xfer = np.random.default_rng(_stream_key(rng)).lognormal(-x_sd * x_sd / 2, x_sd, (S, P, J))
+    x_p = np.maximum(xfer * p2p_ns, 1500).astype(np.int64)  # per sending op
     r_len = np.where(has_recv, 16_000 + L_r, 0)  # annotation 8 + L + 6 µs, then 2 µs
     b_len = 2000 + blk_len + rng.integers(2000, 6000, (S, P, J))
     s_len = np.where(has_send, 16_000 + L_s, 0)
@@ -1584,13 +1774,18 @@ def build_pp(
     n_fwd_u = len(UF) + (1 if sync else 0)  # the read-back's copy takes a correlation
     n_corr = has_recv + np.where(is_f, n_fwd_u, len(UB)) + has_send
     corr_off = np.cumsum(n_corr, axis=-1) - n_corr
-    hr, hs = has_recv.tolist(), has_send.tolist()
+    hs = has_send.tolist()
     c0_all = np.zeros((S, P, J), np.int64)
     corr_all = np.zeros((S, P, J), np.int64)
     f0_all = np.zeros((S, P, J), np.int64)
     ex_all = np.zeros((S, P, J), np.int64)  # CPU time a forward's read-back added to its block
     rk_all = np.zeros((S, P, J, 2), np.int64)  # recv kernel start/end
     sk_all = np.zeros((S, P, J, 2), np.int64)  # send kernel start/end
+    # where each receive's and send's annotation starts on the CPU; a receive posted early:
+    # the op whose send it went out before (-1: in its own place) and its place there
+    rpos_all, spos_all, ord_all = (np.zeros((S, P, J), np.int64) for _ in range(3))
+    at_all = np.full((S, P, J), -1, np.int64)
+    peer = _pp_peers(orders, dep_of, recv_l, send_l)
 
     # the step's end: gradient clipping, the fused AdamW over the stage's fp32 master weights,
     # their bf16 copies for the next forward, and the gradients zeroed
@@ -1669,97 +1864,33 @@ def build_pp(
         c0_all[step] = c0
         corr_all[step] = sim.corr[:, None] + corr_off
         sim.corr = sim.corr + n_corr.sum(axis=1)
-        # the GPU side: one pass over the schedule in dependency order, scalars only
-        dm = (blk_t0 + dmax[step]).tolist()
-        gt = gtot[step].tolist()
-        rr = (c0 + 6000 + L_r[step] // 2).tolist()
-        xr, xs = x_r[step].tolist(), x_s[step].tolist()
-        sr = (blk_t0 - 1000 + b_len[step] + 6000 + L_s[step] // 2).tolist()
-        free_c, free_n = sim.free_c.tolist(), sim.free_n.tolist()
-        F0 = [[0] * J for _ in range(P)]
-        RK = [[(0, 0)] * J for _ in range(P)]
-        SK = [[(0, 0)] * J for _ in range(P)]
-        f_done = [[-1] * M for _ in range(P)]  # activations of microbatch i arrived (after send)
-        b_done = [[-1] * M for _ in range(P)]
-        pos, remaining = [0] * P, P * J
-        shift = [0] * P  # how far each stage's CPU has fallen behind its static layout
-        SH = [[0] * J for _ in range(P)]
-        EX = [[0] * J for _ in range(P)]
+        # the GPU side: the schedule's blocks and its hops, as NCCL pairs them (scalars only)
+        d = {"dm": (blk_t0 + dmax[step]).tolist(), "gt": gtot[step].tolist(), "sync": sync,
+             "orders": orders}  # fmt: skip
         if sync:
-            bt0 = blk_t0.tolist()
-            a_dm, a_gt, a_ln = FA.dmax[step].tolist(), FA.gtot[step].tolist(), a_len[step].tolist()
-            y_pre, y_L, y_kd = sy_pre[step].tolist(), sy_L[step].tolist(), sy_kd[step].tolist()
-            y_lag, y_post = sy_lag[step].tolist(), sy_post[step].tolist()
-            y_host = sy_host[step].tolist()
-            b_dm, b_gt = FB.dmax[step].tolist(), FB.gtot[step].tolist()
-            Y = [[[0] * 7 for _ in range(M)] for _ in range(P)]
-        while remaining:
-            progressed = False
-            for s in range(P):
-                seq = orders[s]
-                while pos[s] < J:
-                    j = pos[s]
-                    fwd, i = seq[j]
-                    d_on = dep_of[s][j]
-                    dep = 0 if d_on is None else (f_done if d_on[0] else b_done)[d_on[1]][d_on[2]]
-                    if dep < 0:
-                        break
-                    fc, sh = free_c[s], shift[s]
-                    SH[s][j] = sh
-                    if hr[s][j]:
-                        # the receive kernel spins until the data arrives; a large message
-                        # cannot land before the receive is posted (NCCL hands it over into
-                        # the receiver's own buffer), so one posted late still moves it at
-                        # the link's rate, and the compute waits for it
-                        ks = max(fc, rr[s][j] + sh, free_n[s])
-                        ke = max(dep, ks + xr[s][j])
-                        RK[s][j] = (ks, ke)
-                        free_n[s] = ke + 1500
-                        dep = ke
-                    f0 = max(fc, dep)
-                    F0[s][j] = f0
-                    ex = 0
-                    if sync and fwd:
-                        # attention, then the read-back: the host blocks until the stream
-                        # drains, routes on the CPU, and only then launches the MLP
-                        t0a = bt0[s][j] + sh
-                        end_a = a_gt[s][i] + max(f0, t0a + a_dm[s][i])
-                        s0 = t0a + a_ln[s][i]
-                        ls = s0 + y_pre[s][i]
-                        kst = max(ls + y_L[s][i] * 6 // 10, end_a)
-                        kd = y_kd[s][i]
-                        ss = ls + y_L[s][i] + y_lag[s][i]
-                        se = max(max(ss, kst + kd) + sync_ns, ss + 2000)
-                        t0b = se + y_post[s][i] + y_host[s][i]
-                        fb0 = kst + kd + 1000
-                        Y[s][i] = [s0, ls, kst, ss, se, t0b, fb0]
-                        end = b_gt[s][i] + max(fb0, t0b + b_dm[s][i])
-                        ex = t0b - s0
-                        shift[s] = sh + ex
-                    else:
-                        end = gt[s][j] + max(f0, dm[s][j] + sh)
-                    EX[s][j] = ex
-                    free_c[s] = end
-                    done = end
-                    if hs[s][j]:
-                        ks = max(end, sr[s][j] + sh + ex, free_n[s])
-                        ke = max(end + xs[s][j], ks + 1500)
-                        SK[s][j] = (ks, ke)
-                        free_n[s] = done = ke + 1500
-                    (f_done if fwd else b_done)[s][i] = done
-                    pos[s] += 1
-                    remaining -= 1
-                    progressed = True
-            if not progressed:  # pragma: no cover - schedule is deadlock-free by construction
-                raise RuntimeError("pipeline schedule stalled")
-        f0_all[step] = F0
-        rk_all[step] = RK
-        sk_all[step] = SK
+            d |= {k: v[step].tolist() for k, v in (("a_dm", FA.dmax), ("a_gt", FA.gtot),
+                  ("a_ln", a_len), ("y_pre", sy_pre), ("y_L", sy_L), ("y_kd", sy_kd),
+                  ("y_lag", sy_lag), ("y_post", sy_post), ("y_host", sy_host),
+                  ("b_dm", FB.dmax), ("b_gt", FB.gtot))}  # fmt: skip
+            d |= {"bt0": blk_t0.tolist(), "sync_ns": sync_ns,
+                  "Y": [[[0] * 7 for _ in range(M)] for _ in range(P)]}  # fmt: skip
+        block = functools.partial(_pp_block, d)
+        lay = {"rc0": c0, "sc0": blk_t0 - 1000 + b_len[step], "rdel": 6000 + L_r[step] // 2,
+               "sdel": 6000 + L_s[step] // 2, "r_len": r_len[step]}  # fmt: skip
+        lay_l = {k: v.tolist() for k, v in lay.items()}
+        fl = pp_stage_flow(peer, hs, block, lay_l, x_p[step].tolist(), sim.free_c.tolist(),
+                           sim.free_n.tolist())  # fmt: skip
+        f0_all[step] = fl["F0"]
+        rk_all[step] = fl["RK"]
+        sk_all[step] = fl["SK"]
+        for arr, k in ((rpos_all, "RPOS"), (spos_all, "SPOS"), (at_all, "AT"), (ord_all, "ORD")):
+            arr[step] = fl[k]
+        free_c, free_n, SH, EX = fl["free_c"], fl["free_n"], fl["SH"], fl["EX"]
         SHa, EXa = np.array(SH, np.int64), np.array(EX, np.int64)
         c0_all[step] = c0 + SHa
         ex_all[step] = EXa
         if sync:
-            Ya = np.array(Y, np.int64)  # (P, M, 7)
+            Ya = np.array(d["Y"], np.int64)  # (P, M, 7)
             for arr, col in ((sy_s0, 0), (sy_ls, 1), (sy_kst, 2), (sy_ss, 3), (sy_se, 4),
                              (fb_t0, 5), (fb_f0, 6)):  # fmt: skip
                 arr[step] = Ya[:, :, col]
@@ -1814,7 +1945,22 @@ def build_pp(
             C_ANN, 1)  # fmt: skip
     rk3 = np.broadcast_to(st_[None], (S, P, J))
     blk_t0 = c0_all + r_len + 1000
-    blk_corr = corr_all + has_recv
+    # correlation ids in launch order, per op: its receive (when posted in its own place), its
+    # block, the receives posted early before its send, its send
+    n_u = np.where(is_f, n_fwd_u, len(UB))
+    moved = at_all >= 0
+    nat = has_recv & ~moved
+    n_st = np.zeros((S, P, J), np.int64)
+    sI, pI, _jI = np.nonzero(moved)
+    np.add.at(n_st, (sI, pI, at_all[moved]), 1)
+    cnt = nat + n_u + n_st + has_send
+    base = corr_all[..., :1] + np.cumsum(cnt, axis=-1) - cnt
+    blk_corr = base + nat
+    recv_corr = base + 1
+    at0 = np.maximum(at_all, 0)
+    at_base = np.take_along_axis(blk_corr + n_u, at0, axis=-1)
+    recv_corr = np.where(moved, at_base + 1 + ord_all, recv_corr)
+    send_corr = base + cnt
     # sequence numbers: microbatch i's forward ops, and the backward nodes that link to them
     # (the autograd thread's `fwdbwd` flows back to the forward op of the same microbatch)
     n_fw = int((UF.ocat == C_OP).sum())
@@ -1842,11 +1988,9 @@ def build_pp(
     rcp = it.n("record_param_comms")
     hr3 = np.broadcast_to(has_recv, (S, P, J))
     hs3 = np.broadcast_to(has_send, (S, P, J))
-    send_c0 = blk_t0 - 1000 + b_len + ex_all
     for m3, cc, L, kk, corr, ann, aid in (
-        (hr3, c0_all, L_r, rk_all, corr_all + 1, "nccl:recv", recv_aid),
-        (hs3, send_c0, L_s, sk_all, blk_corr + np.where(is_f, n_fwd_u, len(UB)) + 1,
-         "nccl:send", send_aid),
+        (hr3, rpos_all, L_r, rk_all, recv_corr, "nccl:recv", recv_aid),
+        (hs3, spos_all, L_s, sk_all, send_corr, "nccl:send", send_aid),
     ):  # fmt: skip
         r, c, lat, k, co = rk3[m3], cc[m3], L[m3], kk[m3], corr[m3]
         dur = 14_000 + lat

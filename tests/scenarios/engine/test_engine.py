@@ -54,8 +54,11 @@ def flags(f: dict) -> set[str]:
         out.add("sync-stalls")
     if f["alloc_calls_per_step"] >= 2 and f["alloc_ms_per_step"] > 0.03 * step:
         out.add("allocator-stalls")
+    # a slow link under the all-reduce (a pipeline's receives, posted early, also overlap its
+    # compute while they wait inside for their sender: that is not a bandwidth reading)
     if (
-        rb
+        ar
+        and rb
         and f["compute_skew_pct"] < 3
         and min(rb) > 0.85 * max(rb)
         and f["busbw_gbps"] < 0.9 * f["link_gbps"]  # a link running below its rated speed
