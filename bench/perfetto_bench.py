@@ -39,6 +39,13 @@ from server import Gunicorn, signed_in_browser, signed_in_session
 
 PROBE = """() => [...document.querySelectorAll('.pf-track-tree .pf-track')]
   .map(t => t.getAttribute('ref'))"""
+# In a tab that already shows a trace: the trace loaded since MARK ran, and every process drawn.
+MARK = "() => { window.__ttPrev = window.app && window.app.trace; }"
+NEW_TRACE_DRAWN = """n => !!(window.app && window.app.trace) && window.app.trace !== window.__ttPrev
+  && document.querySelectorAll('.pf-track-tree .pf-track').length >= n"""
+# The link as it was rendered before issue 15: a new tab per click.
+OLD_LINK = """() => Object.assign(document.querySelector('#open-perfetto'),
+  {target: '_blank', rel: 'noopener'}) && null"""
 
 
 def open_and_time(context, page, n_processes: int) -> tuple[float, int, int, dict[str, str]]:
@@ -104,8 +111,74 @@ def warm_phases(context, page, n_processes: int) -> None:
             print(f"      {t:6.2f}  {name}")
 
 
+def timed_click(context, page, n_processes: int, tab) -> tuple[float, object, bool]:
+    """Click the link as the page has it; seconds until the trace is drawn, in a new tab if the
+    click made one, else in ``tab`` (the named tab of an earlier open). Returns (seconds, the
+    tab, whether it was new)."""
+    opened: list = []
+
+    def on_page(p) -> None:
+        opened.append(p)
+
+    context.on("page", on_page)
+    if tab is not None:
+        tab.evaluate(MARK)
+    start = time.perf_counter()
+    page.locator("#open-perfetto").click()
+    last: object = "no tab"
+    while time.perf_counter() < start + 120:
+        target = opened[0] if opened else tab
+        try:
+            done = target is not None and target.evaluate(NEW_TRACE_DRAWN, n_processes)
+            last = done
+        except Exception as e:  # navigating
+            done, last = False, e
+        if done:
+            break
+        page.wait_for_timeout(50)  # (lets Playwright deliver the "page" event; sleep would not)
+    else:
+        raise RuntimeError(f"Perfetto did not draw the trace within 120 s: {last}")
+    context.remove_listener("page", on_page)
+    return time.perf_counter() - start, target, bool(opened)
+
+
+def tab_reuse(context, page, origin: str, attempt_ids, n_processes: int, opens: int) -> None:
+    """Second and later opens, the link with its old attributes (a new tab per click) against
+    the link as rendered (one named tab), interleaved; the two attempts' traces alternate, so
+    every open in the named tab loads a trace other than the one it shows."""
+    times: dict[str, list[float]] = {"new tab per click (old link)": [], "as rendered": []}
+    named = None
+    for i in range(opens + 1):
+        for label in times:
+            page.goto(f"{origin}/drill/attempts/{attempt_ids[(i + (label == 'as rendered')) % 2]}/")
+            page.wait_for_load_state("networkidle")
+            if label != "as rendered":
+                page.evaluate(OLD_LINK)
+                took, tab, new = timed_click(context, page, n_processes, None)
+                tab.close()
+            else:
+                took, named, new = timed_click(context, page, n_processes, named)
+            if i:  # the first of each is a first open (the named tab boots there)
+                times[label].append(took)
+            print(f"      {label}: {took:.2f} s{' (new tab)' if new else ' (same tab)'}")
+    for label, ts in times.items():
+        print(
+            f"Open in Perfetto, second and later opens, {label}: median {statistics.median(ts):.2f}"
+            f" s ({' '.join(f'{t:.2f}' for t in ts)})"
+        )
+    if named is not None:
+        named.close()
+
+
 def learner_browser(
-    playwright, base_url: str, session, attempt_id, n_processes: int, opens: int, phases: bool
+    playwright,
+    base_url: str,
+    session,
+    attempt_id,
+    n_processes: int,
+    opens: int,
+    phases: bool,
+    reuse_ids=None,
 ) -> list[float]:
     """Warm click -> drawn, ``opens`` after two: Chromium with an on-disk profile, the site by
     host name. (No route() here: Playwright turns the HTTP cache off while any route is set, and
@@ -138,6 +211,9 @@ def learner_browser(
         if phases:
             print("    phases of one more warm open in the learner's browser (s from the click):")
             warm_phases(context, page, n_processes)
+        if reuse_ids:
+            print("    tab reuse in the learner's browser (each open):")
+            tab_reuse(context, page, origin, reuse_ids, n_processes, opens)
     finally:
         context.close()
         shutil.rmtree(profile, ignore_errors=True)
@@ -155,6 +231,11 @@ def main() -> int:
     )
     parser.add_argument(
         "--phases", action="store_true", help="where a warm open's time goes (one more open)"
+    )
+    parser.add_argument(
+        "--tab-reuse",
+        action="store_true",
+        help="second and later opens: the old link (new tab per click) vs the link as rendered",
     )
     args = parser.parse_args()
     os.environ.setdefault("ALLOWED_HOSTS", f"localhost,127.0.0.1,testserver,{HOST}")
@@ -178,6 +259,16 @@ def main() -> int:
         pool.build_trace("straggler", seed).save(force_insert=True)
         user = get_user_model().objects.create_user("perfetto-bench", password="x-bench-pass-1")
         attempt = services.start_drill(user, scenario="straggler")
+        reuse_ids = None
+        if args.tab_reuse:
+            # A second attempt on a second trace of the same size, so the opens can alternate.
+            seed2 = next(
+                s for s in range(seed + 1, 400) if engine.generate("straggler", s).world == 8
+            )
+            pool.build_trace("straggler", seed2).save(force_insert=True)
+            services.close_attempt(attempt, "abandoned")
+            second = services.start_drill(user, scenario="straggler")
+            reuse_ids = (attempt.pk, second.pk)
         trace = Trace.objects.get(pk=attempt.trace_id)
         stored = bytes(trace.perfetto_gz)
         world = trace.load().world
@@ -238,7 +329,14 @@ def main() -> int:
                 rows.append((label, elapsed, wire, n, encodings))
             browser.close()
             learner_times = learner_browser(
-                p, server.url, session, attempt.pk, 2 * world, args.warm_opens, args.phases
+                p,
+                server.url,
+                session,
+                attempt.pk,
+                2 * world,
+                args.warm_opens,
+                args.phases,
+                reuse_ids,
             )
             learner = statistics.median(learner_times)
         targets = {"cold cache": (4.0, 10.0), "warm cache": (2.0, None)}
