@@ -109,10 +109,22 @@ def keep_screenshot(page, name: str, record_property) -> Path:
     return path
 
 
-def open_in_perfetto(context, page, live_url: str, record_property, screenshot: str | None):
-    """Click "Open in Perfetto", check the new tab loads every process; return that tab."""
+# The Perfetto object of the trace a tab shows now (kept to tell a later trace from it).
+MARK_TRACE = "() => { window.__ttShown = window.app && window.app.trace; }"
+TRACE_REPLACED = "() => !!(window.app && window.app.trace) && window.app.trace !== window.__ttShown"
+PERFETTO_TAB = "tracetrack-perfetto"
+
+
+def open_in_perfetto(
+    context, page, live_url: str, record_property, screenshot: str | None, tab=None
+):
+    """Click "Open in Perfetto", check the tab loads every process of the link's trace; return
+    that tab. Every open goes to one named tab: a new one the first time, ``tab`` (the tab of an
+    earlier open, still open) after that, where a new trace replaces the one it showed."""
     link = page.locator("#open-perfetto")
-    assert link.get_attribute("target") == "_blank"
+    assert link.get_attribute("target") == PERFETTO_TAB
+    # (rel="noopener" would make Chromium open a new tab on every click, named or not.)
+    assert "noopener" not in (link.get_attribute("rel") or "")
     href = link.get_attribute("href")
     assert href.startswith("/perfetto/#!/?url=")
     trace_url = unquote(href.removeprefix("/perfetto/#!/?url="))
@@ -120,13 +132,22 @@ def open_in_perfetto(context, page, live_url: str, record_property, screenshot: 
     expected = expected_processes(page, trace_url)
     fetched: list[tuple[int, str]] = []
     context.on("response", lambda r: r.url == trace_url and fetched.append((r.status, r.url)))
-    with context.expect_page() as info:
+    opened: list = []
+    context.on("page", lambda p: opened.append(p))
+    if tab is None:
+        with context.expect_page() as info:
+            link.click()
+        tab = info.value
+        tab.wait_for_load_state("domcontentloaded")
+        assert tab.evaluate("window.name") == PERFETTO_TAB
+    else:
+        tab.evaluate(MARK_TRACE)
         link.click()
-    tab = info.value
+        tab.wait_for_function(TRACE_REPLACED, timeout=LOAD_TIMEOUT_S * 1000)
     dialogs = watch(tab)
-    tab.wait_for_load_state("domcontentloaded")
     assert tab.url.startswith(f"{live_url}/perfetto/")
     wait_for_trace(tab, expected, dialogs)
+    assert len(opened) <= 1, "a second open made another tab"
     assert fetched == [(200, trace_url)], f"Perfetto did not fetch the trace itself: {fetched}"
     if screenshot:
         dismiss_cookie_banner(tab)
@@ -143,17 +164,24 @@ def context(browser):
     context.close()
 
 
-def test_drill_opens_in_perfetto_before_and_after_the_reveal(context, live_server, record_property):
+def test_drill_opens_in_perfetto_before_and_after_the_reveal_in_one_tab(
+    context, live_server, record_property
+):
     page = context.new_page()
     sign_up(page, live_server, "perfetto")
     attempt = start_drill(page, live_server)
     tab = open_in_perfetto(context, page, live_server.url, record_property, "perfetto-drill.png")
-    tab.close()
 
     commit(page, attempt)
     assert page.locator("[data-scenario]").get_attribute("data-scenario") == attempt.scenario
     assert str(attempt.trace_id) in page.locator("#open-perfetto").get_attribute("href")
-    open_in_perfetto(context, page, live_server.url, record_property, None)
+    assert open_in_perfetto(context, page, live_server.url, record_property, None, tab) is tab
+
+    # The next drill's trace goes into the same tab and replaces the first one there.
+    second = start_drill(page, live_server)
+    assert second.trace_id != attempt.trace_id
+    assert open_in_perfetto(context, page, live_server.url, record_property, None, tab) is tab
+    assert context.pages == [page, tab]
 
 
 def record_encodings(context) -> dict[str, str | None]:

@@ -123,7 +123,11 @@ def test_an_anonymous_visitor_is_sent_to_sign_in(client):
 def test_open_in_perfetto_points_at_the_owners_trace_same_origin(learner_client, no_refill):
     attempt = start(learner_client)
     html = learner_client.get(f"/drill/attempts/{attempt.pk}/").content.decode()
-    href = re.search(r'id="open-perfetto" href="([^"]+)" target="_blank"', html).group(1)
+    link = re.search(r'<a [^>]*id="open-perfetto"[^>]*>', html).group(0)
+    # Every open goes to one named tab (a later open reuses the booted UI); rel="noopener" would
+    # make Chromium open a new tab per click, so the link has none.
+    assert 'target="tracetrack-perfetto"' in link and "noopener" not in link
+    href = re.search(r'href="([^"]+)"', link).group(1)
     assert href.startswith("/perfetto/#!/?url=")
     target = unquote(href.removeprefix("/perfetto/#!/?url="))
     assert target == f"http://testserver/traces/{attempt.trace_id}/perfetto.json"
