@@ -1,6 +1,7 @@
 """First "Open in Perfetto" in headless Chromium against gunicorn + whitenoise (not a test).
 
     python bench/perfetto_bench.py [--samples 20] [--download-only] [--warm-opens 3] [--phases]
+        [--tab-reuse]
 
 A throwaway database gets one pool trace (an 8-rank straggler: the Perfetto export is stored
 gzipped with it) claimed by a learner; gunicorn serves the project on loopback. Measured:
@@ -13,7 +14,10 @@ gzipped with it) claimed by a learner; gunicorn serves the project on loopback. 
     first, which it does for localhost URLs only): the median of ``--warm-opens`` (3) opens
     after two, each shown; with ``--phases`` one more open with its milestones (Perfetto's
     status messages: the trace parsed while "Loading trace", then summaries, plugins, minimap;
-    the engine's wasm and the trace arriving);
+    the engine's wasm and the trace arriving); with ``--tab-reuse``, second and later opens of
+    the link as the template renders it (one named tab, a hash change in the booted UI) against
+    the old link (``target=_blank rel=noopener``: a new tab per click), interleaved, on two
+    8-rank traces that alternate (a named tab always loads a trace it does not show);
   * GET perfetto.json (gzip accepted) against the same stored bytes served as a static file by
     whitenoise from the same server (target <= 1.2x).
 """
