@@ -154,7 +154,8 @@ def tab_reuse(context, page, origin: str, attempt_ids, n_processes: int, opens: 
     named = None
     for i in range(opens + 1):
         for label in times:
-            page.goto(f"{origin}/drill/attempts/{attempt_ids[(i + (label == 'as rendered')) % 2]}/")
+            which = (i + (label == "as rendered")) % 2
+            page.goto(f"{origin}/drill/attempts/{attempt_ids[which]}/")
             page.wait_for_load_state("networkidle")
             if label != "as rendered":
                 page.evaluate(OLD_LINK)
@@ -164,7 +165,9 @@ def tab_reuse(context, page, origin: str, attempt_ids, n_processes: int, opens: 
                 took, named, new = timed_click(context, page, n_processes, named)
             if i:  # the first of each is a first open (the named tab boots there)
                 times[label].append(took)
-            print(f"      {label}: {took:.2f} s{' (new tab)' if new else ' (same tab)'}")
+            print(
+                f"      {label}, trace {'AB'[which]}: {took:.2f} s ({'new' if new else 'same'} tab)"
+            )
     for label, ts in times.items():
         print(
             f"Open in Perfetto, second and later opens, {label}: median {statistics.median(ts):.2f}"
