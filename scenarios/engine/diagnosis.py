@@ -516,8 +516,8 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
             # a pipeline's sends and receives pair different ranks, so no index lines them up
             # across ranks; a send and its receive end together, and the first of the two to
             # start waits inside for the other: a pair's shorter kernel is its transfer
-            _e, pair = np.unique(te[nccl_idx], return_inverse=True)
-            short = np.full(len(_e), np.iinfo(np.int64).max)
+            ends, pair = np.unique(te[nccl_idx], return_inverse=True)
+            short = np.full(len(ends), np.iinfo(np.int64).max)
             np.minimum.at(short, pair, dur[nccl_idx])
             bw = nbytes * fac / np.maximum(short[pair], 1)
             sel = np.array([c == "send" for c in coll])
