@@ -42,7 +42,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "21"
+GENERATOR_VERSION = "22"
 
 __all__ = [
     "FAMILIES",
@@ -194,13 +194,14 @@ def _describe(family: str, p: dict, hw: Hardware) -> str:
     if family == "decode":
         return (
             f"decoder with {p['layers']} layers, hidden {p['hidden']}, serving decode at batch "
-            f"{p['batch']} on one GPU (GQA, 1024-token context), one token per profiler step"
+            f"{p['batch']} on one GPU (GQA, {p.get('ctx', 1024)}-token context), one token per "
+            "profiler step"
         )
     if family == "decode_compile":
         return (
             f"decoder with {p['layers']} layers, hidden {p['hidden']}, serving decode at batch "
             f"{p['batch']} on one GPU (GQA, static KV cache in 128-token length buckets around "
-            "1024 tokens), one token per profiler step, torch.compile"
+            f"{p.get('ctx', 1024)} tokens), one token per profiler step, torch.compile"
         )
     return (
         f"pipeline-parallel training: {p['stages']} stages (one per rank), microbatches of "

@@ -229,6 +229,9 @@ class Units:
         g[mask] *= factor
         return Units(**{**{f: getattr(self, f) for f in _UF[:-1]}, "gpu_us": g})
 
+    def with_cpu(self, cpu_us: np.ndarray) -> Units:
+        return Units(**{**{f: getattr(self, f) for f in _UF}, "cpu_us": np.asarray(cpu_us, float)})
+
 
 _UF = (
     "outer",
@@ -801,23 +804,26 @@ def emit_sync_items(
     corr: np.ndarray,
     depth: int,
     op: str,
-    inner: str,
+    inner: str | None,
     dims=None,
 ) -> None:
-    """The events of many `Sim.sync_item` calls whose times were computed in bulk."""
+    """The events of many `Sim.sync_item` calls whose times were computed in bulk (with no
+    `inner` op, the copy and the synchronize sit right under `op`)."""
     it, rec = sim.it, sim.rec
     amd = sim.hw.vendor == "amd"
     rk = np.broadcast_to(rank, s.shape)
     oaid = it.a({"Input Dims": dims or [[]], "Input type": ["c10::BFloat16"]}) if dims else -1
     rec.add(rk, MAIN, s, end - s, it.n(op), C_OP, depth, 0, oaid)
-    rec.add(rk, MAIN, s + 1000, end - 2000 - s, it.n(inner), C_OP, depth + 1)
+    if inner is not None:
+        rec.add(rk, MAIN, s + 1000, end - 2000 - s, it.n(inner), C_OP, depth + 1)
+    rt = depth + (2 if inner is not None else 1)
     memcpy = it.n("hipMemcpyAsync" if amd else "cudaMemcpyAsync")
-    rec.add(rk, MAIN, ls, L, memcpy, C_RT, depth + 2, corr, -1)
+    rec.add(rk, MAIN, ls, L, memcpy, C_RT, rt, corr, -1)
     dtoh = it.n("Memcpy DtoH (Device -> Pageable)")
     aid = it.a({"bytes": 4, "memory bandwidth (GB/s)": 0.002})
     rec.add(rk, COMPUTE, kst, kd, dtoh, C_MEMCPY, 0, corr, aid)
     sync = it.n("hipStreamSynchronize" if amd else "cudaStreamSynchronize")
-    rec.add(rk, MAIN, sync_s, sync_e - sync_s, sync, C_RT, depth + 2)
+    rec.add(rk, MAIN, sync_s, sync_e - sync_s, sync, C_RT, rt)
 
 
 def sync_chain(

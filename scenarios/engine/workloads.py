@@ -271,12 +271,13 @@ def inject(
             # as in DDP: the recompiling server sees the cache lengths of its own length draw
             p["shape_f"], p["new_shape_steps"] = p["len_plan"]
         if slug == "launch-bound":
-            hbm = hw.hbm_tbps * 1e12 * 0.75
-            gpu_layer_us = 32 * p["hidden"] ** 2 / hbm * 1e6 + 30
-            need = gpu_layer_us / 11 - hw.launch_us - 3.5
-            slow = float(max(20.0, need) * inj.uniform(2.0, 2.8))
-            # the fix replays the step as a graph: no Python between the kernels
-            p["cpu_us"] = 0.5 if fixed else slow
+            # Python between the launches: the host's time per step, this many times the
+            # GPU's (see `_launch_bound_host`); the fix replays the step as a graph, with no
+            # Python between the kernels
+            if fixed:
+                p["cpu_us"] = 0.5
+            else:
+                p["host_ratio"] = float(inj.uniform(*LAUNCH_BOUND_HOST_RATIO))
     elif family == "pp" and slug == "pipeline-bubbles":
         # microbatches of the drawn size, too few of them for the stages: m <= p, or with an
         # interleaved schedule m = p, the fewest it runs, where the bubble is still
@@ -846,14 +847,31 @@ def infer_params(rng: np.random.Generator, hw: Hardware, family: str = "decode")
     (see `inject`); any other runs them through one graph compiled up front."""
     p: dict[str, Any] = {
         "world": 1,
-        "layers": int(rng.integers(20, 33)),
+        "layers": int(rng.integers(20, 65)),
         "hidden": int(rng.choice([5120, 6144, 8192])),
-        "batch": int(rng.choice([1, 2, 4, 8, 16, 32, 64])),
+        "batch": int(rng.choice([1, 2, 4, 8, 16, 32, 64, 128, 256])),
         "steps": int(rng.integers(8, 12)),
         "cpu_us": float(rng.uniform(4, 8)),
         "first_step": int(rng.choice([2, 4, 10, 101, 550, 1009])),
         "compiled": family == "decode_compile",
+        # the context each sequence attends over: at a large batch its KV cache reads rival
+        # the weights' (a long-context server's step is slower for the same model)
+        "ctx": int(rng.choice([512, 1024, 2048, 4096, 8192])),
+        # the share of HBM bandwidth the job's matrix-vector kernels reach: cuBLAS's gemv, a
+        # tuned split-K kernel and a weight layout that suits neither differ by about 1.7x
+        "hbm_eff": float(rng.uniform(0.5, 0.85)),
     }
+    # as deep as the weights (16·d² bf16 parameters a layer) fit in 80 % of the GPU's memory,
+    # and a KV cache (K and V, d/8 wide, per layer) that fits beside them in 90 %: a shorter
+    # context, then a smaller batch, where it would not
+    d = p["hidden"]
+    p["layers"] = min(p["layers"], int(0.8 * hw.hbm_gb * 1e9 / (32 * d**2)))
+    room = 0.9 * hw.hbm_gb * 1e9 - 32 * d**2 * p["layers"]
+    kv = lambda: p["layers"] * p["batch"] * p["ctx"] * (d // 8) * 4  # noqa: E731
+    while kv() > room and p["ctx"] > 512:
+        p["ctx"] //= 2
+    while kv() > room and p["batch"] > 1:
+        p["batch"] //= 2
     if p["compiled"]:
         side = np.random.default_rng(_stream_key(rng))
         plan = _draw_lengths(side, p["steps"])
@@ -876,7 +894,7 @@ def build_infer(
     fixed = bool(p.get("fixed"))
     sim = Sim(1, hw, rng, it)
     d, bsz = p["hidden"], p["batch"]
-    hbm = hw.hbm_tbps * 1e12 * 0.75
+    hbm = hw.hbm_tbps * 1e12 * p.get("hbm_eff", 0.75)
     tf = hw.bf16_tflops * 0.55
     cpu = p["cpu_us"]
     compiled = bool(p.get("compiled"))
@@ -894,7 +912,7 @@ def build_infer(
             launch=b._gemm_launch if bsz > 8 else None,
         )
 
-    ctx = 1024
+    ctx = p.get("ctx", 1024)
     att_us = bsz * ctx * (d // 8) * 2 * 2 / hbm * 1e6 + 4.0  # GQA: 8x fewer KV heads
     b = UnitBuilder(it, hw)
     if compiled:
@@ -923,6 +941,8 @@ def build_infer(
         lin(b, 32000, d, 2)
         b.k("aten::argmax", None, K.ARGMAX, 3.0 + bsz * 0.05, cpu)
     U = Units.build(b.rows)
+    if p.get("host_ratio"):
+        U = _launch_bound_host(U, p["host_ratio"], p["cpu_us"], hw)
     p["kernels_per_step"] = len(U)
     # units before the first layer's own (the eager embedding), and per layer
     lead = 0 if compiled else 1
@@ -963,13 +983,29 @@ DEC_TRITON = {
 }
 
 
+# a launch-bound loop's host time per step against its GPU time: the GPU idles a third to a
+# half of the step, as an eager decode loop of a mid-size model does without CUDA graphs
+LAUNCH_BOUND_HOST_RATIO = (1.55, 2.2)
+
+
+def _launch_bound_host(U: Units, ratio: float, base_us: float, hw: Hardware) -> Units:
+    """The step's ops with a launch-bound loop's framework overhead: each op's (a library
+    call's companion kernels keep their half) scaled alike, so that the host's time per step
+    (overhead, launch and bookkeeping) is `ratio` × the step's GPU time, and never under 20 µs
+    for an op."""
+    w = U.cpu_us / base_us
+    fixed_us = len(U) * (hw.launch_us + 3.5)
+    per = max(20.0, (ratio * float(U.gpu_us.sum()) - fixed_us) / float(w.sum()))
+    return U.with_cpu(w * per)
+
+
 def _decode_layers_compiled(b: UnitBuilder, p: dict, hw: Hardware, lin: Any, att_us: float) -> None:
     """The compiled decode step's units: per layer the Triton kernels of `DEC_TRITON` around the
     library matmuls and attention (11 per layer, as eager runs; the norm takes the residual add
     in, rotary and the cache writes come out of it). A Triton kernel's launch sits under the CPU
     event that Inductor's launcher records with the kernel's own name."""
     d, bsz, cpu = p["hidden"], p["batch"], p["cpu_us"]
-    hbm = hw.hbm_tbps * 1e12 * 0.75
+    hbm = hw.hbm_tbps * 1e12 * p.get("hbm_eff", 0.75)
     T = DEC_TRITON
     norm_us = 2.0 + bsz * d * 4 / hbm * 1e6
 
@@ -1018,25 +1054,27 @@ def _decode_compile_plan(
     cache length dynamic) runs every step through the one graph compiled before the window."""
     S = p["steps"]
     shape_f = list(p.get("shape_f") or [1.0] * S)
-    ctxs = [int(1024 * f) // 128 * 128 for f in shape_f]
+    ctx0 = p.get("ctx", 1024)
+    ctxs = [int(ctx0 * f) // 128 * 128 for f in shape_f]
     gpu = float(U.gpu_us.sum())
     n_att = p["layers"]
     share = min(0.9, n_att * att_us / gpu) if gpu > 0 else 0.0
-    factor = [1.0 + share * (c / 1024 - 1.0) for c in ctxs]
+    factor = [1.0 + share * (c / ctx0 - 1.0) for c in ctxs]
     recompile = slug == "recompilation" and not fixed
     new_steps = {int(c) for c in p.get("new_shape_steps", [])} if recompile else set()
-    graph_of = {1024: 0}
+    graph_of = {ctx0: 0}
     region, key, comp_ns = [], [], []
     base = (p["layers"], p["hidden"], p["batch"])
     for s in range(S):
         if s in new_steps:
             graph_of[ctxs[s]] = len(graph_of)
-            comp_ns.append(int(inj.uniform(1.5e9, 4.0e9)))
+            # a deeper model is a bigger graph: Inductor takes longer over it
+            comp_ns.append(int(inj.uniform(1.5e9, 4.0e9) * max(1.0, p["layers"] / 32)))
         else:
             comp_ns.append(0)
         g = graph_of.get(ctxs[s], 0) if recompile else 0
         region.append(g)
-        key.append(_fx_key(*base, ctxs[s] if g else 1024 if recompile else "dynamic"))
+        key.append(_fx_key(*base, ctxs[s] if g else ctx0 if recompile else "dynamic"))
     p["shapes"] = ctxs
     p["compile_steps"] = sorted(new_steps)
     return {"factor": factor, "region": region, "key": key, "comp_ns": comp_ns}
@@ -1179,7 +1217,11 @@ def _decode_steps(
     emit_segments(rec, SG, rk, t_blk, f_blk, u_corr, 2 + dd, seq)
     cut = np.asarray(bounds[1 : ns + 1], np.int64)
     y_corr = np.concatenate([base + n_in + cut + np.arange(1, ns + 1), base + per], axis=1)
-    kinds = [(slice(0, ns), 2 + dd, "aten::nonzero", "aten::count_nonzero", [[p["batch"], 8]]),
+    # inside a compiled graph the read-back is Inductor's fallback to aten::nonzero, whose CUDA
+    # kernel counts with cub and copies the count back within the op (no aten::count_nonzero
+    # beneath it): as deep as the graph's own launches
+    nz_inner = None if comp is not None else "aten::count_nonzero"
+    kinds = [(slice(0, ns), 2 + dd, "aten::nonzero", nz_inner, [[p["batch"], 8]]),
              (slice(ns, ns + 1), 1, "aten::item", "aten::_local_scalar_dense", None)]  # fmt: skip
     for c, depth, op, inner, dims in kinds:
         if c.stop > c.start:
@@ -1229,8 +1271,8 @@ PP_SIGMA, PP_UNIT_SIGMA = 0.06, 0.2
 
 
 def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dict:
-    """1F1B pipeline training, one stage per rank. Stage count, width, microbatch count (of
-    2048 tokens each), depth and step count come from one distribution; a healthy schedule has
+    """1F1B pipeline training, one stage per rank. Stage count, width, microbatch count and
+    length, depth and step count come from one distribution; a healthy schedule has
     m ≫ p (bubble (p−1)/(m+p−1) near 10 %); a bubbly one (see `inject`) runs m ≤ p microbatches of
     the same size. Any scenario the family hosts (loader starvation, a slow stage, in-step
     read-backs, allocator churn) is injected into this same draw."""
@@ -1239,11 +1281,11 @@ def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dic
         "world": stages,
         "stages": stages,
         "micro": int(rng.integers(25, 28) if stages == 4 else rng.integers(41, 44)),
-        "hidden": int(rng.choice([4096, 5120, 6144])),
-        # one 2k-token sequence per microbatch (Megatron's usual micro-batch size 1): a stage's
-        # elementwise kernels run tens of µs, not hundreds, as in real stage traces; shorter
-        # microbatches would leave the P2P hops and the step's fixed work a visible share of
-        # the idle time
+        "hidden": int(rng.choice([4096, 5120, 6144])),  # redrawn below, on the side stream
+        # one sequence per microbatch (Megatron's usual micro-batch size 1), redrawn below: a
+        # stage's elementwise kernels run tens of µs, not hundreds, as in real stage traces;
+        # shorter microbatches would leave the P2P hops and the step's fixed work a visible
+        # share of the idle time
         "mb_tokens": 2048,
         "layers_per_stage": 1,
         # a profiler window of a few long steps (each runs every microbatch through every
@@ -1261,6 +1303,12 @@ def pp_params(rng: np.random.Generator, hw: Hardware, family: str = "pp") -> dic
     side = np.random.default_rng(_stream_key(rng))
     if side.random() < 0.35:
         p["chunks"], p["micro"], p["layers_per_stage"] = 2, 3 * stages, 2
+    # width and microbatch length vary as much across pipeline jobs as a microbatch count does
+    # across schedules (a stage's time per microbatch spans about 20x): one sequence of 2k, 4k
+    # or 8k tokens per microbatch, hidden 4096-8192. Drawn on the side stream after the
+    # schedule, whatever the scenario, so a step's length per microbatch says little by itself
+    p["hidden"] = int(side.choice([4096, 5120, 6144, 8192]))
+    p["mb_tokens"] = int(side.choice([2048, 4096, 8192], p=[0.45, 0.4, 0.15]))
     return p
 
 

@@ -101,7 +101,7 @@ def test_recompiling_decode_compiles_on_the_steps_with_a_new_cache_length_only()
         comp = [e for e in evs if e["name"].startswith("_compile.compile_inner")]
         assert sorted({i for i, st in enumerate(steps) for c in comp if _inside(c, st)}) == cs
         assert min(c["dur"] for c in comp) > 1e6  # seconds, in µs
-        assert min(steps[i]["dur"] for i in cs) > 50 * max(
+        assert min(steps[i]["dur"] for i in cs) > 20 * max(
             st["dur"] for i, st in enumerate(steps) if i not in cs
         )
         regions = {e["name"] for e in evs if e["name"].startswith("Torch-Compiled Region")}
@@ -131,6 +131,6 @@ def test_compiled_decode_keeps_the_decode_scenarios_and_their_fixes(slug):
         assert k.fix == E.generate(slug, _seeds(slug, 1, "decode")[0]).key.fix
         if slug == "launch-bound":
             assert k.fix == "cuda_graphs"
-            assert f["short_kernel_frac"] > 0.5 and f["gpu_idle_frac"] > 0.4, (seed, f)
+            assert f["short_kernel_frac"] > 0.35 and f["gpu_idle_frac"] > 0.3, (seed, f)
         assert fx.key.step_ms < 0.9 * tr.key.step_ms
         assert abs(fx.key.step_ms / k.expected_step_ms - 1) < 0.06, (seed, fx.key.step_ms)
