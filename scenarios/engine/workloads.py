@@ -857,8 +857,8 @@ def infer_params(rng: np.random.Generator, hw: Hardware, family: str = "decode")
         # the context each sequence attends over: at a large batch its KV cache reads rival
         # the weights' (a long-context server's step is slower for the same model)
         "ctx": int(rng.choice([512, 1024, 2048, 4096, 8192])),
-        # the share of HBM bandwidth the job's matrix-vector kernels reach: cuBLAS's gemv, a
-        # tuned split-K kernel and a weight layout that suits neither differ by about 1.7x
+        # the share of HBM bandwidth the job's memory-bound kernels reach, which differs from
+        # one server's kernels and shapes to another's
         "hbm_eff": float(rng.uniform(0.5, 0.85)),
     }
     # as deep as the weights (16·d² bf16 parameters a layer) fit in 80 % of the GPU's memory,
