@@ -865,8 +865,9 @@ def infer_params(rng: np.random.Generator, hw: Hardware, family: str = "decode")
     # and a KV cache (K and V, d/8 wide, per layer) that fits beside them in 90 %: a shorter
     # context, then a smaller batch, where it would not
     d = p["hidden"]
-    p["layers"] = min(p["layers"], int(0.8 * hw.hbm_gb * 1e9 / (32 * d**2)))
-    room = 0.9 * hw.hbm_gb * 1e9 - 32 * d**2 * p["layers"]
+    layer_bytes = 32 * d**2
+    p["layers"] = min(p["layers"], int(0.8 * hw.hbm_gb * 1e9 / layer_bytes))
+    room = 0.9 * hw.hbm_gb * 1e9 - layer_bytes * p["layers"]
     kv = lambda: p["layers"] * p["batch"] * p["ctx"] * (d // 8) * 4  # noqa: E731
     while kv() > room and p["ctx"] > 512:
         p["ctx"] //= 2
