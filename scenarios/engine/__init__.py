@@ -42,7 +42,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "22"
+GENERATOR_VERSION = "23"
 
 __all__ = [
     "FAMILIES",

@@ -107,9 +107,52 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
             512,
         )
         p["batch"] = max(1, tok // p["seq"])
+    else:
+        # an interleaved local/global decoder in most SDPA jobs: its local (sliding-window)
+        # layers, all but every k-th, attend through an explicit band mask that the fused kernel
+        # does not take, so they run eager, at the longest sequence (same tokens) whose score
+        # chain stays under a sixth of the GPU time (drawn on a side stream of its own, so the
+        # job's other draws stay put)
+        side = np.random.default_rng([_stream_key(rng), 23])
+        if side.random() < 0.6:
+            k = int(side.choice([4, 6, 8]))
+            eager = _interleave(p["layers"], k)
+            frac = sum(eager) / p["layers"]
+            tok = p["seq"] * p["batch"]
+            p["seq"] = next(
+                (
+                    x
+                    for x in (2048, 1024)
+                    if x <= tok and _score_chain_share(p, hw, x, frac) <= 0.17
+                ),
+                512,
+            )
+            p["batch"] = max(1, tok // p["seq"])
+            p["window_every"] = k
+            p["eager_layers"] = eager
     # the all-reduce's share of compute at the drawn tokens
     p["comm_ratio"] = r * tokens / (p["batch"] * p["seq"])
     return p
+
+
+def _interleave(layers: int, k: int) -> list[bool]:
+    """Which layers of an interleaved local/global decoder are local (run eager): all but every
+    k-th, and never all of them."""
+    eager = [(i + 1) % k != 0 for i in range(layers)]
+    if all(eager):
+        eager[-1] = False
+    return eager
+
+
+def _runs(flags: list[bool]) -> list[tuple[bool, int]]:
+    """Consecutive runs of equal flags: (flag, length) in order."""
+    out: list[tuple[bool, int]] = []
+    for x in flags:
+        if out and out[-1][0] == x:
+            out[-1] = (x, out[-1][1] + 1)
+        else:
+            out.append((x, 1))
+    return out
 
 
 # model widths a DDP decoder job draws (head dim 128)
@@ -240,16 +283,15 @@ def inject(
             L = p["layers"]
             if p["unfused"]:
                 eager = [True] * L
-            else:
-                k = int(inj.choice([4, 6, 8]))
-                eager = [(i + 1) % k != 0 for i in range(L)]
-                if all(eager):
-                    eager[-1] = False
+            else:  # the job's own interleave where it has one
+                k = int(p.get("window_every") or inj.choice([4, 6, 8]))
+                eager = _interleave(L, k)
             frac = sum(eager) / L
             seqs = [s for s in _SEQ_LADDER if s >= p["seq"]]
             want = float(inj.uniform(0.515, 0.55))
             # the drawn job's GPU time per layer, with its own attention and score dtype
-            t0 = _layer_seconds(p, hw, p["seq"], p["batch"], 1.0 if p["unfused"] else 0.0)
+            drawn = p.get("eager_layers") or [bool(p["unfused"])] * L
+            t0 = _layer_seconds(p, hw, p["seq"], p["batch"], sum(map(bool, drawn)) / L)
             # its GEMMs run at the top of the family's efficiency range (0.42-0.7): a long
             # sequence makes large, well-shaped weight and score matmuls. The chain then
             # dominates at shorter sequences, so one sequence outlasts the drawn step less often
@@ -708,9 +750,11 @@ def build_ddp(
             sim.rec.add(rk, tid, s0 + 2000, np.maximum(d - 4000, 1000), it.n("collate_fn"), C_OP, 1)
 
     if sync_every_layer:  # per-layer templates, built once (they do not depend on the step)
-        a_ = UnitBuilder(it, hw)
-        _layer_fwd(a_, p, hw, unfused=unfused, compiled=compiled, sync_layer=True)
-        U_attn = Units.build(a_.rows)
+        U_attn: dict[bool, Units] = {}
+        for e in set(eager):  # a layer's attention as the job runs it there (eager or fused)
+            a_ = UnitBuilder(it, hw)
+            _layer_fwd(a_, p, hw, unfused=e, compiled=compiled, sync_layer=True)
+            U_attn[e] = Units.build(a_.rows)
         m_ = UnitBuilder(it, hw)
         _layer_fwd_mlp(m_, p, hw, compiled=compiled)
         U_mlp = Units.build(m_.rows)
@@ -751,8 +795,17 @@ def build_ddp(
                 t_c, d0 = sim.cpu.copy(), 3
                 sim.cpu = sim.cpu + 1000
             host_us = sync_host_ms * 1000 * rng.uniform(0.7, 1.3, L)
-            sync_chain(sim, U_attn, U_mlp, L, d0, host_us, op="aten::nonzero",
-                       inner="aten::count_nonzero", dims=[[t, 8]])  # fmt: skip
+            # one chain per run of layers that attend alike (an interleaved job's local and
+            # global layers), the MLP between runs
+            i0 = 0
+            for e, m in _runs(eager):
+                if i0:
+                    sim.block(U_mlp, depth=d0)
+                sync_chain(
+                    sim, U_attn[e], U_mlp, m, d0, host_us[i0 : i0 + m],
+                    op="aten::nonzero", inner="aten::count_nonzero", dims=[[t, 8]],
+                )  # fmt: skip
+                i0 += m
             sim.block(U_mlp_last, depth=d0)
             if compiled:
                 sim.slice(MAIN, t_c, sim.cpu - t_c, "CompiledFunction", C_ANN, 2)
