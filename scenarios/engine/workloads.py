@@ -315,7 +315,11 @@ def inject(
         if slug == "launch-bound":
             # Python between the launches: the host's time per step, this many times the
             # GPU's (see `_launch_bound_host`); the fix replays the step as a graph, with no
-            # Python between the kernels
+            # Python between the kernels. Its kernels run at the top of the family's HBM
+            # efficiency range (0.5-0.85; the fixed twin's too), so its step, host-bound at a
+            # multiple of its GPU time, lands nearer the family's others: a long step alone
+            # does not name it
+            p["hbm_eff"] = float(inj.uniform(*LAUNCH_BOUND_HBM_EFF))
             if fixed:
                 p["cpu_us"] = 0.5
             else:
@@ -1040,6 +1044,8 @@ DEC_TRITON = {
 # a launch-bound loop's host time per step against its GPU time: the GPU idles a third to a
 # half of the step, as an eager decode loop of a mid-size model does without CUDA graphs
 LAUNCH_BOUND_HOST_RATIO = (1.55, 2.2)
+# the HBM efficiency a launch-bound loop's kernels reach (the family draws 0.5-0.85)
+LAUNCH_BOUND_HBM_EFF = (0.74, 0.85)
 
 
 def _launch_bound_host(U: Units, ratio: float, base_us: float, hw: Hardware) -> Units:
