@@ -1043,7 +1043,7 @@ DEC_TRITON = {
 
 # a launch-bound loop's host time per step against its GPU time: the GPU idles a third to a
 # half of the step, as an eager decode loop of a mid-size model does without CUDA graphs
-LAUNCH_BOUND_HOST_RATIO = (1.55, 2.2)
+LAUNCH_BOUND_HOST_RATIO = (1.5, 2.05)
 # the HBM efficiency a launch-bound loop's kernels reach (the family draws 0.5-0.85)
 LAUNCH_BOUND_HBM_EFF = (0.74, 0.85)
 

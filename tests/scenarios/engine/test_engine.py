@@ -36,7 +36,7 @@ def flags(f: dict) -> set[str]:
         out.add("pipeline-bubbles")
     if f["loader_ms_min"] > 0.08 * step:
         out.add("input-starvation")
-    # a healthy decode loop's GPU idles under 15 % of its step, a launch-bound one's over 37 %
+    # a healthy decode loop's GPU idles under 15 % of its step, a launch-bound one's over 35 %
     if f["short_kernel_frac"] > 0.35 and f["gpu_idle_frac"] > 0.3:
         out.add("launch-bound")
     rb = f.get("busbw_rank_gbps") or []
