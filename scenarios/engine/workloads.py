@@ -95,6 +95,11 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
         if p["new_shape_steps"]
         else _draw_lengths(np.random.default_rng(_stream_key(rng)), p["steps"])
     )
+    # the attention heads' width: 128, or 64 as many models of this size have (twice the heads
+    # for the same width, so twice the score-matrix elements per token); drawn with the
+    # interleave below on a side stream of its own, so the job's other draws stay put
+    side = np.random.default_rng([_stream_key(rng), 23])
+    p["head_dim"] = int(side.choice([64, 128], p=[0.4, 0.6]))
     tokens = gsize * 1.75 * hw.bf16_tflops * 1e12 * p["mfu_eff"] / (busbw * 6 * r)
     p["seq"] = 2048 if tokens >= 2048 else (1024 if tokens >= 1024 else 512)
     p["batch"] = int(max(1, min(32, round(tokens / p["seq"]))))
@@ -113,7 +118,6 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
         # does not take, so they run eager, at the longest sequence (same tokens) whose score
         # chain stays under a sixth of the GPU time (drawn on a side stream of its own, so the
         # job's other draws stay put)
-        side = np.random.default_rng([_stream_key(rng), 23])
         if side.random() < 0.6:
             k = int(side.choice([4, 6, 8]))
             eager = _interleave(p["layers"], k)
@@ -155,7 +159,7 @@ def _runs(flags: list[bool]) -> list[tuple[bool, int]]:
     return out
 
 
-# model widths a DDP decoder job draws (head dim 128)
+# model widths a DDP decoder job draws
 _HIDDEN = (2048, 2560, 3072, 4096)
 
 
@@ -194,9 +198,10 @@ def _attn_costs(p: dict, hw: Hardware, seq: int, b: int) -> tuple[float, float]:
     eb = 4 if p.get("score_fp32") else 2
     tf = hw.bf16_tflops * 1e12 * p["mfu_eff"]
     hbm = hw.hbm_tbps * 1e12 * 0.82
-    elems = b * (d // 128) * seq * seq
+    hd = int(p.get("head_dim", 128))
+    elems = b * (d // hd) * seq * seq
     chain = 16.25 * eb * elems / hbm
-    gemm = 72.0 * b * seq * d * d / tf + 1536.0 * elems / (0.8 * tf)
+    gemm = 72.0 * b * seq * d * d / tf + 12.0 * hd * elems / (0.8 * tf)
     return chain, 1.2 * gemm
 
 
@@ -300,10 +305,13 @@ def inject(
             seq = next((s for s in seqs if _score_chain_share(p, hw, s, frac) >= want), seqs[-1])
             # longer sequences fit fewer of them on a GPU (eager attention keeps a seq² score
             # matrix per head for backward): as many as bring the step near the drawn job's,
-            # so a long step is not what tells this trace apart from its family's others
+            # so a long step is not what tells this trace apart from its family's others; and
+            # no fewer than half the drawn job's tokens, so that without the chain the GPU still
+            # outruns the host (a fix that leaves the step host-bound is another story)
             per_seq = _layer_seconds(p, hw, seq, 1, frac)
+            half = -(-p["seq"] * p["batch"] // (2 * seq))
             p["seq"] = seq
-            p["batch"] = max(1, round(t0 * float(inj.uniform(0.85, 1.2)) / per_seq))
+            p["batch"] = max(half, round(t0 * float(inj.uniform(0.85, 1.2)) / per_seq))
             p["unfused"] = not fixed
             # the fix: the eager layers' attention fused (the same score matmuls, on chip)
             p["eager_layers"] = [e and not fixed for e in eager]
@@ -368,13 +376,14 @@ def _layer_fwd(
         **_ew(t * d, compiled))  # fmt: skip
     b.gemm("aten::linear", "aten::addmm", t, 3 * d, d, tf, 0)
     if unfused:
-        heads, s = d // 128, p["seq"]
+        hd = int(p.get("head_dim", 128))
+        heads, s = d // hd, p["seq"]
         elems = p["batch"] * heads * s * s
         sb = elems * (4 if p.get("score_fp32") else 2)
         ity = "float" if p.get("score_fp32") else "c10::BFloat16"
         tf_bmm = tf * 0.8
         # the score matmuls run the tile config the layer's first GEMM already picked
-        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 0)
+        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, s, hd, tf_bmm, 0)
         dims = [[p["batch"], heads, s, s]]
         g = _ew(elems)
         b.k("aten::mul", None, K.MUL, ew(2 * sb), dims=dims, itype=ity, **g)
@@ -384,7 +393,7 @@ def _layer_fwd(
             grid=(p["batch"] * heads * s, 1, 1), block=(128, 1, 1))  # fmt: skip
         b.k("aten::dropout", "aten::native_dropout", K.DROPOUT, ew(2.5 * sb), dims=dims,
             itype=ity, **g)  # fmt: skip
-        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 0)
+        b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, hd, s, tf_bmm, 0)
     else:
         fl_us = 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.8 * 1e12) * 1e6 + 5
         if fused_like:  # the fixed twin: the same score matmuls, fused on chip
@@ -394,7 +403,7 @@ def _layer_fwd(
             "aten::_scaled_dot_product_flash_attention",
             K.flash_names(hw)[0],
             fl_us,
-            grid=(p["seq"] // 128, d // 128, p["batch"]),
+            grid=(p["seq"] // 128, d // int(p.get("head_dim", 128)), p["batch"]),
             block=(128, 1, 1),
         )
     b.gemm("aten::linear", "aten::addmm", t, d, d, tf, 1)
@@ -467,7 +476,8 @@ def _layer_bwd(
     b.gemm(ev + "AddmmBackward0", "aten::mm", t, d, d, tf, 1, 20)
     b.gemm(ev + "AddmmBackward0", "aten::mm", d, d, t, tf, 2, 18)
     if unfused:
-        heads, s = d // 128, p["seq"]
+        hd = int(p.get("head_dim", 128))
+        heads, s = d // hd, p["seq"]
         elems = p["batch"] * heads * s * s
         sb = elems * (4 if p.get("score_fp32") else 2)
         ity = "float" if p.get("score_fp32") else "c10::BFloat16"
@@ -475,7 +485,7 @@ def _layer_bwd(
         g = _ew(elems)
         tf_bmm = tf * 0.8
         for _ in range(2):
-            b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, s, 128, tf_bmm, 0, 18)
+            b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, s, hd, tf_bmm, 0, 18)
         b.k(
             ev + "NativeDropoutBackward0",
             "aten::native_dropout_backward",
@@ -499,7 +509,7 @@ def _layer_bwd(
         )
         b.k(ev + "MulBackward0", "aten::mul", K.MUL, ew(2 * sb), 12, dims=dims, itype=ity, **g)
         for _ in range(2):
-            b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, 128, s, tf_bmm, 1, 18)
+            b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, hd, s, tf_bmm, 1, 18)
     else:
         fl_us = 2.5 * 4.0 * p["batch"] * p["seq"] ** 2 * d * 0.5 / (tf * 0.7 * 1e12) * 1e6 + 8
         if fused_like:
@@ -510,7 +520,7 @@ def _layer_bwd(
             K.flash_names(hw)[1],
             fl_us,
             24,
-            grid=(p["seq"] // 128, d // 128, p["batch"]),
+            grid=(p["seq"] // 128, d // int(p.get("head_dim", 128)), p["batch"]),
             block=(256, 1, 1),
         )
     b.gemm(ev + "AddmmBackward0", "aten::mm", t, d, 3 * d, tf, 1, 20)

@@ -662,6 +662,31 @@ def test_healthy_sdpa_jobs_are_often_interleaved_with_eager_local_layers():
         )
 
 
+def _head_width(tr) -> int | None:
+    """The attention heads' width, read off the score tensor an eager layer's softmax takes
+    ([batch, heads, seq, seq]) and the workload line's hidden size; None without one."""
+    ids = [i for i, n in enumerate(tr.names) if n == "aten::softmax"]
+    hit = np.flatnonzero(np.isin(tr.cols["name"], ids) & (tr.cols["aid"] >= 0))
+    if not len(hit):
+        return None
+    heads = tr.args[int(tr.cols["aid"][hit[0]])]["Input Dims"][0][1]
+    hidden = int(re.search(r"hidden (\d+)", tr.prompt["workload"]).group(1))
+    return hidden // heads
+
+
+def test_ddp_jobs_draw_64_or_128_wide_heads_whatever_the_scenario():
+    """Issue 12: a DDP job's heads are 64 or 128 wide (64 gives twice the heads, so twice the
+    score-matrix elements per token, and the memory-bound chain dominates at shorter
+    sequences); both widths turn up in healthy jobs' eager layers and in memory-bound jobs."""
+    widths: dict[str, set] = {"healthy": set(), "memory-bound-kernel": set()}
+    for seed in range(300, 380):
+        for slug, seen in widths.items():
+            tr = gen(slug, seed)
+            if tr.family in ("ddp", "ddp_compile") and (w := _head_width(tr)):
+                seen.add(w)
+    assert widths == {"healthy": {64, 128}, "memory-bound-kernel": {64, 128}}, widths
+
+
 @pytest.mark.parametrize("slug", ["straggler", "pipeline-bubbles", "launch-bound", "recompilation"])
 def test_fast_json_exports_equal_dict_exports(slug):
     """perfetto_bytes / hta_bytes write JSON text directly; it must parse to the dict exports."""
