@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import itertools
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -148,15 +149,9 @@ def _interleave(layers: int, k: int) -> list[bool]:
     return eager
 
 
-def _runs(flags: list[bool]) -> list[tuple[bool, int]]:
-    """Consecutive runs of equal flags: (flag, length) in order."""
-    out: list[tuple[bool, int]] = []
-    for x in flags:
-        if out and out[-1][0] == x:
-            out[-1] = (x, out[-1][1] + 1)
-        else:
-            out.append((x, 1))
-    return out
+def _head_dim(p: dict) -> int:
+    """The width of a DDP job's attention heads (jobs drawn before it was drawn: 128)."""
+    return int(p.get("head_dim", 128))
 
 
 # model widths a DDP decoder job draws
@@ -198,7 +193,7 @@ def _attn_costs(p: dict, hw: Hardware, seq: int, b: int) -> tuple[float, float]:
     eb = 4 if p.get("score_fp32") else 2
     tf = hw.bf16_tflops * 1e12 * p["mfu_eff"]
     hbm = hw.hbm_tbps * 1e12 * 0.82
-    hd = int(p.get("head_dim", 128))
+    hd = _head_dim(p)
     elems = b * (d // hd) * seq * seq
     chain = 16.25 * eb * elems / hbm
     gemm = 72.0 * b * seq * d * d / tf + 12.0 * hd * elems / (0.8 * tf)
@@ -376,7 +371,7 @@ def _layer_fwd(
         **_ew(t * d, compiled))  # fmt: skip
     b.gemm("aten::linear", "aten::addmm", t, 3 * d, d, tf, 0)
     if unfused:
-        hd = int(p.get("head_dim", 128))
+        hd = _head_dim(p)
         heads, s = d // hd, p["seq"]
         elems = p["batch"] * heads * s * s
         sb = elems * (4 if p.get("score_fp32") else 2)
@@ -403,7 +398,7 @@ def _layer_fwd(
             "aten::_scaled_dot_product_flash_attention",
             K.flash_names(hw)[0],
             fl_us,
-            grid=(p["seq"] // 128, d // int(p.get("head_dim", 128)), p["batch"]),
+            grid=(p["seq"] // 128, d // _head_dim(p), p["batch"]),
             block=(128, 1, 1),
         )
     b.gemm("aten::linear", "aten::addmm", t, d, d, tf, 1)
@@ -476,7 +471,7 @@ def _layer_bwd(
     b.gemm(ev + "AddmmBackward0", "aten::mm", t, d, d, tf, 1, 20)
     b.gemm(ev + "AddmmBackward0", "aten::mm", d, d, t, tf, 2, 18)
     if unfused:
-        hd = int(p.get("head_dim", 128))
+        hd = _head_dim(p)
         heads, s = d // hd, p["seq"]
         elems = p["batch"] * heads * s * s
         sb = elems * (4 if p.get("score_fp32") else 2)
@@ -520,7 +515,7 @@ def _layer_bwd(
             K.flash_names(hw)[1],
             fl_us,
             24,
-            grid=(p["seq"] // 128, d // int(p.get("head_dim", 128)), p["batch"]),
+            grid=(p["seq"] // 128, d // _head_dim(p), p["batch"]),
             block=(256, 1, 1),
         )
     b.gemm(ev + "AddmmBackward0", "aten::mm", t, d, 3 * d, tf, 1, 20)
@@ -812,7 +807,7 @@ def build_ddp(
             # one chain per run of layers that attend alike (an interleaved job's local and
             # global layers), the MLP between runs
             i0 = 0
-            for e, m in _runs(eager):
+            for e, m in ((e, len(list(g))) for e, g in itertools.groupby(eager)):
                 if i0:
                     sim.block(U_mlp, depth=d0)
                 sync_chain(
