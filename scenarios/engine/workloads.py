@@ -105,39 +105,38 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
     p["seq"] = 2048 if tokens >= 2048 else (1024 if tokens >= 1024 else 512)
     p["batch"] = int(max(1, min(32, round(tokens / p["seq"]))))
     if p["unfused"]:
-        # unfused attention that does not dominate: the longest sequence (same tokens) whose
-        # score chain stays under a sixth of the GPU time
-        tok = p["seq"] * p["batch"]
-        p["seq"] = next(
-            (x for x in (2048, 1024) if x <= tok and _score_chain_share(p, hw, x) <= 0.17),
-            512,
-        )
-        p["batch"] = max(1, tok // p["seq"])
+        _fit_eager_seq(p, hw, 1.0)  # unfused attention that does not dominate
     else:
         # an interleaved local/global decoder in most SDPA jobs: its local (sliding-window)
         # layers, all but every k-th, attend through an explicit band mask that the fused kernel
-        # does not take, so they run eager, at the longest sequence (same tokens) whose score
-        # chain stays under a sixth of the GPU time (drawn on a side stream of its own, so the
-        # job's other draws stay put)
+        # does not take, so they run eager, without dominating (drawn on a side stream of its
+        # own, so the job's other draws stay put)
         if side.random() < 0.6:
             k = int(side.choice([4, 6, 8]))
             eager = _interleave(p["layers"], k)
-            frac = sum(eager) / p["layers"]
-            tok = p["seq"] * p["batch"]
-            p["seq"] = next(
-                (
-                    x
-                    for x in (2048, 1024)
-                    if x <= tok and _score_chain_share(p, hw, x, frac) <= 0.17
-                ),
-                512,
-            )
-            p["batch"] = max(1, tok // p["seq"])
+            _fit_eager_seq(p, hw, sum(eager) / p["layers"])
             p["window_every"] = k
             p["eager_layers"] = eager
     # the all-reduce's share of compute at the drawn tokens
     p["comm_ratio"] = r * tokens / (p["batch"] * p["seq"])
     return p
+
+
+def _fit_eager_seq(p: dict, hw: Hardware, frac: float) -> None:
+    """A job whose layers run attention eager in a fraction `frac` of them, sized so the score
+    chain does not dominate: the longest sequence (same tokens) whose chain stays under a sixth
+    of the GPU time."""
+    tok = p["seq"] * p["batch"]
+    p["seq"] = next(
+        (x for x in (2048, 1024) if x <= tok and _score_chain_share(p, hw, x, frac) <= 0.17),
+        512,
+    )
+    p["batch"] = max(1, tok // p["seq"])
+
+
+def _eager_layers(p: dict) -> list[bool]:
+    """Which layers run attention eager: the job's own per-layer plan, else all or none."""
+    return list(p.get("eager_layers") or [bool(p["unfused"])] * p["layers"])
 
 
 def _interleave(layers: int, k: int) -> list[bool]:
@@ -290,8 +289,7 @@ def inject(
             seqs = [s for s in _SEQ_LADDER if s >= p["seq"]]
             want = float(inj.uniform(0.515, 0.55))
             # the drawn job's GPU time per layer, with its own attention and score dtype
-            drawn = p.get("eager_layers") or [bool(p["unfused"])] * L
-            t0 = _layer_seconds(p, hw, p["seq"], p["batch"], sum(map(bool, drawn)) / L)
+            t0 = _layer_seconds(p, hw, p["seq"], p["batch"], sum(_eager_layers(p)) / L)
             # its GEMMs run at the top of the family's efficiency range (0.42-0.7): a long
             # sequence makes large, well-shaped weight and score matmuls. The chain then
             # dominates at shorter sequences, so one sequence outlasts the drawn step less often
@@ -558,7 +556,7 @@ def build_ddp(
     fixed = bool(p.get("fixed"))
     R, L, d = p["world"], p["layers"], p["hidden"]
     sim = Sim(R, hw, rng, it)
-    unfused, compiled = bool(p["unfused"]), bool(p["compiled"])
+    compiled = bool(p["compiled"])
     gsize = K.DTYPE_BYTES[p["grad_dtype"]] * float(p.get("comm_bytes_scale", 1.0))
     layer_params = 12 * d * d + 4 * d
     msg = float(p.get("comm_bytes_scale", 1.0))  # elements sent per gradient element
@@ -572,7 +570,7 @@ def build_ddp(
     # templates
     fwd = ub()
     # per layer: attention unfused, and (the fixed twin) fused where it was unfused
-    eager = list(p.get("eager_layers") or [unfused] * L)
+    eager = _eager_layers(p)
     fused_like = list(p.get("fused_like_layers") or [False] * L)
     for li in range(L):
         _layer_fwd(fwd, p, hw, unfused=eager[li], compiled=compiled, fused_like=fused_like[li])
