@@ -4,6 +4,7 @@ per-scenario injections. Every function returns a finished `Sim` plus a workload
 from __future__ import annotations
 
 import base64
+import copy
 import functools
 import hashlib
 import itertools
@@ -117,9 +118,46 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
             _fit_eager_seq(p, hw, sum(eager) / p["layers"])
             p["window_every"] = k
             p["eager_layers"] = eager
+    # a per-GPU batch whose activations fit beside the weights and optimizer state (no
+    # activation checkpointing in this family): fewer sequences where the drawn ones would not
+    while p["batch"] > 1 and ddp_memory_share(p, hw) > HBM_USABLE:
+        p["batch"] -= 1
     # the all-reduce's share of compute at the drawn tokens
     p["comm_ratio"] = r * tokens / (p["batch"] * p["seq"])
     return p
+
+
+# the share of a GPU's memory a training job may plan to hold: the rest goes to the CUDA
+# context, NCCL's buffers, library workspaces and the caching allocator's fragmentation
+HBM_USABLE = 0.85
+
+
+def ddp_memory_share(p: dict, hw: Hardware) -> float:
+    """The share of the GPU's memory a DDP job holds at the peak of a step: bf16 weights, fp32
+    master weights, gradients and AdamW state (16 bytes a parameter), and the activations kept
+    for backward (34 bytes per token and hidden unit a layer, after Korthikanti et al., plus the
+    score matrices of the layers that attend eagerly: softmax output, dropout mask and dropped
+    probabilities, 7 bytes an element with fp32 scores, 5 with bf16), at the longest sequence
+    the job's own lengths bring."""
+    d, L = p["hidden"], p["layers"]
+    heads = d // _head_dim(p)
+    plan: tuple[list[float], list[int]] = p.get("len_plan") or ([1.0], [])
+    seq = int(p["seq"] * max([1.0, *plan[0], *(p.get("shape_f") or [])]))
+    scores = sum(_eager_layers(p)) * p["batch"] * heads * seq**2
+    act = L * p["batch"] * seq * d * 34 + scores * (7 if p.get("score_fp32") else 5)
+    return (16 * 12 * d * d * L + act) / (hw.hbm_gb * 1e9)
+
+
+def hosts(slug: str, family: str, p: dict, inj: np.random.Generator, hw: Hardware) -> bool:
+    """Whether the drawn workload `p` can host scenario `slug` as `inject` would make it (the
+    injection's stream `inj` is consumed; `p` is left as it was). A memory-bound DDP job whose
+    score chain dominates only at sequences whose score matrices would not fit on the GPU
+    cannot happen: such a draw does not host it."""
+    if slug != "memory-bound-kernel" or family not in ("ddp", "ddp_compile"):
+        return True
+    q = copy.deepcopy(p)
+    inject(slug, family, q, inj, hw)
+    return ddp_memory_share(q, hw) <= HBM_USABLE
 
 
 def _fit_eager_seq(p: dict, hw: Hardware, frac: float) -> None:
@@ -297,14 +335,16 @@ def inject(
             p["score_fp32"] = True
             seq = next((s for s in seqs if _score_chain_share(p, hw, s, frac) >= want), seqs[-1])
             # longer sequences fit fewer of them on a GPU (eager attention keeps a seq² score
-            # matrix per head for backward): as many as bring the step near the drawn job's,
-            # so a long step is not what tells this trace apart from its family's others; and
-            # no fewer than half the drawn job's tokens, so that without the chain the GPU still
-            # outruns the host (a fix that leaves the step host-bound is another story)
+            # matrix per head for backward): as many as bring the step to 1.1-1.6x the drawn
+            # job's. Fewer tokens per step would leave a shorter step but a smaller batch (its
+            # logits, its copies) than the family's; more, a longer step: neither names the
+            # trace alone. No fewer than half the drawn job's tokens, so that without the chain
+            # the GPU still outruns the host (a fix that leaves the step host-bound is another
+            # story). A draw where this does not fit on the GPU cannot host it (see `hosts`).
             per_seq = _layer_seconds(p, hw, seq, 1, frac)
             half = -(-p["seq"] * p["batch"] // (2 * seq))
             p["seq"] = seq
-            p["batch"] = max(half, round(t0 * float(inj.uniform(0.85, 1.2)) / per_seq))
+            p["batch"] = max(half, round(t0 * float(inj.uniform(1.1, 1.6)) / per_seq))
             p["unfused"] = not fixed
             # the fix: the eager layers' attention fused (the same score matmuls, on chip)
             p["eager_layers"] = [e and not fixed for e in eager]

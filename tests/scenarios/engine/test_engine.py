@@ -832,3 +832,45 @@ def test_dataloader_workers_keep_fetching_until_the_profiler_stops(slug):
         window_end = max(e["ts"] + e["dur"] for e in x if e["pid"] == pid0)
         assert max(e["ts"] + e["dur"] for e in fetches) <= window_end + 1
     assert seen >= 3
+
+
+def _memory_share(tr) -> float:
+    """The share of its GPU's memory a DDP job would hold at the peak of a step, read off the
+    trace: 16 bytes a parameter (bf16 weights, fp32 master copy, gradients, AdamW state) from
+    the workload line's layers and hidden size, 34 bytes per token and hidden unit a layer of
+    activations (the input copy's dims give the tokens), and 7 bytes per score element an eager
+    layer keeps for backward (the softmax's input dims give the elements)."""
+    L, d = map(int, re.search(r"\((\d+) layers, hidden (\d+)\)", tr.prompt["workload"]).groups())
+    rank0 = tr.cols["rank"] == 0
+    steps = sum(1 for n in tr.names if n.startswith("ProfilerStep#")) or 1
+
+    def dims_of(name: str) -> list[list[int]]:
+        ids = [i for i, n in enumerate(tr.names) if n == name]
+        hit = np.flatnonzero(np.isin(tr.cols["name"], ids) & (tr.cols["aid"] >= 0) & rank0)
+        return [tr.args[int(a)]["Input Dims"][0] for a in tr.cols["aid"][hit]]
+
+    tokens = max(int(np.prod(x)) for x in dims_of("aten::to") if len(x) == 2)
+    scores = dims_of("aten::softmax")
+    per_step = len(scores) / steps
+    elems = per_step * max((int(np.prod(x)) for x in scores), default=0)
+    used = 16 * 12 * d * d * L + 34 * tokens * d * L + 7 * elems
+    return used / (E.get_hardware(tr.hardware).hbm_gb * 1e9)
+
+
+def test_no_ddp_job_needs_more_memory_than_its_gpu_has():
+    """A memory-bound job's score chain dominates only at long sequences, and an eager layer
+    keeps its seq x seq score matrices for backward: drawn as it was, half of the A100 jobs would
+    have needed up to five times the GPU's memory (an engineer would see the job could not run).
+    A draw whose memory-bound job would not fit draws again; the family's own jobs run fewer
+    sequences where the drawn ones would not fit. Every job here fits in 85 % of the GPU."""
+    shares: dict[str, list[float]] = defaultdict(list)
+    for seed in range(300, 396):
+        for slug in ("healthy", "memory-bound-kernel"):
+            tr = gen(slug, seed, hardware="a100" if seed % 2 else None)
+            if tr.family in ("ddp", "ddp_compile"):
+                shares[slug].append(_memory_share(tr))
+    for slug, v in shares.items():
+        assert len(v) > 20, (slug, len(v))
+        assert max(v) <= 0.85, (slug, sorted(v)[-5:])
+    # the memory-bound jobs are not kept small: many fill a good part of the GPU
+    assert np.mean(np.array(shares["memory-bound-kernel"]) > 0.4) > 0.2
