@@ -91,7 +91,11 @@ class Forest:
               "StreamWaitEvent", "StreamGetPriority", "DeviceGetStreamPriorityRange")}  # fmt: skip
         self.rt = rt
         self._klut = np.zeros((0, 5), np.int64)  # per kernel name: 3 pre calls, post call, view?
-        self._olut = np.zeros((0, 4), np.int64)  # per outer: node id, backward?, linked?, in place?
+        # per outer: node id, backward?, linked?, in place?, transposes a weight?
+        self._olut = np.zeros((0, 5), np.int64)
+        self.t, self.transpose, self.as_strided = (it.n(x) for x in ("aten::t", "aten::transpose",
+                                                                     "aten::as_strided"))  # fmt: skip
+        self.to_copy, self.copy_ = it.n("aten::_to_copy"), it.n("aten::copy_")
 
     def _kind(self, name: str) -> tuple[int, int, int, int, int]:
         rt = self.rt
@@ -107,15 +111,20 @@ class Forest:
             return rt["StreamIsCapturing"], rt["FuncSetAttribute"], -1, -1, 2
         return rt["StreamIsCapturing"], -1, -1, -1, 1
 
-    def _outer(self, name: str) -> tuple[int, int, int, int]:
-        """(backward node id, backward?, has a forward op?, writes in place / into `out`?)"""
+    def _outer(self, name: str) -> tuple[int, int, int, int, int]:
+        """(backward node id, backward?, has a forward op?, writes in place / into `out`?,
+        transposes a weight?): `aten::linear` takes its weight through `aten::t` (a transposed
+        view: `aten::transpose` → `aten::as_strided`) before the matmul, and so do the matmul
+        backward nodes before each gradient's mm; a compiled graph (`aten::mm` under Inductor)
+        hands the library call a transposed view it made up front."""
         # (Inductor's launcher records a Triton kernel's launch under the kernel's own name;
         # the graph allocated its buffers up front)
         inplace = int(name.endswith(("_", "mul_out")) or name.startswith("triton_"))
         if not name.startswith(BWD_PREFIX):
-            return -1, 0, 0, inplace
+            return -1, 0, 0, inplace, int(name == "aten::linear")
         node = name[len(BWD_PREFIX) :]
-        return self.it.n(node), 1, int("AccumulateGrad" not in node), int("AccumulateGrad" in node)
+        return (self.it.n(node), 1, int("AccumulateGrad" not in node),
+                int("AccumulateGrad" in node), int(node in ("MmBackward0", "AddmmBackward0")))  # fmt: skip
 
     def _grow(self) -> None:
         names = self.it.names
@@ -294,8 +303,14 @@ def emit_units(
                 op[mid, 0], C_OP, d + 1, lk)  # fmt: skip
     d1 = d + 1 + mid
     h = pre // 2
-    rec.add(rk[..., alloc], tid, (start + 100)[..., alloc], (h - 200)[..., alloc], fx.empty, C_OP,
-            d1[alloc])  # fmt: skip
+    # before the nested op: the output's allocation, or a matmul's transposed weight view
+    tw = (op[:, 4] == 1) & (kp[:, 4] == 2)  # (a bias gradient's sum transposes nothing)
+    em = alloc & ~tw
+    rec.add(rk[..., em], tid, (start + 100)[..., em], (h - 200)[..., em], fx.empty, C_OP, d1[em])
+    if tw.any():
+        s0, w0 = (start + 100)[..., tw], np.maximum(h - 200, 400)[..., tw]
+        for k, nm in enumerate((fx.t, fx.transpose, fx.as_strided)):
+            rec.add(rk[..., tw], tid, s0 + 60 * k, w0 - 120 * k, nm, C_OP, d1[tw] + k)
     if has_in.any():
         s_ = start[..., has_in] + h[..., has_in]
         rec.add(rk[..., has_in], tid, s_, end[..., has_in] - 150 - s_, u.inner[has_in], C_OP,
@@ -311,7 +326,13 @@ def emit_units(
             wk = w[..., mk]
             rec.add(rk[..., mk], tid, base[..., mk] + k * wk, (wk * 3) // 4, kp[mk, k], C_RT,
                     ld[mk])  # fmt: skip
-    rec.add(rk, tid, ls, L, u.launch, C_RT, ld, corr)
+    # a copy (`aten::_to_copy`: a dtype cast, a host-to-device batch) launches from the
+    # `aten::copy_` it makes into its new tensor
+    cp = u.inner == fx.to_copy
+    if cp.any():
+        rec.add(rk[..., cp], tid, (ls - 60)[..., cp], np.broadcast_to(L, ls.shape)[..., cp] + 100,
+                fx.copy_, C_OP, ld[cp])  # fmt: skip
+    rec.add(rk, tid, ls, L, u.launch, C_RT, ld + cp, corr)
     p4 = post // 4
     mp = kp[:, 3] >= 0
     if mp.any():

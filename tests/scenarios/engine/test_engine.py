@@ -875,3 +875,54 @@ def test_no_ddp_job_needs_more_memory_than_its_gpu_has():
         assert max(v) <= 0.85, (slug, sorted(v)[-5:])
     # the memory-bound jobs are not kept small: many fill a good part of the GPU
     assert np.mean(np.array(shares["memory-bound-kernel"]) > 0.4) > 0.2
+
+
+def _parents(tr, child: str, limit: int = 300) -> list[str]:
+    """The names of the ops that directly enclose up to `limit` events named `child` on rank 0,
+    spread over the window (same thread, one level up, spanning it), as a viewer nests them."""
+    c = tr.cols
+    on0 = c["rank"] == 0
+    cid = tr.names.index(child)
+    out = []
+    hits = np.flatnonzero(on0 & (c["name"] == cid))
+    for i in hits[:: max(1, len(hits) // limit)]:
+        up = np.flatnonzero(
+            on0
+            & (c["tid"] == c["tid"][i])
+            & (c["depth"] == c["depth"][i] - 1)
+            & (c["ts"] <= c["ts"][i])
+            & (c["ts"] + c["dur"] >= c["ts"][i] + c["dur"][i])
+        )
+        out.append(tr.names[c["name"][up[-1]]] if len(up) else "")
+    return out
+
+
+@pytest.mark.parametrize("seed", [3, 4, 23])  # DDP, an eager decode loop, a pipeline
+def test_matmuls_transpose_their_weight_and_copies_launch_from_copy_(seed):
+    """The op forest a real trace shows around a matmul and a copy: `aten::linear` takes its
+    weight through `aten::t` → `aten::transpose` → `aten::as_strided` before the library call
+    (and a matmul's backward node does too), and `aten::_to_copy` (a batch copied in, a dtype
+    cast) launches its copy from `aten::copy_`."""
+    tr = gen("healthy", seed)
+    assert _parents(tr, "aten::as_strided") and set(_parents(tr, "aten::as_strided")) == {
+        "aten::transpose"
+    }
+    assert set(_parents(tr, "aten::transpose")) == {"aten::t"}
+    holders = set(_parents(tr, "aten::t"))
+    assert "aten::linear" in holders
+    assert holders <= {"aten::linear", "MmBackward0", "AddmmBackward0"}, holders
+    if tr.world > 1 or tr.family == "pp":  # training: its backward transposes too
+        assert holders & {"MmBackward0", "AddmmBackward0"}, holders
+    # (a read-back's copy launches from `aten::_local_scalar_dense` or the nonzero count's op)
+    copy_name = "hipMemcpyAsync" if tr.hardware == "mi300x" else "cudaMemcpyAsync"
+    launched_from = set(_parents(tr, copy_name))
+    assert "aten::copy_" in launched_from and "aten::_to_copy" not in launched_from
+    assert set(_parents(tr, "aten::copy_")) == {"aten::_to_copy"}
+
+
+def test_a_compiled_graph_calls_its_matmuls_without_a_transpose_op():
+    """Inductor hands the library matmul a transposed view it made up front: a compiled decode
+    loop's `aten::mm` has no `aten::t` beside it."""
+    tr = next(t for seed in range(0, 40) if (t := gen("healthy", seed)).family == "decode_compile")
+    assert "aten::mm" in tr.names
+    assert "aten::t" not in tr.names or not (tr.cols["name"] == tr.names.index("aten::t")).any()
