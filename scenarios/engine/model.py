@@ -70,6 +70,10 @@ class Interner:
         return i
 
 
+# the backward nodes of a matmul, which transpose a saved operand before each gradient's GEMM
+_TRANSPOSING_NODES = ("MmBackward0", "AddmmBackward0")
+
+
 class Forest:
     """What real traces carry around every launch, by kernel kind (name-id lookup tables).
 
@@ -93,8 +97,9 @@ class Forest:
         self._klut = np.zeros((0, 5), np.int64)  # per kernel name: 3 pre calls, post call, view?
         # per outer: node id, backward?, linked?, in place?, transposes a weight?
         self._olut = np.zeros((0, 5), np.int64)
-        self.t, self.transpose, self.as_strided = (it.n(x) for x in ("aten::t", "aten::transpose",
-                                                                     "aten::as_strided"))  # fmt: skip
+        self.t, self.transpose, self.as_strided = (
+            it.n(x) for x in ("aten::t", "aten::transpose", "aten::as_strided")
+        )
         self.to_copy, self.copy_ = it.n("aten::_to_copy"), it.n("aten::copy_")
 
     def _kind(self, name: str) -> tuple[int, int, int, int, int]:
@@ -123,8 +128,8 @@ class Forest:
         if not name.startswith(BWD_PREFIX):
             return -1, 0, 0, inplace, int(name == "aten::linear")
         node = name[len(BWD_PREFIX) :]
-        return (self.it.n(node), 1, int("AccumulateGrad" not in node),
-                int("AccumulateGrad" in node), int(node in ("MmBackward0", "AddmmBackward0")))  # fmt: skip
+        acc = "AccumulateGrad" in node
+        return self.it.n(node), 1, int(not acc), int(acc), int(node in _TRANSPOSING_NODES)
 
     def _grow(self) -> None:
         names = self.it.names

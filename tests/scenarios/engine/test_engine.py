@@ -923,6 +923,6 @@ def test_matmuls_transpose_their_weight_and_copies_launch_from_copy_(seed):
 def test_a_compiled_graph_calls_its_matmuls_without_a_transpose_op():
     """Inductor hands the library matmul a transposed view it made up front: a compiled decode
     loop's `aten::mm` has no `aten::t` beside it."""
-    tr = next(t for seed in range(0, 40) if (t := gen("healthy", seed)).family == "decode_compile")
+    tr = next(t for seed in range(40) if (t := gen("healthy", seed)).family == "decode_compile")
     assert "aten::mm" in tr.names
     assert "aten::t" not in tr.names or not (tr.cols["name"] == tr.names.index("aten::t")).any()
