@@ -50,12 +50,14 @@ def _union_len(iv: list[tuple[float, float]], w0: float, w1: float) -> float:
 
 
 def idle_shares(trace) -> tuple[float, float]:
-    """(no kernel on either stream, compute stream alone): idle share of the step windows, %."""
+    """(no kernel on either stream, compute stream alone): idle share of a step, %, averaged
+    over every rank's steps as the key states it (a step's own share, then the mean: with
+    variable-length batches the steps differ, and a pooled share can round the other way)."""
     doc = orjson.loads(E.perfetto_bytes(trace))
     ev = doc["traceEvents"]
     flows = {e["id"]: e["pid"] for e in ev if e["ph"] == "s" and e.get("cat") == "ac2g"}
     gpu_of = {flows[e["id"]]: e["pid"] for e in ev if e["ph"] == "f" and e["id"] in flows}
-    win = tot_any = tot_comp = 0.0
+    shares: list[tuple[float, float]] = []
     for cpu, gpu in gpu_of.items():
         steps = [
             (e["ts"], e["ts"] + e["dur"])
@@ -69,10 +71,10 @@ def idle_shares(trace) -> tuple[float, float]:
             if e["ph"] == "X" and e["pid"] == gpu and e["tid"] == 7
         ]
         for w0, w1 in steps:
-            win += w1 - w0
-            tot_any += w1 - w0 - _union_len(comp, w0, w1)
-            tot_comp += w1 - w0 - _union_len(comp7, w0, w1)
-    return 100 * tot_any / win, 100 * tot_comp / win
+            w = w1 - w0
+            shares.append((1 - _union_len(comp, w0, w1) / w, 1 - _union_len(comp7, w0, w1) / w))
+    n = max(len(shares), 1)
+    return 100 * sum(a for a, _ in shares) / n, 100 * sum(c for _, c in shares) / n
 
 
 def test_a_healthy_data_parallel_key_says_which_idle_share_it_quotes():
