@@ -883,18 +883,19 @@ def test_a_draw_that_cannot_host_its_scenario_is_drawn_again_until_one_can(monke
     first that hosts it, and it is the one used), and where no draw can host the scenario the
     trace is refused with a clear error, never generated as a job that could not run."""
     real = E.W.hosts
-    tried: list[int] = []
+    tried = 0
 
     def hosts_from_21st(slug, family, p, inj, hw):
-        tried.append(p["layers"])
-        return len(tried) >= 21 and real(slug, family, p, inj, hw)
+        nonlocal tried
+        tried += 1
+        return tried >= 21 and real(slug, family, p, inj, hw)
 
     seed = next(s for s in range(40) if E._family_for(("memory-bound-kernel",), s) == "ddp")
     hw_key, fr = E._pick(seed, "a100", None)
     monkeypatch.setattr(E.W, "hosts", hosts_from_21st)
     p, _ = E._draw_workload("ddp", seed, hw_key, fr, ("memory-bound-kernel",))
-    assert len(tried) >= 21
-    rng = E._workload_rng(seed, hw_key, fr, len(tried) - 1)
+    assert tried >= 21
+    rng = E._workload_rng(seed, hw_key, fr, tried - 1)
     again = E.W.ddp_params(rng, E.get_hardware(hw_key))
     assert [p[k] for k in ("layers", "hidden", "batch")] == [
         again[k] for k in ("layers", "hidden", "batch")
