@@ -306,7 +306,7 @@ def prompt_of(slug: str, seed: int, hardware: str | None = None) -> tuple[str, s
     E = engine
     hw_key, framing = E._pick(int(seed), hardware, None)
     fam = E._family_for((slug,), int(seed))
-    p, _ = E._draw_workload(fam, int(seed), hw_key, framing, (slug,))
+    p, _ = E._draw_workload(fam, int(seed), hw_key, framing)
     return fam, prompt_text(E._prompt(fam, p, E.get_hardware(hw_key), framing))
 
 

@@ -22,6 +22,7 @@ from .catalog import (
     THEORIES,
     Scenario,
     Signature,
+    family_scenarios,
     lookalike_of,
     lookalike_pairs,
     signature_of,
@@ -42,7 +43,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "25"
+GENERATOR_VERSION = "26"
 
 __all__ = [
     "FAMILIES",
@@ -166,7 +167,8 @@ _HW_KEYS = list(HARDWARE)
 def _workload_rng(seed: int, hw: str, framing: int, attempt: int = 0) -> np.random.Generator:
     """The workload's stream: sizes, world, dtypes, step count and the run's noise. It does not
     depend on the scenario, so one seed gives one workload whatever is injected into it; a draw
-    that cannot host the scenario (see `_draw_workload`) draws again from `attempt` 1, 2, …"""
+    that cannot host every scenario of its family (see `_draw_workload`) draws again from
+    `attempt` 1, 2, …"""
     key = [int(seed) & 0xFFFFFFFF, _HW_KEYS.index(hw), int(framing), 11]
     return np.random.default_rng(np.random.SeedSequence(key + ([attempt] if attempt else [])))
 
@@ -259,24 +261,25 @@ def _pick(seed: int, hardware: str | None, framing: int | None) -> tuple[str, in
     return hw_key, fr if framing is None else int(framing)
 
 
-# draws a workload may take before one hosts the scenario: 63 % of the A100 DDP draws cannot host
-# a memory-bound job (31 % on H100, 24 % on H200, 10 % on MI300X), so sixteen misses in a row
-# happen about once in 1 600 A100 seeds (measured: one in 3 000 needed 19 draws); sixty-four,
-# about once in 10^13 (a draw costs about 1.5 ms)
+# draws a workload may take before one hosts every scenario of its family: 63 % of the A100 DDP
+# draws cannot host a memory-bound job (31 % on H100, 24 % on H200, 10 % on MI300X), so sixteen
+# misses in a row happen about once in 1 600 A100 seeds (measured: one in 3 000 needed 19 draws);
+# sixty-four, about once in 10^13 (a draw costs about 1.5 ms)
 _HOST_ATTEMPTS = 64
 
 
 class NoHostingWorkload(RuntimeError):
-    """No draw of the family, in `_HOST_ATTEMPTS` tries, can host the scenario."""
+    """No draw of the family, in `_HOST_ATTEMPTS` tries, can host all of its scenarios."""
 
 
-def _draw_workload(
-    family: str, seed: int, hw_key: str, framing: int, slugs: tuple[str, ...] = ()
-) -> tuple[dict, Any]:
-    """The family's workload for (seed, hardware, framing): the same for every scenario, except
-    that a draw in which one of `slugs` cannot physically happen (`workloads.hosts`) is drawn
-    again, as a scenario that cannot live in a family draws another family."""
+def _draw_workload(family: str, seed: int, hw_key: str, framing: int) -> tuple[dict, Any]:
+    """The family's workload for (seed, hardware, framing), the same whatever the scenario: a
+    draw in which one of the family's scenarios could not physically happen (`workloads.hosts`)
+    is drawn again, for every scenario alike. Redrawing only for the scenario that cannot fit
+    would leave that scenario's jobs smaller than the family's (on A100 no memory-bound job
+    would be a large model), and the model's size would help name it."""
     hw = get_hardware(hw_key)
+    slugs = family_scenarios(family)
     for attempt in range(_HOST_ATTEMPTS):
         rng = _workload_rng(seed, hw_key, framing, attempt)
         if family in ("ddp", "ddp_compile"):
@@ -291,8 +294,8 @@ def _draw_workload(
             return p, rng
     # never a trace the job could not run: a clear error instead
     raise NoHostingWorkload(
-        f"no {family} workload drawn for seed {seed} on {hw_key} hosts {' and '.join(slugs)} "
-        f"({_HOST_ATTEMPTS} draws)"
+        f"no {family} workload drawn for seed {seed} on {hw_key} hosts all of "
+        f"{', '.join(slugs)} ({_HOST_ATTEMPTS} draws)"
     )
 
 
@@ -319,12 +322,11 @@ def _build(
     family: str,
     *,
     fixed: bool = False,
-    slugs: tuple[str, ...] = (),
 ) -> Trace:
-    """`slug` injected into the workload drawn for (seed, hardware, framing) that hosts every one
-    of `slugs` (default: `slug` alone; a pair's two traces share one draw)."""
+    """`slug` injected into the family's workload drawn for (seed, hardware, framing) (a pair's
+    two traces share that draw)."""
     hw = get_hardware(hw_key)
-    p, rng = _draw_workload(family, seed, hw_key, framing, slugs or (slug,))
+    p, rng = _draw_workload(family, seed, hw_key, framing)
     prompt = _prompt(family, p, hw, framing)  # from the drawn workload, before any injection
     inj = _inject_rng(slug, seed, hw_key, framing)
     W.inject(slug, family, p, inj, hw, fixed=fixed)
@@ -385,8 +387,8 @@ def generate_pair(
     hw_key, framing = _pick(seed, hardware, framing)
     family = _family_for((slug_a, slug_b), seed)
     return (
-        _build(slug_a, seed, hw_key, framing, family, slugs=(slug_a, slug_b)),
-        _build(slug_b, seed, hw_key, framing, family, slugs=(slug_a, slug_b)),
+        _build(slug_a, seed, hw_key, framing, family),
+        _build(slug_b, seed, hw_key, framing, family),
     )
 
 

@@ -14,12 +14,13 @@ SLUGS = list(E.SCENARIOS)
 FIX_SEEDS = range(100, 112)
 # how far the fixed twin's step may sit from the key's prediction, per scenario: the largest
 # deviation measured over seeds 100-123 plus a margin. Straggler, input starvation and the
-# bandwidth-bound collective model the per-step slowest rank (max 1.1, 2.7, 1.7 %); the rest
-# still carry gaps of up to 2.3-4.3 % that their keys do not model yet.
+# bandwidth-bound collective model the per-step slowest rank (max 1.1, 2.7 %, and 2.6 % for the
+# collective over seeds 100-135 since generator 26); the rest still carry gaps of up to 2.3-4.3 %
+# that their keys do not model yet.
 FIX_TOL = {
     "straggler": 0.02,
     "input-starvation": 0.03,
-    "bandwidth-bound-collective": 0.025,
+    "bandwidth-bound-collective": 0.03,
     "exposed-allreduce": 0.03,
     # 5-7 steps per trace, 2-3 of them compiling: a mean over few steady steps (max 4.4 %, seed
     # 111, over seeds 100-123)

@@ -81,7 +81,7 @@ def idle_shares(trace) -> tuple[float, float]:
 def test_a_healthy_data_parallel_key_says_which_idle_share_it_quotes():
     """The graded idle share is the compute stream's; a bare "GPU idle 1 %" next to a graded
     10 % reads as a contradiction. Both are named, each true of the export."""
-    t = gen("healthy", 3, "h100")
+    t = gen("healthy", 6, "h100")
     any_idle, comp_idle = idle_shares(t)
     assert comp_idle - any_idle > 5  # the two bases differ enough to matter here
     assert f"GPU idle {any_idle:.0f} %" in t.key.signature
