@@ -159,12 +159,11 @@ SIGNATURES: dict[str, Signature] = {
             "MulBackward0",
             "SoftmaxBackward0",
             "NativeDropoutBackward0",
-            K.MUL,
-            K.MASKED_FILL,
-            K.SOFTMAX,
-            K.SOFTMAX_BWD,
-            K.DROPOUT,
-            K.MASKED_SCALE,
+            *(
+                fn(k)
+                for k in (K.MUL, K.MASKED_FILL, K.SOFTMAX, K.SOFTMAX_BWD, K.DROPOUT, K.MASKED_SCALE)
+                for fn in (str, K.as_fp32)  # bf16 scores, or scores upcast to fp32
+            ),
         ),
         note="an elementwise chain over the attention score tensor is the hottest kernel family "
         "(>= half the GPU time) at near-HBM bandwidth",

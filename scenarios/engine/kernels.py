@@ -23,6 +23,15 @@ MASKED_FILL = f"void at::native::vectorized_elementwise_kernel<4, at::native::(a
 DROPOUT = f"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<{_BF}, float, unsigned int, 1, 4, bool>(at::cuda::detail::TensorInfo<{_BF} const, unsigned int>, at::cuda::detail::TensorInfo<{_BF}, unsigned int>, at::cuda::detail::TensorInfo<bool, unsigned int>, unsigned int, float, at::PhiloxCudaState)"
 MUL = f"void at::native::vectorized_elementwise_kernel<4, at::native::AUnaryFunctor<{_BF}, {_BF}, {_BF}, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2> >(int, at::native::AUnaryFunctor<{_BF}, {_BF}, {_BF}, at::native::binary_internal::MulFunctor<float> >, at::detail::Array<char*, 2>)"
 MASKED_SCALE = f"void at::native::(anonymous namespace)::masked_scale_kernel<bool, {_BF}, float>(at::Tensor&, at::Tensor const&, at::Tensor const&, float)::{{lambda({_BF}, bool)#1}}"
+
+
+def as_fp32(name: str) -> str:
+    """The same kernel instantiated for fp32 tensors: an attention score chain upcast to fp32
+    runs the float instantiation of each elementwise and softmax kernel (its `Input type` is
+    `float`), not the bf16 one."""
+    return name.replace(_BF, "float")
+
+
 ADAM = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, double*, double*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, double*, double*)"
 ACC_GRAD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"
 BIAS_GRAD = f"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<{_BF}, at::native::func_wrapper_t<{_BF}, at::native::sum_functor<{_BF}, float, {_BF}>::operator()(at::TensorIterator&)::{{lambda(float, float)#1}}>, unsigned int, {_BF}, 4> >(at::native::ReduceOp<{_BF}, at::native::func_wrapper_t<{_BF}, at::native::sum_functor<{_BF}, float, {_BF}>::operator()(at::TensorIterator&)::{{lambda(float, float)#1}}>, unsigned int, {_BF}, 4>)"

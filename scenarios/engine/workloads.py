@@ -419,17 +419,18 @@ def _layer_fwd(
         elems = p["batch"] * heads * s * s
         sb = elems * (4 if p.get("score_fp32") else 2)
         ity = "float" if p.get("score_fp32") else "c10::BFloat16"
+        kn = K.as_fp32 if p.get("score_fp32") else str
         tf_bmm = tf * 0.8
         # the score matmuls run the tile config the layer's first GEMM already picked
         b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, s, hd, tf_bmm, 0)
         dims = [[p["batch"], heads, s, s]]
         g = _ew(elems)
-        b.k("aten::mul", None, K.MUL, ew(2 * sb), dims=dims, itype=ity, **g)
-        b.k("aten::masked_fill", "aten::masked_fill_", K.MASKED_FILL, ew(2.25 * sb), dims=dims,
-            itype=ity, **g)  # fmt: skip
-        b.k("aten::softmax", "aten::_softmax", K.SOFTMAX, ew(2 * sb), dims=dims, itype=ity,
+        b.k("aten::mul", None, kn(K.MUL), ew(2 * sb), dims=dims, itype=ity, **g)
+        b.k("aten::masked_fill", "aten::masked_fill_", kn(K.MASKED_FILL), ew(2.25 * sb),
+            dims=dims, itype=ity, **g)  # fmt: skip
+        b.k("aten::softmax", "aten::_softmax", kn(K.SOFTMAX), ew(2 * sb), dims=dims, itype=ity,
             grid=(p["batch"] * heads * s, 1, 1), block=(128, 1, 1))  # fmt: skip
-        b.k("aten::dropout", "aten::native_dropout", K.DROPOUT, ew(2.5 * sb), dims=dims,
+        b.k("aten::dropout", "aten::native_dropout", kn(K.DROPOUT), ew(2.5 * sb), dims=dims,
             itype=ity, **g)  # fmt: skip
         b.gemm("aten::matmul", "aten::bmm", p["batch"] * heads * s, hd, s, tf_bmm, 0)
     else:
@@ -519,6 +520,7 @@ def _layer_bwd(
         elems = p["batch"] * heads * s * s
         sb = elems * (4 if p.get("score_fp32") else 2)
         ity = "float" if p.get("score_fp32") else "c10::BFloat16"
+        kn = K.as_fp32 if p.get("score_fp32") else str
         dims = [[p["batch"], heads, s, s]]
         g = _ew(elems)
         tf_bmm = tf * 0.8
@@ -527,7 +529,7 @@ def _layer_bwd(
         b.k(
             ev + "NativeDropoutBackward0",
             "aten::native_dropout_backward",
-            K.MASKED_SCALE,
+            kn(K.MASKED_SCALE),
             ew(2.5 * sb),
             16,
             dims=dims,
@@ -537,7 +539,7 @@ def _layer_bwd(
         b.k(
             ev + "SoftmaxBackward0",
             "aten::_softmax_backward_data",
-            K.SOFTMAX_BWD,
+            kn(K.SOFTMAX_BWD),
             ew(3 * sb),
             16,
             dims=dims,
@@ -545,7 +547,8 @@ def _layer_bwd(
             grid=(p["batch"] * heads * s, 1, 1),
             block=(128, 1, 1),
         )
-        b.k(ev + "MulBackward0", "aten::mul", K.MUL, ew(2 * sb), 12, dims=dims, itype=ity, **g)
+        b.k(ev + "MulBackward0", "aten::mul", kn(K.MUL), ew(2 * sb), 12, dims=dims, itype=ity,
+            **g)  # fmt: skip
         for _ in range(2):
             b.gemm(ev + "BmmBackward0", "aten::bmm", p["batch"] * heads * s, hd, s, tf_bmm, 1, 18)
     else:

@@ -20,7 +20,7 @@ from drills.models import Attempt, Card
 from drills.trainer import fixed, services
 from drills.trainer.grading import Diagnosis
 from drills.trainer.reveal import number_text
-from scenarios import engine
+from scenarios import engine, pool
 from scenarios.models import Trace
 from tests.conftest import right_answer
 
@@ -141,9 +141,19 @@ def test_no_trial_in_a_perfetto_only_drill_the_pair_waits_for_a_timed_one(
 
 
 def test_after_the_fix_exists_only_after_the_commit(
-    learner, learner_client, no_refill, tasks_inline, django_capture_on_commit_callbacks
+    learner,
+    learner_client,
+    no_refill,
+    tasks_inline,
+    django_capture_on_commit_callbacks,
+    monkeypatch,
 ):
+    # the empty pool generates on the spot from a random seed: this one, so the run is the same
+    # every time (the engine's own tests hold the twin to the key over many seeds; one random
+    # seed in this test once read 5.7 % off)
+    monkeypatch.setattr(pool.secrets, "randbits", lambda _bits: 424745386290)
     attempt = services.start_drill(learner, scenario="launch-bound")
+    assert attempt.trace.seed == 424745386290
     url = f"/drill/attempts/{attempt.pk}/after-fix/"
     assert learner_client.get(url).status_code == 404
     assert not Trace.objects.filter(source=Trace.Source.FIXED).exists()
