@@ -108,7 +108,7 @@ def signatures(slugs: Iterable[str]) -> tuple[dict[str, Sig], str]:
 
 @dataclass(frozen=True)
 class Exclusion:
-    """Signature names (prefixes) and categories removed from the non-signature features."""
+    """Signature names (see `drops`) and categories removed from the non-signature features."""
 
     names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
@@ -129,7 +129,14 @@ class Exclusion:
         return cls(tuple(sorted(n)), tuple(sorted(c)), tuple(sorted(u)))
 
     def drops(self, name: str) -> bool:
-        return bool(self.names) and name.startswith(self.names)
+        """A declared name, or one it opens where the rest is a suffix (a declared name that
+        ends in a space, ':' or '/', or is followed by one of them or '(' / '<'): "aten::mul"
+        drops "aten::mul" and not "aten::mul_"; "Torch-Compiled Region: 0/" drops every
+        compile id; "_compile.compile_inner" drops "_compile.compile_inner (dynamo_timed)"."""
+        return any(
+            name == n or (name.startswith(n) and (n[-1] in " :/" or name[len(n)] in " :/(<"))
+            for n in self.names
+        )
 
 
 # ------------------------------------------------------------------------------------------------

@@ -206,7 +206,7 @@ def pair_of(key: str) -> tuple[str, str]:
 def pairable(a: str, b: str) -> bool:
     """Whether one workload can host both scenarios (a trial draws the two from one workload:
     a decode-only and a pipeline-only scenario never share one)."""
-    return bool({f for f, _w in HOSTS[a]} & {f for f, _w in HOSTS[b]})
+    return bool(set(HOSTS[a]) & set(HOSTS[b]))
 
 
 def confusion_pair(true_slug: str, answered_slug: str | None) -> str | None:

@@ -14,6 +14,7 @@ from . import workloads as W
 from .catalog import (
     ANSWERS,
     FAMILIES,
+    FAMILY_WEIGHTS,
     FIXES,
     HOSTS,
     MEASUREMENTS,
@@ -43,7 +44,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "26"
+GENERATOR_VERSION = "27"
 
 __all__ = [
     "FAMILIES",
@@ -218,11 +219,14 @@ def _describe(family: str, p: dict, hw: Hardware) -> str:
     )
 
 
-_FAMILY_WEIGHTS = dict(HOSTS["healthy"])
-
-
 def _golden(seed: int) -> float:
     return (int(seed) * 0.6180339887498949 + 0.31) % 1.0
+
+
+def _silver(seed: int) -> float:
+    """A second low-discrepancy number per seed, independent of `_golden`'s (1, φ and √2 are
+    rationally independent, so the pairs fill the unit square evenly)."""
+    return (int(seed) * 0.41421356237309515 + 0.57) % 1.0
 
 
 def _draw(weights: dict[str, float], u: float) -> str:
@@ -233,18 +237,18 @@ def _draw(weights: dict[str, float], u: float) -> str:
 
 def _family_for(slugs: tuple[str, ...], seed: int) -> str:
     """The workload family: a low-discrepancy draw over seeds (any run of consecutive seeds sees
-    each family close to its weight), the same for every scenario the drawn family hosts; a
-    scenario that cannot live there (or a pair that cannot share it) draws again, with the same
-    number, among the families that host it."""
-    u = _golden(seed)
-    fam = _draw(_FAMILY_WEIGHTS, u)
-    hosts = [dict(HOSTS[s]) for s in slugs]
-    if all(fam in h for h in hosts):
+    each family close to its weight), the same for every scenario the drawn family hosts. A
+    scenario that cannot live there (or a pair that cannot share it) draws again among the
+    families that host it, with the same weights and an independent number, so it lands in each
+    of them as often as healthy does relative to the others: which family a trace comes from
+    says nothing of its scenario beyond the families that scenario can happen in."""
+    fam = _draw(FAMILY_WEIGHTS, _golden(seed))
+    if all(fam in HOSTS[s] for s in slugs):
         return fam
-    common = {f: w for f, w in hosts[0].items() if all(f in h for h in hosts[1:])}
+    common = {f: w for f, w in FAMILY_WEIGHTS.items() if all(f in HOSTS[s] for s in slugs)}
     if not common:
         raise ValueError(f"no workload family hosts both {slugs[0]!r} and {slugs[-1]!r}")
-    return _draw(common, u)
+    return _draw(common, _silver(seed))
 
 
 def _family(slug: str, seed: int) -> str:

@@ -11,7 +11,10 @@ from . import kernels as K
 class Signature:
     """What in a trace is this scenario's story, and nothing else.
 
-    `names`: event-name prefixes whose presence or count is the signature; `categories`: event
+    `names`: event names whose presence or count is the signature (a name also covers the
+    names it opens with a suffix: "Torch-Compiled Region: 0/" every compile id,
+    "_compile.compile_inner" its " (dynamo_timed)" form, never "aten::mul" "aten::mul_");
+    `categories`: event
     categories whose counts are signature (may be empty); `per`: an event name whose number per
     step is the signature (the scenario's cause is how many of them a step holds: every per-step
     count and the step time are then read per one of them); `note`: the pattern a reader looks
@@ -154,6 +157,10 @@ SIGNATURES: dict[str, Signature] = {
             "autograd::engine::evaluate_function: MulBackward0",
             "autograd::engine::evaluate_function: SoftmaxBackward0",
             "autograd::engine::evaluate_function: NativeDropoutBackward0",
+            # the backward nodes' own ops
+            "aten::_softmax_backward_data",
+            "aten::masked_fill_",
+            "aten::native_dropout_backward",
             # the same backward nodes as the autograd thread names them
             "BmmBackward0",
             "MulBackward0",
@@ -169,8 +176,9 @@ SIGNATURES: dict[str, Signature] = {
         "(>= half the GPU time) at near-HBM bandwidth",
     ),
     "sync-stalls": Signature(
-        names=("aten::nonzero", "aten::count_nonzero"),
-        categories=("gpu_memcpy",),
+        # the read-backs themselves: their ops and their device-to-host copies (host-to-device
+        # input copies, which every trace has, stay counted)
+        names=("aten::nonzero", "aten::count_nonzero", "Memcpy DtoH (Device -> Pageable)"),
         note="DtoH read-backs with a stream synchronize inside every layer; the GPU drains and "
         "idles after each",
     ),
@@ -354,41 +362,31 @@ ANSWERS: dict[str, tuple[str, list[str], str, list[str], str | None]] = {
 # (healthy included), and a trace's prompt is drawn from its family's pools, never its scenario's
 # ------------------------------------------------------------------------------------------------
 FAMILIES = ("ddp", "ddp_compile", "pp", "decode", "decode_compile")
-# scenario -> (family, weight): the family a trace of this scenario is drawn from. A scenario
-# hosted by every family the healthy draw knows takes that draw as it is; one hosted by fewer
-# draws again, with the same number, among its own (`engine._family_for`), so its weights are
-# set for the shares that second draw gives: launch-bound and recompilation land half in each of
-# their two families (decode / decode_compile, ddp_compile / decode_compile).
-HOSTS: dict[str, tuple[tuple[str, float], ...]] = {
-    "exposed-allreduce": (("ddp", 0.5), ("ddp_compile", 0.5)),
-    "input-starvation": (("ddp", 0.35), ("ddp_compile", 0.35), ("pp", 0.3)),
-    "launch-bound": (("decode", 0.375), ("decode_compile", 0.625)),
-    "straggler": (("ddp", 0.35), ("ddp_compile", 0.35), ("pp", 0.3)),
-    "memory-bound-kernel": (("ddp", 0.5), ("ddp_compile", 0.5)),
-    "sync-stalls": (
-        ("ddp", 0.25),
-        ("ddp_compile", 0.25),
-        ("pp", 0.2),
-        ("decode", 0.15),
-        ("decode_compile", 0.15),
-    ),
-    "pipeline-bubbles": (("pp", 1.0),),
-    "allocator-stalls": (
-        ("ddp", 0.25),
-        ("ddp_compile", 0.25),
-        ("pp", 0.25),
-        ("decode", 0.125),
-        ("decode_compile", 0.125),
-    ),
-    "bandwidth-bound-collective": (("ddp", 0.5), ("ddp_compile", 0.5)),
-    "recompilation": (("ddp_compile", 0.5), ("decode_compile", 0.5)),
-    "healthy": (
-        ("ddp", 0.25),
-        ("ddp_compile", 0.25),
-        ("pp", 0.25),
-        ("decode", 0.125),
-        ("decode_compile", 0.125),
-    ),
+# how often each family is drawn: healthy jobs, and every scenario that every family hosts, land
+# in each family this often
+FAMILY_WEIGHTS: dict[str, float] = {
+    "ddp": 0.25,
+    "ddp_compile": 0.25,
+    "pp": 0.25,
+    "decode": 0.125,
+    "decode_compile": 0.125,
+}
+# scenario -> the families it can physically happen in. A scenario hosted by fewer families than
+# healthy lands in each of its own as often as healthy does, relative to the others
+# (`engine._family_for`): among DDP jobs, an exposed all-reduce is as often compiled as a healthy
+# job is, so a family never leans towards one scenario.
+HOSTS: dict[str, tuple[str, ...]] = {
+    "exposed-allreduce": ("ddp", "ddp_compile"),
+    "input-starvation": ("ddp", "ddp_compile", "pp"),
+    "launch-bound": ("decode", "decode_compile"),
+    "straggler": ("ddp", "ddp_compile", "pp"),
+    "memory-bound-kernel": ("ddp", "ddp_compile"),
+    "sync-stalls": FAMILIES,
+    "pipeline-bubbles": ("pp",),
+    "allocator-stalls": FAMILIES,
+    "bandwidth-bound-collective": ("ddp", "ddp_compile"),
+    "recompilation": ("ddp_compile", "decode_compile"),
+    "healthy": FAMILIES,
 }
 
 # neutral symptom wordings per family (none names a cause); every scenario of the family draws
@@ -443,7 +441,7 @@ THEORY_TEXT: dict[str, str] = {
 
 
 def family_scenarios(family: str) -> list[str]:
-    return [s for s, hosts in HOSTS.items() if any(f == family for f, _ in hosts)]
+    return [s for s, hosts in HOSTS.items() if family in hosts]
 
 
 THEORIES: dict[str, list[str | None]] = {

@@ -205,13 +205,18 @@ def _stream_key(rng: np.random.Generator) -> int:
     return int(rng.bit_generator.state["state"]["state"])
 
 
-def _draw_lengths(r: np.random.Generator, steps: int) -> tuple[list[float], list[int]]:
+_LENGTH_FACTORS = (0.75, 0.875, 1.125, 1.25, 1.375)
+
+
+def _draw_lengths(
+    r: np.random.Generator, steps: int, factors: tuple[float, ...] = _LENGTH_FACTORS
+) -> tuple[list[float], list[int]]:
     """Per-step sequence-length factors of a variable-length job and the steps that bring a
     length for the first time (2-3 of them, never step 0, and fewer than half the steps: the
     steps that bring a new length stay the exception)."""
     n_new = min(int(r.integers(2, 4)), (steps - 1) // 2)
     firsts = sorted(int(c) for c in r.choice(np.arange(1, steps), size=n_new, replace=False))
-    news = [float(x) for x in r.choice([0.75, 0.875, 1.125, 1.25, 1.375], n_new, replace=False)]
+    news = [float(x) for x in r.choice(list(factors), n_new, replace=False)]
     seen, out, k = [1.0], [], 0
     for s in range(steps):
         if k < n_new and s == firsts[k]:
@@ -983,12 +988,23 @@ def infer_params(rng: np.random.Generator, hw: Hardware, family: str = "decode")
         p["batch"] //= 2
     if p["compiled"]:
         side = np.random.default_rng(_stream_key(rng))
-        plan = _draw_lengths(side, p["steps"])
+        plan = _draw_lengths(side, p["steps"], _cache_length_factors(p["ctx"]))
         p["shape_f"], p["new_shape_steps"] = (
             plan if side.random() < 0.6 else ([1.0] * p["steps"], [])
         )
         p["len_plan"] = plan
     return p
+
+
+def _cache_length_factors(ctx: int) -> tuple[float, ...]:
+    """The length factors a compiled decode server's KV cache takes: the usual ones where each
+    lands in a 128-token bucket of its own (a length that shares a bucket with another, or with
+    the base length, is the same shape and compiles nothing), else one to three buckets either
+    side of the base."""
+    buckets = {int(ctx * f) // 128 * 128 for f in _LENGTH_FACTORS} | {ctx}
+    if len(buckets) == len(_LENGTH_FACTORS) + 1:
+        return _LENGTH_FACTORS
+    return tuple((ctx + 128 * k) / ctx for k in (-2, -1, 1, 2, 3))
 
 
 def build_infer(

@@ -42,16 +42,20 @@ def _inside(e: dict, w: dict) -> bool:
 def test_compiled_decode_hosts_every_decode_scenario_and_recompilation():
     """Whatever an eager decode server can show, a compiled one can too; recompilation happens
     in compiled training and compiled decode alike, and launch-bound decode runs eager or
-    compiled: about half of each in either family."""
-    decode = {s for s, h in HOSTS.items() if "decode" in dict(h)}
-    compiled = {s for s, h in HOSTS.items() if "decode_compile" in dict(h)}
+    compiled, each as often as a healthy job lands there relative to the other (launch-bound:
+    half and half; recompilation: twice as often in training, as healthy jobs are)."""
+    decode = {s for s, h in HOSTS.items() if "decode" in h}
+    compiled = {s for s, h in HOSTS.items() if "decode_compile" in h}
     assert decode == {"launch-bound", "sync-stalls", "allocator-stalls", "healthy"}
     assert compiled == decode | {"recompilation"}
-    for slug, fams in (("launch-bound", ("decode", "decode_compile")),
-                       ("recompilation", ("ddp_compile", "decode_compile"))):  # fmt: skip
+    expected = {
+        "launch-bound": {"decode": 1 / 2, "decode_compile": 1 / 2},
+        "recompilation": {"ddp_compile": 2 / 3, "decode_compile": 1 / 3},
+    }
+    for slug, shares in expected.items():
         got = collections.Counter(E._family(slug, s) for s in range(2000))
-        assert set(got) == set(fams), (slug, got)
-        assert all(0.45 < got[f] / 2000 < 0.55 for f in fams), (slug, got)
+        assert set(got) == set(shares), (slug, got)
+        assert all(abs(got[f] / 2000 - w) < 0.05 for f, w in shares.items()), (slug, got)
     # a compiled decode is drawn by every scenario it hosts, the healthy one included
     for slug in compiled:
         assert _seeds(slug, 1), slug
@@ -84,6 +88,19 @@ def test_a_compiled_decode_step_runs_triton_kernels_inside_one_compiled_graph():
     kernels = {e["name"] for e in evs if e["cat"] == "kernel"}
     assert any(k.startswith("triton_red_fused") for k in kernels)
     assert tr.key.facts["compile_steps"] == [] and tr.key.fix == "none"
+
+
+def test_every_recompile_of_a_decode_server_brings_a_cache_length_bucket_of_its_own():
+    """The cache grows in 128-token buckets, so two lengths in one bucket are one shape: a server
+    around 512 tokens once drew 384 and 448 (one bucket) and 576 (the base's), and compiled a
+    fourth region whose graph was the second's. Every compile is a new bucket and a new graph."""
+    for seed in _seeds("recompilation", 14):
+        tr = gen("recompilation", seed)
+        evs = _events(tr)
+        regions = {e["name"] for e in evs if e["name"].startswith("Torch-Compiled Region")}
+        graphs = {e["name"] for e in evs if e["name"].startswith("## Call CompiledFxGraph")}
+        n = len(tr.key.facts["compile_steps"])
+        assert n >= 2 and len(regions) == len(graphs) == n + 1, (seed, regions, graphs)
 
 
 def test_recompiling_decode_compiles_on_the_steps_with_a_new_cache_length_only():

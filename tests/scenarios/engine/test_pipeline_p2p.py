@@ -17,7 +17,7 @@ from scenarios.engine.catalog import HOSTS
 from scenarios.engine.model import C_ANN, C_KERN, C_RT, MAIN, NCCL
 from scenarios.engine.workloads import _pp_peers, _pp_schedule, pp_stage_flow
 
-PP_SCENARIOS = sorted(s for s, hosts in HOSTS.items() if "pp" in dict(hosts))
+PP_SCENARIOS = sorted(s for s, hosts in HOSTS.items() if "pp" in hosts)
 HARDWARE = ("h100", "mi300x")
 
 
