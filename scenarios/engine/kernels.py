@@ -136,6 +136,56 @@ def rt(hw: Hardware, call: str) -> str:
     return ("hip" + call) if hw.vendor == "amd" else ("cuda" + call)
 
 
+# what a kernel's compiler gave it, by the kind of kernel: library GEMMs and attention hold many
+# registers and a large shared-memory tile; elementwise kernels few registers and none; reductions
+# (norms, softmax, losses) a few kilobytes for their partial sums
+_TILED = ("gemm", "Cijk", "cutlass", "nvjet", "sm90_", "sm80_", "flash", "fmha", "gemv", "wvSplitK")
+_REDUCE = ("norm", "SoftMax", "softmax", "nll_loss", "reduce", "Reduce", "multi_tensor", "nonzero")
+_TILED_REGS = (96, 122, 128, 154, 168, 184, 232, 255)
+_PLAIN_REGS = (16, 20, 24, 26, 28, 30, 32, 37, 40, 48, 56, 64)
+_REDUCE_REGS = (28, 32, 36, 40, 48, 56, 72, 80, 96)
+
+
+def kernel_resources(kname: str, hw: Hardware) -> tuple[int, int]:
+    """Registers per thread and static shared memory (bytes) of a kernel: one fixed pair per
+    kernel name, as one compiled binary has (the name's hash picks among what kernels of its
+    kind hold)."""
+    h = zlib.crc32(kname.encode())
+    if kname.startswith(("nccl", "rccl")):
+        return 96, 0
+    if any(t in kname for t in _TILED):
+        # AMD's LDS is 64 KiB a CU; Hopper's shared memory goes to 227 KiB a block
+        tiles = (
+            (16384, 32768, 65536)
+            if hw.vendor == "amd"
+            else (
+                (32768, 49152, 65536, 98304, 131072, 166912, 200704)
+                if hw.num_sms >= 132
+                else (32768, 49152, 65536, 98304, 131072, 163840)
+            )
+        )
+        return _TILED_REGS[h % len(_TILED_REGS)], tiles[(h >> 8) % len(tiles)]
+    if any(t in kname for t in _REDUCE):
+        return _REDUCE_REGS[h % len(_REDUCE_REGS)], (0, 16, 128, 1024, 4096)[(h >> 8) % 5]
+    return _PLAIN_REGS[h % len(_PLAIN_REGS)], 0
+
+
+def occupancy_pct(regs: int, smem: int, block, hw: Hardware) -> int:
+    """The occupancy the register file, shared memory and thread limits allow (64 warps and
+    65 536 registers an SM; 228 KiB of shared memory on Hopper, 164 KiB on A100, 64 KiB an AMD
+    CU with 32 wavefronts of 64), as Kineto's estimate computes it, in percent."""
+    threads = max(1, int(block[0]) * int(block[1] if len(block) > 1 else 1))
+    warp = 64 if hw.vendor == "amd" else 32
+    max_warps = 32 if hw.vendor == "amd" else 64
+    per_block = -(-threads // warp)
+    smem_sm = 65536 if hw.vendor == "amd" else (233472 if hw.num_sms >= 132 else 167936)
+    by_regs = 65536 // max(1, regs * per_block * warp)
+    by_smem = smem_sm // smem if smem else 32
+    by_threads = max_warps // per_block
+    blocks = max(0, min(by_regs, by_smem, by_threads, 32))
+    return int(min(100, round(100 * blocks * per_block / max_warps)))
+
+
 class UnitBuilder:
     """Collects rows for `Units.build` with readable helpers."""
 
@@ -152,13 +202,17 @@ class UnitBuilder:
     def _kargs(self, kname: str, grid, block) -> int:
         key = (kname, tuple(grid), tuple(block))
         if key not in self._kaid:
+            regs, smem = kernel_resources(kname, self.hw)
+            # a kernel built for blocks this large holds no more registers than lets one fit
+            threads = max(1, int(block[0]) * (int(block[1]) if len(block) > 1 else 1))
+            regs = min(regs, max(16, 65536 // threads // 8 * 8))
             self._kaid[key] = self.it.a(
                 {
                     "grid": list(grid),
                     "block": list(block),
-                    "registers per thread": 128 if block[0] >= 256 else 64,
-                    "shared memory": 49152 if "gemm" in kname or "Cijk" in kname else 0,
-                    "est. achieved occupancy %": 25 if block[0] >= 256 else 50,
+                    "registers per thread": regs,
+                    "shared memory": smem,
+                    "est. achieved occupancy %": occupancy_pct(regs, smem, block, self.hw),
                 }
             )
         return self._kaid[key]

@@ -986,3 +986,35 @@ def test_a_compiled_graph_calls_its_matmuls_without_a_transpose_op():
     assert "aten::mm" in tr.names
     # (the name is in every trace's table: the forest interns it; no event carries it here)
     assert not (tr.cols["name"] == tr.names.index("aten::t")).any()
+
+
+RESOURCE_CASES = [("healthy", 3, "h200"), ("healthy", 3, "a100"), ("launch-bound", 9, "mi300x")]
+
+
+@pytest.mark.parametrize(("slug", "seed", "hardware"), RESOURCE_CASES)
+def test_kernels_carry_the_resources_their_binary_has(slug, seed, hardware):
+    """Every kernel once held 64 or 128 registers (by its block size) and 25 or 50 %
+    occupancy. A compiled kernel has one register count and one static shared-memory size, so
+    each name keeps one pair, and names differ (tiled GEMMs and attention hold many registers and
+    a large tile, elementwise kernels few and none); the occupancy is what those leave on an SM,
+    never zero (a block that could not fit would not launch) and never over 100 %."""
+    tr = E.generate(slug, seed, hardware=hardware)
+    kern = [
+        e
+        for e in E.to_perfetto(tr)["traceEvents"]
+        if e.get("cat") == "kernel" and not e["name"].startswith(("nccl", "rccl"))
+    ]
+    per_name: dict[str, set] = {}
+    for e in kern:
+        a = e["args"]
+        per_name.setdefault(e["name"], set()).add((a["registers per thread"], a["shared memory"]))
+        threads = a["block"][0] * a["block"][1] * a["block"][2]
+        assert a["registers per thread"] * threads <= 65536, e["name"]
+        assert 0 < a["est. achieved occupancy %"] <= 100, e["name"]
+    assert all(len(v) <= 2 for v in per_name.values())  # a block-size cap may lower one
+    regs = {r for v in per_name.values() for r, _ in v}
+    assert len(regs) >= 6
+    tiled = [v for n, v in per_name.items() if "gemm" in n.lower() or "Cijk" in n or "nvjet" in n]
+    assert tiled and all(s > 0 for v in tiled for _, s in v)
+    limit = 65536 if hardware == "mi300x" else 233472
+    assert max(s for v in per_name.values() for _, s in v) <= limit
