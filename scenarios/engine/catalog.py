@@ -14,12 +14,11 @@ class Signature:
     `names`: event names whose presence or count is the signature (a name also covers the
     names it opens with a suffix: "Torch-Compiled Region: 0/" every compile id,
     "_compile.compile_inner" its " (dynamo_timed)" form, never "aten::mul" "aten::mul_");
-    `categories`: event
-    categories whose counts are signature (may be empty); `per`: an event name whose number per
-    step is the signature (the scenario's cause is how many of them a step holds: every per-step
-    count and the step time are then read per one of them); `note`: the pattern a reader looks
-    for. Every other name, argument, dtype, thread, count, rank count or size is drawn from the
-    same distributions in every scenario of a workload family."""
+    `categories`: event categories whose counts are signature (may be empty); `per`: an event
+    name whose number per step is the signature (the scenario's cause is how many of them a step
+    holds: every per-step count and the step time are then read per one of them); `note`: the
+    pattern a reader looks for. Every other name, argument, dtype, thread, count, rank count or
+    size is drawn from the same distributions in every scenario of a workload family."""
 
     names: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import zlib
 
 from .hardware import Hardware
@@ -151,8 +152,6 @@ def kernel_resources(kname: str, hw: Hardware) -> tuple[int, int]:
     kernel name, as one compiled binary has (the name's hash picks among what kernels of its
     kind hold)."""
     h = zlib.crc32(kname.encode())
-    if kname.startswith(("nccl", "rccl")):
-        return 96, 0
     if any(t in kname for t in _TILED):
         # AMD's LDS is 64 KiB a CU; Hopper's shared memory goes to 227 KiB a block
         tiles = (
@@ -170,11 +169,16 @@ def kernel_resources(kname: str, hw: Hardware) -> tuple[int, int]:
     return _PLAIN_REGS[h % len(_PLAIN_REGS)], 0
 
 
+def block_threads(block) -> int:
+    """Threads in a launch's block (x × y × z; missing dimensions are 1)."""
+    return max(1, math.prod(int(b) for b in block))
+
+
 def occupancy_pct(regs: int, smem: int, block, hw: Hardware) -> int:
     """The occupancy the register file, shared memory and thread limits allow (64 warps and
     65 536 registers an SM; 228 KiB of shared memory on Hopper, 164 KiB on A100, 64 KiB an AMD
     CU with 32 wavefronts of 64), as Kineto's estimate computes it, in percent."""
-    threads = max(1, int(block[0]) * int(block[1] if len(block) > 1 else 1))
+    threads = block_threads(block)
     warp = 64 if hw.vendor == "amd" else 32
     max_warps = 32 if hw.vendor == "amd" else 64
     per_block = -(-threads // warp)
@@ -204,8 +208,7 @@ class UnitBuilder:
         if key not in self._kaid:
             regs, smem = kernel_resources(kname, self.hw)
             # a kernel built for blocks this large holds no more registers than lets one fit
-            threads = max(1, int(block[0]) * (int(block[1]) if len(block) > 1 else 1))
-            regs = min(regs, max(16, 65536 // threads // 8 * 8))
+            regs = min(regs, max(16, 65536 // block_threads(block) // 8 * 8))
             self._kaid[key] = self.it.a(
                 {
                     "grid": list(grid),

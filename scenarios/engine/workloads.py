@@ -996,12 +996,18 @@ def infer_params(rng: np.random.Generator, hw: Hardware, family: str = "decode")
     return p
 
 
+def _cache_bucket(ctx: int, factor: float) -> int:
+    """The KV cache length a compiled decode server runs at: `ctx` × `factor`, down to its
+    128-token bucket (the shape the compiled graph is specialised on)."""
+    return int(ctx * factor) // 128 * 128
+
+
 def _cache_length_factors(ctx: int) -> tuple[float, ...]:
     """The length factors a compiled decode server's KV cache takes: the usual ones where each
     lands in a 128-token bucket of its own (a length that shares a bucket with another, or with
     the base length, is the same shape and compiles nothing), else one to three buckets either
     side of the base."""
-    buckets = {int(ctx * f) // 128 * 128 for f in _LENGTH_FACTORS} | {ctx}
+    buckets = {_cache_bucket(ctx, f) for f in _LENGTH_FACTORS} | {ctx}
     if len(buckets) == len(_LENGTH_FACTORS) + 1:
         return _LENGTH_FACTORS
     return tuple((ctx + 128 * k) / ctx for k in (-2, -1, 1, 2, 3))
@@ -1182,7 +1188,7 @@ def _decode_compile_plan(
     S = p["steps"]
     shape_f = list(p.get("shape_f") or [1.0] * S)
     ctx0 = p.get("ctx", 1024)
-    ctxs = [int(ctx0 * f) // 128 * 128 for f in shape_f]
+    ctxs = [_cache_bucket(ctx0, f) for f in shape_f]
     gpu = float(U.gpu_us.sum())
     n_att = p["layers"]
     share = min(0.9, n_att * att_us / gpu) if gpu > 0 else 0.0
