@@ -213,3 +213,14 @@ def test_the_family_floor_is_what_the_most_common_scenario_of_each_family_adds()
         for s in _summaries()
     ]
     assert A.family_floor(rows)["measured"] > floor["measured"] + 0.05
+
+
+def test_a_declared_name_drops_its_suffixed_forms_and_no_longer_name():
+    """The audit matched declared names as prefixes, so "aten::mul" would also have hidden
+    "aten::mul_" (the optimizer's in-place multiply) from every pair with memory-bound in it. A
+    name now drops itself and the forms that only add a suffix after a separator."""
+    ex = A.Exclusion(names=("aten::mul", "Torch-Compiled Region: 0/", "_compile.compile_inner"))
+    assert ex.drops("aten::mul") and not ex.drops("aten::mul_") and not ex.drops("aten::mulx")
+    assert ex.drops("Torch-Compiled Region: 0/3")
+    assert ex.drops("_compile.compile_inner (dynamo_timed)")
+    assert not ex.drops("_compile.compile_inner_other")
