@@ -91,7 +91,9 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
     p["comm_ratio"] = r
     # variable-length batches in most jobs: a few sequence lengths, new ones in the window
     p["shape_f"], p["new_shape_steps"] = (
-        _draw_lengths(rng, p["steps"]) if rng.random() < 0.6 else ([1.0] * p["steps"], [])
+        _draw_lengths(rng, p["steps"])
+        if rng.random() < _VARIABLE_MAIN
+        else ([1.0] * p["steps"], [])
     )
     # the job's own length distribution: its drawn lengths, or for a fixed-length job the
     # lengths a variable-length run of it would draw (from a stream of its own, the same for
@@ -102,6 +104,13 @@ def ddp_params(rng: np.random.Generator, hw: Hardware, family: str = "ddp") -> d
         if p["new_shape_steps"]
         else _draw_lengths(np.random.default_rng(_stream_key(rng)), p["steps"])
     )
+    # most of the rest run those lengths too (nine jobs in ten vary in all): a recompiling job
+    # always sees new lengths, so lengths that vary must not point to it (drawn on a side
+    # stream of its own, so the job's other draws stay put)
+    if not p["new_shape_steps"] and (
+        np.random.default_rng([_stream_key(rng), 29]).random() < _VARIABLE_AFTER_FIXED
+    ):
+        p["shape_f"], p["new_shape_steps"] = p["len_plan"]
     # the attention heads' width: 128, or 64 as many models of this size have (twice the heads
     # for the same width, so twice the score-matrix elements per token); drawn with the
     # interleave below on a side stream of its own, so the job's other draws stay put
@@ -205,6 +214,13 @@ def _stream_key(rng: np.random.Generator) -> int:
     return int(rng.bit_generator.state["state"]["state"])
 
 
+# the share of jobs whose batches vary in length (or whose decode cache grows) in the window:
+# a DDP job draws it on its main stream 60 % of the time, and turns the fixed-length rest
+# variable on a side stream (so seeds that drew variable lengths before keep their traces)
+_VARIABLE_SHARE = 0.9
+_VARIABLE_MAIN = 0.6
+_VARIABLE_AFTER_FIXED = (_VARIABLE_SHARE - _VARIABLE_MAIN) / (1 - _VARIABLE_MAIN)
+
 _LENGTH_FACTORS = (0.75, 0.875, 1.125, 1.25, 1.375)
 
 
@@ -270,7 +286,7 @@ def _size_starved_ddp(p: dict, inj: np.random.Generator) -> None:
     m = float(inj.uniform(1.6, 2.5))
     p["starve_ratio"] = m
     longest = max(p.get("shape_f") or [1.0])
-    want = float(inj.uniform(1.2, 2.1))  # starved step / drawn step, before the floors
+    want = float(inj.uniform(0.8, 1.5))  # starved step / drawn step, before the floors
     # its GEMMs run at the top of the family's efficiency range (0.25-0.7), so it needs fewer
     # tokens cut to get there (its compute per token is then the drawn job's or less)
     eff = float(inj.uniform(0.6, 0.7))
@@ -990,7 +1006,7 @@ def infer_params(rng: np.random.Generator, hw: Hardware, family: str = "decode")
         side = np.random.default_rng(_stream_key(rng))
         plan = _draw_lengths(side, p["steps"], _cache_length_factors(p["ctx"]))
         p["shape_f"], p["new_shape_steps"] = (
-            plan if side.random() < 0.6 else ([1.0] * p["steps"], [])
+            plan if side.random() < _VARIABLE_SHARE else ([1.0] * p["steps"], [])
         )
         p["len_plan"] = plan
     return p
