@@ -423,6 +423,10 @@ def _numel(dims: Any) -> float:
         return 0.0
 
 
+# threads whose event count measures time: a poller's wake-ups (see `shape_features`)
+CLOCKS = frozenset({"pt_nccl_watchdg"})
+
+
 def shape_features(s: Summary, ex: Exclusion) -> dict[str, float]:
     """Counts and shape, with signature events and signature categories left out."""
     f: dict[str, float] = {}
@@ -441,14 +445,17 @@ def shape_features(s: Summary, ex: Exclusion) -> dict[str, float]:
         by_cat.setdefault(g.cat, []).append(g)
     # counts only: durations are where the timing signatures live (kernel lengths, gaps, NCCL
     # time), so they are not a shortcut feature; `bench/realism.py` looks at them instead
+    # ... and a clock: the NCCL watchdog wakes every ~100 ms and queries each work still in
+    # flight, so its count is the time works stay outstanding divided by its period (a host far
+    # ahead of its GPU shows more, one that waits on its loader fewer): timing, not a count
     for cat, lst in by_cat.items():
         if counts:
-            f[f"count/step:{cat}"] = sum(g.count for g in lst) * per
+            f[f"count/step:{cat}"] = sum(g.count for g in lst if g.tid not in CLOCKS) * per
         f[f"distinct:{cat}"] = len({g.name for g in lst})
     f["distinct_names"] = len({g.name for g in keep_cat})
     if counts:
-        f["events/step"] = sum(g.count for g in keep_cat) * per
-        for t in {g.tid for g in gs}:
+        f["events/step"] = sum(g.count for g in keep_cat if g.tid not in CLOCKS) * per
+        for t in {g.tid for g in gs} - CLOCKS:
             f[f"thread{t}:events/step"] = sum(g.count for g in keep_cat if g.tid == t) * per
     f["threads_per_rank"] = s.threads_per_rank
     f["world"] = s.world

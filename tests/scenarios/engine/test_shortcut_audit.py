@@ -226,6 +226,29 @@ def test_a_declared_name_drops_its_suffixed_forms_and_no_longer_name():
     assert not ex.drops("_compile.compile_inner_other")
 
 
+def test_the_watchdogs_wake_ups_are_read_as_a_clock_not_as_a_count():
+    """The NCCL watchdog queries every work still in flight at each ~100 ms wake-up, so how many
+    queries a step holds is how long its collectives stay outstanding: a host far ahead of its
+    GPU shows more, one that waits on its loader fewer. That is the starvation signature's own
+    timing, so the audit does not count it (it named recompilation against input starvation
+    72 % of the time alone); every other thread's events still count."""
+    ex = A.Exclusion.of(A.signatures(SLUGS)[0], SLUGS)
+    s = next(x for x in _summaries() if x.family == "ddp" and "pt_nccl_watchdg" in x.tids)
+    assert any(g.tid == "pt_nccl_watchdg" for g in s.groups)
+
+    def scaled(tid: str) -> A.Summary:
+        groups = tuple(
+            dataclasses.replace(g, count=g.count * 3) if g.tid == tid else g for g in s.groups
+        )
+        return dataclasses.replace(s, groups=groups, cache={})  # features are cached per summary
+
+    base = A.features(s, "shape", ex)
+    assert A.features(scaled("pt_nccl_watchdg"), "shape", ex) == base
+    main = A.features(scaled("pt_main_thread"), "shape", ex)
+    assert main["s:events/step"] > base["s:events/step"]
+    assert main["s:threadpt_main_thread:events/step"] > base["s:threadpt_main_thread:events/step"]
+
+
 def test_batches_of_varying_length_are_the_rule_in_every_compiled_job():
     """A recompiling job always sees new sequence lengths (they are what it recompiles for), so
     lengths that vary must be common in the compiled jobs that do not recompile: otherwise the
