@@ -258,7 +258,9 @@ MEASUREMENTS: dict[str, str] = {
     "loader_wait": "Time in the DataLoader __next__ per step against the step time",
     "launch_vs_kernel": "Per-launch CPU time vs GPU kernel time (launch stats, queue length)",
     "rank_skew": "Per-rank compute time and collective start skew (straggler ranking)",
-    "hot_kernel_bw": "Hottest kernel family's share of GPU time and its achieved HBM bandwidth",
+    "hot_kernel_bw": (
+        "Hottest kernel family's share of compute-kernel time and its achieved HBM bandwidth"
+    ),
     "sync_api_time": "Count and duration of synchronizing CUDA calls per step",
     "stage_idle": "Idle share per pipeline stage against (p−1)/(m+p−1)",
     "alloc_api_time": "Steady-state cudaMalloc/cudaFree count and time per step",

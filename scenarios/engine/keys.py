@@ -368,11 +368,12 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         where = f" in {n_eager} of its {len(eager)} layers" if local else ""
         sig = (
             f"Unfused elementwise kernels over the attention score matrix{where} take "
-            f"{_pct(100 * f['score_chain_share'])} % of GPU time ({s(fam)} ms per step) and run "
-            f"at {tbps:.2f} TB/s, {_pct(100 * tbps / hw.hbm_tbps)} % of HBM peak."
+            f"{_pct(100 * f['score_chain_share'])} % of the compute stream's kernel time "
+            f"({s(fam)} ms per step) and run at {tbps:.2f} TB/s, "
+            f"{_pct(100 * tbps / hw.hbm_tbps)} % of HBM peak."
         )
         value = (
-            f"{_pct(100 * f['score_chain_share'])} % of GPU time at {tbps:.2f} TB/s of "
+            f"{_pct(100 * f['score_chain_share'])} % of compute-kernel time at {tbps:.2f} TB/s of "
             f"{hw.hbm_tbps} TB/s"
         )
         arith = [
