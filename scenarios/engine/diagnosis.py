@@ -505,7 +505,9 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
         bw = nbytes * fac / np.maximum(dur[nccl_idx], 1)  # bytes per ns = GB/s
         rk = rank_c[nccl_idx]
         p2p = np.array([c in ("send", "recv") for c in coll])
-        if (~p2p).any():
+        # a pipeline's bytes move in its sends and receives (the loss it broadcasts at the end
+        # of a step is one float): read it on those, a data-parallel job on its collectives
+        if not p2p.any():
             # collectives: the same collective has the same index on every rank; its shortest
             # copy is the transfer (the others include waiting for the last rank)
             sel = ~p2p

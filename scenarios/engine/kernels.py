@@ -129,6 +129,8 @@ def nccl_name(coll: str, dtype: str) -> str:
     sig = "(ncclDevComm*, unsigned long, ncclWork*)"
     if coll == "allreduce":
         return f"ncclKernel_AllReduce_RING_LL_Sum_{dt}{sig}"
+    if coll == "broadcast":  # NCCL broadcasts bytes, whatever the tensor's dtype
+        return f"ncclKernel_Broadcast_RING_LL_Sum_int8_t{sig}"
     return f"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t{sig}"
 
 

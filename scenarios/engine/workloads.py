@@ -1901,6 +1901,21 @@ def build_pp(
             "Process Group Description": "pp_group",
         }
     )
+    # the loss each stage takes from the last one at the end of a step (see the step loop)
+    bc_aid = it.a(
+        {
+            "Collective name": "broadcast",
+            "In msg nelems": 1,
+            "Out msg nelems": 1,
+            "Group size": P,
+            "dtype": "Float",
+            "Process Group Name": "0",
+            "Process Group Description": "default_pg",
+        }
+    )
+    bc_name = it.n(K.nccl_name("broadcast", "Float"))
+    launch = it.n(K.rt(hw, "LaunchKernel"))
+    rcp = it.n("record_param_comms")
     p["p2p_us"] = p2p_us
     p2p_ns = int(p2p_us * 1000)
     S, J = p["steps"], 2 * M
@@ -2112,15 +2127,30 @@ def build_pp(
                 dur = (alloc_ms * 6e5 * rng.lognormal(0, 0.35, P)).astype(np.int64)
                 sim.slice(MAIN, sim.cpu, dur, K.rt(hw, "Free"), C_RT, 1)
                 sim.cpu = sim.cpu + dur + rng.integers(3000, 9000, P)
-        t_end = int(sim.cpu.max()) + int(rng.integers(10_000, 30_000))
-        # the stages that finish early wait, visibly, for the loss broadcast from the last one
-        w0, w1 = sim.cpu + 1000, np.full(P, t_end - 7000, np.int64)
-        wait = w1 - w0 > 20_000
-        if wait.any():
-            rk = sim.ranks[wait]
-            sim.rec.add(rk, MAIN, w0[wait], w1[wait] - w0[wait], it.n("nccl:broadcast"), C_ANN, 1)
-            sim.rec.add(rk, MAIN, w0[wait] + 3000, w1[wait] - w0[wait] - 6000,
-                        it.n(K.rt(hw, "StreamSynchronize")), C_RT, 2)  # fmt: skip
+        # every stage then takes the loss from the last one (a broadcast of one float, so each
+        # can log it) and waits for it on the host: the stages that finish early wait, visibly,
+        # in the broadcast's kernel, and all leave when the last has joined. (On the ring a
+        # stage leaves once the stages before it have joined; that is all of them, as here,
+        # when stage 0, which runs the step's last backward, joins last, which it does in every
+        # step but some of an allocator-stall job's, whose frees can hold another stage longer.)
+        w0 = sim.cpu + 1000
+        lch = w0 + 6000
+        lch_d = rng.integers(5000, 9000, P)
+        ks = np.maximum(lch + lch_d + rng.integers(3000, 6000, P), sim.free_n)
+        ke = np.maximum(ks + rng.integers(8000, 14_000, P), ks.max() + 9000)
+        bc_corr = sim.corr + 1
+        sim.corr = sim.corr + 1
+        sim.free_n = ke
+        sy0 = lch + lch_d + 2000
+        sy1 = ke + rng.integers(3000, 6000, P)
+        w1 = sy1 + 2000
+        sim.rec.add(sim.ranks, MAIN, w0, w1 - w0, it.n("nccl:broadcast"), C_ANN, 1)
+        sim.rec.add(sim.ranks, MAIN, w0 + 2000, lch + lch_d + 1000 - (w0 + 2000), rcp, C_OP, 2,
+                    0, bc_aid)  # fmt: skip
+        sim.rec.add(sim.ranks, MAIN, lch, lch_d, launch, C_RT, 3, bc_corr)
+        sim.rec.add(sim.ranks, NCCL, ks, ke - ks, bc_name, C_KERN, 0, bc_corr, bc_aid)
+        sim.rec.add(sim.ranks, MAIN, sy0, sy1 - sy0, it.n(K.rt(hw, "StreamSynchronize")), C_RT, 2)
+        t_end = int(w1.max()) + int(rng.integers(10_000, 30_000))
         sim.rec.add(sim.ranks, MAIN, t_step, t_end - 5000 - t_step, step_names[step], C_ANN, 0)
         sim.cpu = np.full(P, t_end, np.int64)
 
@@ -2180,9 +2210,7 @@ def build_pp(
     ann_b = np.full(M, it.n("## backward ##"))
     rec.add(rk3, MAIN, blk_t0 - 1000, blk_len + ex_all + 2000,
             np.where(is_f, ann_f[mb], ann_b[mb]), C_ANN, 1)  # fmt: skip
-    launch = it.n(K.rt(hw, "LaunchKernel"))
     sr_name = it.n(K.nccl_name("send", "BFloat16"))
-    rcp = it.n("record_param_comms")
     hr3 = np.broadcast_to(has_recv, (S, P, J))
     hs3 = np.broadcast_to(has_send, (S, P, J))
     for m3, cc, L, kk, corr, ann, aid in (

@@ -127,6 +127,43 @@ def test_sends_and_receives_rendezvous(slug, seed, hw):
     assert tr.key.step_ms > 0
 
 
+@pytest.mark.parametrize(("slug", "seed", "hw"), CASES)
+def test_a_stage_that_finishes_early_waits_in_the_loss_broadcasts_kernel(slug, seed, hw):
+    """At the end of every step each stage takes the loss from the last one: its host waits in
+    `nccl:broadcast` (launch, then a stream synchronize), and the wait shows on the GPU as the
+    broadcast's kernel on the NCCL stream, which ends when the last stage to finish has joined.
+    (The wait used to be a host annotation with no kernel behind it.)"""
+    tr = gen(slug, seed, hw)
+    c, names = tr.cols, tr.names
+    n_steps = sum(names[n].startswith("ProfilerStep#") for n in c["name"][c["rank"] == 0].tolist())
+    ends, durs = [], []
+    for r in range(tr.world):
+        on = c["rank"] == r
+        ann = np.flatnonzero(on & (c["tid"] == MAIN) & (c["cat"] == C_ANN))
+        ann = [i for i in ann if names[c["name"][i]] == "nccl:broadcast"]
+        ann.sort(key=lambda i: c["ts"][i])
+        ks = np.flatnonzero(on & (c["tid"] == NCCL) & (c["cat"] == C_KERN))
+        bks = [i for i in ks if tr.args[c["aid"][i]]["Collective name"] == "broadcast"]
+        bks.sort(key=lambda i: c["ts"][i])
+        assert len(ann) == len(bks) == n_steps, (r, len(ann), len(bks))
+        assert all("Broadcast" in names[c["name"][i]] for i in bks)
+        launch = np.flatnonzero(on & (c["cat"] == C_RT) & (c["corr"] > 0))
+        by_corr = {int(c["corr"][i]): i for i in launch}
+        for a, k in zip(ann, bks, strict=True):
+            a0, a1 = int(c["ts"][a]), int(c["ts"][a] + c["dur"][a])
+            k0, k1 = int(c["ts"][k]), int(c["ts"][k] + c["dur"][k])
+            lt = int(c["ts"][by_corr[int(c["corr"][k])]])
+            assert a0 < lt < k0 < k1 < a1  # launched inside the wait, which outlasts the kernel
+            assert a1 - k1 < 20_000  # the host leaves as soon as the kernel is done
+        ends.append([int(c["ts"][k] + c["dur"][k]) for k in bks])
+        durs.append([int(c["dur"][k]) for k in bks])
+    # every stage's broadcast ends once the last has joined, within a few µs of one another:
+    # the last stage to finish barely waits, the ones that finished early wait the longest
+    ends_a, durs_a = np.array(ends), np.array(durs)
+    assert (ends_a.max(0) - ends_a.min(0)).max() < 20_000
+    assert (durs_a.min(0) < 30_000).all() and (durs_a.max(0) > 100_000).all()
+
+
 def _flow(P: int, m: int, v: int, rng: np.random.Generator) -> tuple[dict, list, list]:
     """One step of the schedule's flow with random block and hop times (ns)."""
     orders, deps, recv, send = _pp_schedule(P, m, v)
