@@ -134,6 +134,31 @@ def nccl_name(coll: str, dtype: str) -> str:
     return f"ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t{sig}"
 
 
+def comm_args(
+    coll: str,
+    nelems: int,
+    group: int,
+    dtype: str,
+    pg: tuple[str, str] = ("0", "default_pg"),
+    ranks: list[int] | None = None,
+) -> dict:
+    """The args `record_param_comms` and its NCCL kernel carry: the collective, its elements,
+    the group's size and dtype, the process group's name and description, and its ranks where
+    the job's profiler records them."""
+    args: dict = {
+        "Collective name": coll,
+        "In msg nelems": int(nelems),
+        "Out msg nelems": int(nelems),
+        "Group size": int(group),
+        "dtype": dtype,
+        "Process Group Name": pg[0],
+        "Process Group Description": pg[1],
+    }
+    if ranks is not None:
+        args["Process Group Ranks"] = "[" + ", ".join(str(r) for r in ranks) + "]"
+    return args
+
+
 def rt(hw: Hardware, call: str) -> str:
     """Runtime API name for the vendor: cudaLaunchKernel / hipLaunchKernel ..."""
     return ("hip" + call) if hw.vendor == "amd" else ("cuda" + call)
@@ -341,17 +366,7 @@ class UnitBuilder:
         ann: str = "nccl:all_reduce",
     ) -> None:
         it = self.it
-        args = {
-            "Collective name": coll,
-            "In msg nelems": int(nelems),
-            "Out msg nelems": int(nelems),
-            "Group size": int(group),
-            "dtype": dtype,
-            "Process Group Name": "0",
-            "Process Group Description": "default_pg",
-            "Process Group Ranks": "[" + ", ".join(str(r) for r in ranks) + "]",
-        }
-        aid = it.a(args)
+        aid = it.a(comm_args(coll, nelems, group, dtype, ranks=ranks))
         self.rows.append(
             (
                 it.n(ann),

@@ -1879,43 +1879,15 @@ def build_pp(
     UFb = Units.build(fb.rows[n_att:])
     act_nel = t * d
     p2p_us = act_nel * 2 / (hw.achievable_busbw_gbps * 1e9 * 0.9) * 1e6 + 12.0
-    send_aid = it.a(
-        {
-            "Collective name": "send",
-            "In msg nelems": act_nel,
-            "Out msg nelems": act_nel,
-            "Group size": 2,
-            "dtype": "BFloat16",
-            "Process Group Name": "1",
-            "Process Group Description": "pp_group",
-        }
-    )
-    recv_aid = it.a(
-        {
-            "Collective name": "recv",
-            "In msg nelems": act_nel,
-            "Out msg nelems": act_nel,
-            "Group size": 2,
-            "dtype": "BFloat16",
-            "Process Group Name": "1",
-            "Process Group Description": "pp_group",
-        }
-    )
+    pp_group = ("1", "pp_group")
+    send_aid = it.a(K.comm_args("send", act_nel, 2, "BFloat16", pg=pp_group))
+    recv_aid = it.a(K.comm_args("recv", act_nel, 2, "BFloat16", pg=pp_group))
     # the loss each stage takes from the last one at the end of a step (see the step loop)
-    bc_aid = it.a(
-        {
-            "Collective name": "broadcast",
-            "In msg nelems": 1,
-            "Out msg nelems": 1,
-            "Group size": P,
-            "dtype": "Float",
-            "Process Group Name": "0",
-            "Process Group Description": "default_pg",
-        }
-    )
+    bc_aid = it.a(K.comm_args("broadcast", 1, P, "Float"))
     bc_name = it.n(K.nccl_name("broadcast", "Float"))
     launch = it.n(K.rt(hw, "LaunchKernel"))
     rcp = it.n("record_param_comms")
+    bc_ann, stream_sync = it.n("nccl:broadcast"), it.n(K.rt(hw, "StreamSynchronize"))
     p["p2p_us"] = p2p_us
     p2p_ns = int(p2p_us * 1000)
     S, J = p["steps"], 2 * M
@@ -2144,12 +2116,12 @@ def build_pp(
         sy0 = lch + lch_d + 2000
         sy1 = ke + rng.integers(3000, 6000, P)
         w1 = sy1 + 2000
-        sim.rec.add(sim.ranks, MAIN, w0, w1 - w0, it.n("nccl:broadcast"), C_ANN, 1)
+        sim.rec.add(sim.ranks, MAIN, w0, w1 - w0, bc_ann, C_ANN, 1)
         sim.rec.add(sim.ranks, MAIN, w0 + 2000, lch + lch_d + 1000 - (w0 + 2000), rcp, C_OP, 2,
                     0, bc_aid)  # fmt: skip
         sim.rec.add(sim.ranks, MAIN, lch, lch_d, launch, C_RT, 3, bc_corr)
         sim.rec.add(sim.ranks, NCCL, ks, ke - ks, bc_name, C_KERN, 0, bc_corr, bc_aid)
-        sim.rec.add(sim.ranks, MAIN, sy0, sy1 - sy0, it.n(K.rt(hw, "StreamSynchronize")), C_RT, 2)
+        sim.rec.add(sim.ranks, MAIN, sy0, sy1 - sy0, stream_sync, C_RT, 2)
         t_end = int(w1.max()) + int(rng.integers(10_000, 30_000))
         sim.rec.add(sim.ranks, MAIN, t_step, t_end - 5000 - t_step, step_names[step], C_ANN, 0)
         sim.cpu = np.full(P, t_end, np.int64)
