@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 SEED_BITS = 48
 # The refill task, sent by name: ``scenarios.tasks`` imports this module, not the reverse.
 REFILL_TASK = "scenarios.tasks.refill_pool"
+# seeds in a row that may host no workload (`engine.NoHostingWorkload`) before a refill gives up
+MAX_SKIPPED_SEEDS = 3
 
 
 def pool_target() -> int:
@@ -124,9 +126,22 @@ def refill(scenario: str, *, target: int | None = None, progress=None) -> int:
     deficit = target - counts["unclaimed"]
     if counts["unclaimed"] < low_water():
         record_level(scenario, counts["unclaimed"])
-    inserted = 0
-    for i in range(max(0, deficit)):
-        row = build_trace(scenario, pool_seed(scenario, counts["total"] + i))
+    inserted = made = skipped = 0
+    index = counts["total"]
+    while made < deficit:
+        try:
+            row = build_trace(scenario, pool_seed(scenario, index))
+        except engine.NoHostingWorkload:
+            # a seed whose draws all miss (about once in 10^13 seeds): skip it, the next one
+            # fills the slot; a run of them means something else is wrong, so stop there
+            log.warning("pool seed %d of %s hosts no workload: skipped", index, scenario)
+            skipped += 1
+            if skipped > MAX_SKIPPED_SEEDS:
+                raise
+            index += 1
+            continue
+        index += 1
+        made += 1
         inserted += _insert_once(row)
         if progress is not None:
             progress(1)
@@ -302,8 +317,14 @@ def draws_outside_transaction[**P, T](fn: Callable[P, T]) -> Callable[P, T]:
 
 
 def on_demand_row(scenario: str) -> Trace:
-    """An unsaved trace row of ``scenario`` generated on the request path (the pool had none)."""
+    """An unsaved trace row of ``scenario`` generated on the request path (the pool had none);
+    a seed that hosts no workload is drawn again, so the learner still gets a trace."""
     log.warning("trace pool empty for %s: generating on the request path", scenario)
+    for _ in range(MAX_SKIPPED_SEEDS):
+        try:
+            return build_trace(scenario, secrets.randbits(SEED_BITS), source=Trace.Source.ON_DEMAND)
+        except engine.NoHostingWorkload:
+            log.warning("an on-demand seed of %s hosts no workload: drawing another", scenario)
     return build_trace(scenario, secrets.randbits(SEED_BITS), source=Trace.Source.ON_DEMAND)
 
 

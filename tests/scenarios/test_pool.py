@@ -93,3 +93,51 @@ def test_stock_an_earlier_engine_made_is_never_dealt_and_is_replaced(make_user, 
     assert taken is not None and taken.pk not in old
     assert taken.generator_version == engine.GENERATOR_VERSION
     assert Trace.objects.filter(pk__in=old, claimed_at__isnull=True).count() == 2
+
+
+@pytest.mark.django_db
+def test_a_seed_that_hosts_no_workload_is_skipped_and_the_pool_still_fills(
+    no_refill, monkeypatch, caplog
+):
+    # one pool seed whose workload draws all miss (engine.NoHostingWorkload, about once in
+    # 10^13 seeds): the refill skips it and the next seed fills its slot
+    bad = pool.pool_seed("healthy", 1)
+    generate = engine.generate
+
+    def flaky(scenario, seed, **kw):
+        if seed == bad:
+            raise engine.NoHostingWorkload(f"no ddp workload drawn for seed {seed}")
+        return generate(scenario, seed, **kw)
+
+    monkeypatch.setattr(engine, "generate", flaky)
+    assert pool.refill("healthy", target=3) == 3
+    seeds = set(Trace.objects.filter(scenario="healthy").values_list("seed", flat=True))
+    assert bad not in seeds and len(seeds) == 3
+    assert pool.pool_seed("healthy", 3) in seeds
+    assert "hosts no workload: skipped" in caplog.text
+
+
+@pytest.mark.django_db
+def test_a_refill_whose_seeds_keep_missing_says_so_instead_of_looping(no_refill, monkeypatch):
+    def never(scenario, seed, **kw):
+        raise engine.NoHostingWorkload(f"no ddp workload drawn for seed {seed}")
+
+    monkeypatch.setattr(engine, "generate", never)
+    with pytest.raises(engine.NoHostingWorkload):
+        pool.refill("healthy", target=2)
+    assert not Trace.objects.filter(scenario="healthy").exists()
+
+
+@pytest.mark.django_db
+def test_an_on_demand_trace_draws_another_seed_when_one_hosts_no_workload(monkeypatch):
+    generate, calls = engine.generate, []
+
+    def first_misses(scenario, seed, **kw):
+        calls.append(seed)
+        if len(calls) == 1:
+            raise engine.NoHostingWorkload(f"no ddp workload drawn for seed {seed}")
+        return generate(scenario, seed, **kw)
+
+    monkeypatch.setattr(engine, "generate", first_misses)
+    row = pool.on_demand_row("healthy")
+    assert row.scenario == "healthy" and row.seed == calls[1] and len(calls) == 2
