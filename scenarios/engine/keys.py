@@ -164,6 +164,16 @@ def _pp_fixed_ms(M: Measured, short_us: float = 10.0) -> float:
     return (float(du[du < short_us].sum()) + len(du) * gap) / per / 1000
 
 
+def _bucket_text(p: dict) -> str:
+    """A DDP job's gradient buckets as its all-reduces carry them (`In msg nelems`): how many,
+    and their sizes in MiB (whole layers each, far over DDP's 25 MiB default cap)."""
+    d, gsize = p["hidden"], 4 if p["grad_dtype"] == "Float" else 2
+    layer_mib = (12 * d * d + 4 * d) * gsize / 2**20
+    plan = p.get("bucket_plan") or [1]
+    lo, hi = round(min(plan) * layer_mib), round(max(plan) * layer_mib)
+    return f"{len(plan)} buckets of " + (f"{lo}" if lo == hi else f"{lo}-{hi}") + " MiB"
+
+
 def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
     meas, meas_ok, fix, fix_ok, family = ANSWERS[slug]
     sc = SCENARIOS[slug]
@@ -204,7 +214,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
         ]
         fix_text = (
             "Drop the manual all-reduce after backward and let DDP's bucket hooks launch each "
-            "bucket during backward (default bucket_cap_mb=25, gradient_as_bucket_view=True): "
+            f"bucket during backward (its {_bucket_text(p)}, a raised bucket_cap_mb, "
+            "gradient_as_bucket_view=True): "
             f"{s(q(xfer - last))} of {s(xfer)} ms of transfer hides under backward, step "
             f"{s(step)} → {s(expected)} ms."
         )

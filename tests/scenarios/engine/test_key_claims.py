@@ -391,3 +391,24 @@ def test_a_bubble_share_of_five_eighths_prints_as_a_reader_rounds_it():
     assert "= 5/8 = 0.63;" in t.key.arithmetic[0]
     assert "(p−1)/(m+p−1) = 63 %" in t.key.signature
     assert "from 0.63 to" in t.key.fix_text
+
+
+def test_the_exposed_all_reduce_fix_quotes_the_buckets_the_trace_carries():
+    """The fix names this job's buckets by the sizes its all-reduces carry (`In msg nelems`),
+    not DDP's 25 MiB default: a learner who checks the bucket size finds the figure quoted."""
+    sizes = {"BFloat16": 2, "Float": 4, "Half": 2}
+    for seed, hw in ((9000, "h100"), (9002, "a100"), (7, "mi300x")):
+        t = gen("exposed-allreduce", seed, hw)
+        m = re.search(r"its (\d+) buckets of (\d+)(?:-(\d+))? MiB", t.key.fix_text)
+        assert m, t.key.fix_text
+        assert "bucket_cap_mb=25" not in t.key.fix_text
+        doc = orjson.loads(E.perfetto_bytes(t))
+        rank0 = min(e["pid"] for e in nccl_kernels(t))
+        mine = [e["args"] for e in nccl_kernels(t) if e["pid"] == rank0]
+        # every rank runs the same steps (one ProfilerStep#N name per step)
+        steps = {
+            e["name"] for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")
+        }
+        assert len(mine) == int(m.group(1)) * len(steps), (len(mine), len(steps))
+        mib = {round(a["In msg nelems"] * sizes[a["dtype"]] / 2**20) for a in mine}
+        assert mib == {int(m.group(2)), int(m.group(3) or m.group(2))}, (mib, m.group(0))
