@@ -2018,6 +2018,13 @@ def build_pp(
 
     alloc_frac = float(inj.uniform(0.03, 0.06))
     n_alloc = int(inj.integers(3, 6))
+    # the profiler counts steps on each rank, so each stage's window opens at its own step
+    # boundary: the last stage leaves every step's loss broadcast first (see below), so its
+    # window opens before the others', by the drain of the step before (each earlier stage's
+    # last backward, and the hops between them), and its first step starts with that wait
+    lead = int(gtot[0][: P - 1, -1].sum()) + 30_000 * (P - 1)
+    for arr in (sim.cpu, sim.free_c, sim.free_n, sim.nccl_end):
+        arr[: P - 1] += lead
     for step in range(S):
         t_step = sim.cpu.copy()
         # the batch: the loader's __next__ on the main thread (long when the loader starves)
@@ -2100,16 +2107,19 @@ def build_pp(
                 sim.slice(MAIN, sim.cpu, dur, K.rt(hw, "Free"), C_RT, 1)
                 sim.cpu = sim.cpu + dur + rng.integers(3000, 9000, P)
         # every stage then takes the loss from the last one (a broadcast of one float, so each
-        # can log it) and waits for it on the host: the stages that finish early wait, visibly,
-        # in the broadcast's kernel, and all leave when the last has joined. (On the ring a
-        # stage leaves once the stages before it have joined; that is all of them, as here,
-        # when stage 0, which runs the step's last backward, joins last, which it does in every
-        # step but some of an allocator-stall job's, whose frees can hold another stage longer.)
+        # can log it) and waits for it on the host. A ring broadcast passes the float on from
+        # the root (the last stage) to stage 0, then 1, 2 …: the root's kernel is done once it
+        # has sent, and each other stage's once every stage before it on the ring has joined.
+        # Stage 0 runs the step's last backward, so it usually joins last and the stages after
+        # it wait, visibly, in the broadcast's kernel until it comes; the last stage, done
+        # first, goes on to the next step and waits there, in its first receive.
         w0 = sim.cpu + 1000
         lch = w0 + 6000
         lch_d = rng.integers(5000, 9000, P)
         ks = np.maximum(lch + lch_d + rng.integers(3000, 6000, P), sim.free_n)
-        ke = np.maximum(ks + rng.integers(8000, 14_000, P), ks.max() + 9000)
+        ring = np.r_[P - 1, np.arange(P - 1)]  # the broadcast's order, from its root
+        ke = ks + rng.integers(8000, 14_000, P)
+        ke[ring] = np.maximum(ke[ring], np.maximum.accumulate(ks[ring]) + 9000)
         bc_corr = sim.corr + 1
         sim.corr = sim.corr + 1
         sim.free_n = ke
@@ -2122,9 +2132,9 @@ def build_pp(
         sim.rec.add(sim.ranks, MAIN, lch, lch_d, launch, C_RT, 3, bc_corr)
         sim.rec.add(sim.ranks, NCCL, ks, ke - ks, bc_name, C_KERN, 0, bc_corr, bc_aid)
         sim.rec.add(sim.ranks, MAIN, sy0, sy1 - sy0, stream_sync, C_RT, 2)
-        t_end = int(w1.max()) + int(rng.integers(10_000, 30_000))
+        t_end = w1 + rng.integers(10_000, 30_000, P)
         sim.rec.add(sim.ranks, MAIN, t_step, t_end - 5000 - t_step, step_names[step], C_ANN, 0)
-        sim.cpu = np.full(P, t_end, np.int64)
+        sim.cpu = t_end
 
     # ---- every event of the schedule, in bulk
     rec = sim.rec

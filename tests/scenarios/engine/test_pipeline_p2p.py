@@ -131,12 +131,15 @@ def test_sends_and_receives_rendezvous(slug, seed, hw):
 def test_a_stage_that_finishes_early_waits_in_the_loss_broadcasts_kernel(slug, seed, hw):
     """At the end of every step each stage takes the loss from the last one: its host waits in
     `nccl:broadcast` (launch, then a stream synchronize), and the wait shows on the GPU as the
-    broadcast's kernel on the NCCL stream, which ends when the last stage to finish has joined.
-    (The wait used to be a host annotation with no kernel behind it.)"""
+    broadcast's kernel on the NCCL stream. On the ring the float goes from the root (the last
+    stage) to stage 0, 1, …: the root's kernel ends as soon as it starts, and every other
+    stage's once all the stages before it on the ring have joined. (The wait used to be a host
+    annotation with no kernel behind it; then a kernel that held every stage, the root
+    included, until the last had joined.)"""
     tr = gen(slug, seed, hw)
     c, names = tr.cols, tr.names
     n_steps = sum(names[n].startswith("ProfilerStep#") for n in c["name"][c["rank"] == 0].tolist())
-    ends, durs = [], []
+    starts, ends = [], []
     for r in range(tr.world):
         on = c["rank"] == r
         ann = np.flatnonzero(on & (c["tid"] == MAIN) & (c["cat"] == C_ANN))
@@ -155,13 +158,18 @@ def test_a_stage_that_finishes_early_waits_in_the_loss_broadcasts_kernel(slug, s
             lt = int(c["ts"][by_corr[int(c["corr"][k])]])
             assert a0 < lt < k0 < k1 < a1  # launched inside the wait, which outlasts the kernel
             assert a1 - k1 < 20_000  # the host leaves as soon as the kernel is done
+        starts.append([int(c["ts"][k]) for k in bks])
         ends.append([int(c["ts"][k] + c["dur"][k]) for k in bks])
-        durs.append([int(c["dur"][k]) for k in bks])
-    # every stage's broadcast ends once the last has joined, within a few µs of one another:
-    # the last stage to finish barely waits, the ones that finished early wait the longest
-    ends_a, durs_a = np.array(ends), np.array(durs)
-    assert (ends_a.max(0) - ends_a.min(0)).max() < 20_000
-    assert (durs_a.min(0) < 30_000).all() and (durs_a.max(0) > 100_000).all()
+    k0, k1 = np.array(starts), np.array(ends)  # (stage, step)
+    P = tr.world
+    ring = [P - 1, *range(P - 1)]
+    joined = np.maximum.accumulate(k0[ring], axis=0)  # every stage up to it on the ring is in
+    # no stage leaves before the stages ahead of it have joined, nor lingers past it
+    assert (k1[ring] >= joined).all()
+    assert (k1[ring] - np.maximum(joined, k0[ring]) < 20_000).all()
+    assert (k1[P - 1] - k0[P - 1] < 20_000).all()  # the root only sends
+    # stage 0 runs the step's last backward, so some stage waits for it, visibly, every step
+    assert ((k1 - k0)[: P - 1].max(0) > 100_000).all()
 
 
 def _flow(P: int, m: int, v: int, rng: np.random.Generator) -> tuple[dict, list, list]:
