@@ -187,8 +187,11 @@ def _profiler_marks(trace: Trace, rank: int) -> list[dict]:
     writes them. The merged all-ranks Perfetto file leaves them out: its string pids and global
     instants would stand for one rank's capture on a file that holds every rank."""
     c = trace.cols
-    t0 = int(c["ts"].min()) - 1_000_000
-    t1 = int((c["ts"] + c["dur"]).max()) + 500_000
+    # each rank's profiler opens and closes at its own step boundary: the span covers the events
+    # of its own file
+    mine = _rank_idx(trace, rank, workers=False)
+    t0 = int(c["ts"][mine].min()) - 1_000_000
+    t1 = int((c["ts"][mine] + c["dur"][mine]).max()) + 500_000
     a, b = round(t0 / 1000, 3), round(t1 / 1000, 3)
     return [
         {"ph": "X", "cat": "Trace", "ts": a, "dur": round(b - a, 3), "pid": "Spans",

@@ -2021,8 +2021,8 @@ def build_pp(
     # the profiler counts steps on each rank, so each stage's window opens at its own step
     # boundary: the last stage leaves every step's loss broadcast first (see below), so its
     # window opens before the others', by the drain of the step before (each earlier stage's
-    # last backward, and the hops between them), and its first step starts with that wait
-    lead = int(gtot[0][: P - 1, -1].sum()) + 30_000 * (P - 1)
+    # last backward, and the gradient's hop to it), and its first step starts with that wait
+    lead = int(gtot[0][: P - 1, -1].sum()) + (p2p_ns + 30_000) * (P - 1)
     for arr in (sim.cpu, sim.free_c, sim.free_n, sim.nccl_end):
         arr[: P - 1] += lead
     for step in range(S):
@@ -2117,9 +2117,11 @@ def build_pp(
         lch = w0 + 6000
         lch_d = rng.integers(5000, 9000, P)
         ks = np.maximum(lch + lch_d + rng.integers(3000, 6000, P), sim.free_n)
-        ring = np.r_[P - 1, np.arange(P - 1)]  # the broadcast's order, from its root
         ke = ks + rng.integers(8000, 14_000, P)
-        ke[ring] = np.maximum(ke[ring], np.maximum.accumulate(ks[ring]) + 9000)
+        hop = rng.integers(2000, 6000, P)
+        prev = int(ke[P - 1])  # the root: done once it has sent
+        for s_ in range(P - 1):  # then along the ring, from stage 0: one hop after the one before
+            prev = ke[s_] = max(int(ke[s_]), prev + int(hop[s_]))
         bc_corr = sim.corr + 1
         sim.corr = sim.corr + 1
         sim.free_n = ke
