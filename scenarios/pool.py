@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 SEED_BITS = 48
 # The refill task, sent by name: ``scenarios.tasks`` imports this module, not the reverse.
 REFILL_TASK = "scenarios.tasks.refill_pool"
-# seeds in a row that may host no workload (`engine.NoHostingWorkload`) before a refill gives up
+# seeds per refill that may host no workload (`engine.NoHostingWorkload`) before it gives up
 MAX_SKIPPED_SEEDS = 3
 
 
@@ -133,7 +133,7 @@ def refill(scenario: str, *, target: int | None = None, progress=None) -> int:
             row = build_trace(scenario, pool_seed(scenario, index))
         except engine.NoHostingWorkload:
             # a seed whose draws all miss (about once in 10^13 seeds): skip it, the next one
-            # fills the slot; a run of them means something else is wrong, so stop there
+            # fills the slot; more than a few means something else is wrong, so stop there
             log.warning("pool seed %d of %s hosts no workload: skipped", index, scenario)
             skipped += 1
             if skipped > MAX_SKIPPED_SEEDS:

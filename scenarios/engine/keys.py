@@ -167,8 +167,8 @@ def _pp_fixed_ms(M: Measured, short_us: float = 10.0) -> float:
 def _bucket_text(p: dict) -> str:
     """A DDP job's gradient buckets as its all-reduces carry them (`In msg nelems`): how many,
     and their sizes in MiB (whole layers each, far over DDP's 25 MiB default cap)."""
-    d, gsize = p["hidden"], 4 if p["grad_dtype"] == "Float" else 2
-    layer_mib = (12 * d * d + 4 * d) * gsize / 2**20
+    gsize = 4 if p["grad_dtype"] == "Float" else 2
+    layer_mib = p["params"] / p["layers"] * gsize / 2**20  # the workload's own parameter count
     plan = p.get("bucket_plan") or [1]
     lo, hi = round(min(plan) * layer_mib), round(max(plan) * layer_mib)
     return f"{len(plan)} buckets of " + (f"{lo}" if lo == hi else f"{lo}-{hi}") + " MiB"
