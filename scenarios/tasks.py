@@ -6,12 +6,18 @@ from scenarios import engine, pool
 
 
 @shared_task(name=pool.REFILL_TASK, acks_late=True, reject_on_worker_lost=True)
-def refill_pool(scenario: str) -> int:
-    return pool.refill(scenario)
+def refill_pool(scenario: str | None = None) -> int:
+    """Top one scenario up to its target (a claim's low-water trigger), or, without one (beat's
+    schedule), every scenario whose unclaimed stock is under it. Returns the traces inserted."""
+    if scenario is not None:
+        return pool.refill(scenario)
+    return sum(refill_all().values())
 
 
 @shared_task(name="scenarios.tasks.refill_all", acks_late=True, reject_on_worker_lost=True)
 def refill_all() -> dict[str, int]:
+    """Every scenario topped up; kept by name for beat messages queued before the schedule
+    called `refill_pool`."""
     return {slug: pool.refill(slug) for slug in engine.SCENARIOS}
 
 

@@ -265,7 +265,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 POOL_REFILL_INTERVAL_S = env_float("POOL_REFILL_INTERVAL_S", 60.0, lo=1.0, hi=3600.0)
 CELERY_BEAT_SCHEDULE = {
     "top-up-trace-pool": {
-        "task": "scenarios.tasks.refill_all",
+        "task": "scenarios.tasks.refill_pool",  # no scenario: every one under its target
         "schedule": POOL_REFILL_INTERVAL_S,
     },
     "delete-expired-uploads": {
