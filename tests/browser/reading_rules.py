@@ -296,7 +296,7 @@ def read(r: Readings) -> Reading:
             "busbw",
             x.get("busbw", 0.0),
             expected,
-            f"bf16 halves {x['nccl']:.1f} ms of comm; exposed → max({tail:.1f}, "
+            f"half the bytes halves {x['nccl']:.1f} ms of comm; exposed → max({tail:.1f}, "
             f"{x['exposed']:.1f} − {half:.1f}) = {after:.1f}",
         )
     return say("healthy", "gpu_idle_share", x["idle_share"], step, "nothing to fix")
