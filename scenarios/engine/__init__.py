@@ -44,7 +44,7 @@ from .keys import build_key
 from .measure import Measured
 from .model import Interner
 
-GENERATOR_VERSION = "29"
+GENERATOR_VERSION = "30"
 
 __all__ = [
     "FAMILIES",

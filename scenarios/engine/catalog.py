@@ -99,8 +99,8 @@ _S = [
         "Genuinely bandwidth-bound collective",
         "straggler",
         1,
-        "The all-reduce moves its bytes at one (degraded) link rate alike on every rank and "
-        "outlasts backward; no rank is late.",
+        "The all-reduce moves its bytes at the ceiling of the link its ring runs on, alike on "
+        "every rank, and outlasts backward; no rank is late.",
     ),
     (
         "recompilation",
@@ -201,7 +201,8 @@ SIGNATURES: dict[str, Signature] = {
     ),
     "bandwidth-bound-collective": Signature(
         note="all-reduce longer than backward on every rank alike; bytes / kernel time gives "
-        "one bus bandwidth on every rank, a link running below its rated speed"
+        "one bus bandwidth on every rank, the ceiling of the link the ring runs on (here the "
+        "hosts' PCIe, not NVLink)"
     ),
     "recompilation": Signature(
         names=(

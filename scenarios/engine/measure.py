@@ -303,6 +303,7 @@ class Measured:
         f["busbw_max_rank_gbps"] = float(max(f["busbw_rank_gbps"]))
         f["link_gbps"] = self.hw.scaleup_gbps
         f["link_achievable_gbps"] = self.hw.achievable_busbw_gbps
+        f["pcie_gbps"] = self.hw.pcie_gbps
         f["coll_ms_each"] = float(np.median(self.dur[m][big]) / 1000)
         # start skew of each collective across ranks (same index on every rank)
         per = [np.sort(self.ts[m][ranks == r]) for r in self.ranks]

@@ -304,6 +304,11 @@ def _size_starved_ddp(p: dict, inj: np.random.Generator) -> None:
     p["comm_ratio"] = p["comm_ratio"] * tok / (p["batch"] * seq)
 
 
+# the share of a GPU's PCIe link (`Hardware.pcie_gbps`) a ring all-reduce through the hosts
+# reaches, as a ring over NVLink reaches about 80 % of NVLink's
+PCIE_RING_SHARE = 0.8
+
+
 # the most all-reduce per compute a starved job is sized to: about the 95th percentile of the
 # drawn jobs' own (0.08-0.39), so its overlap stays theirs
 _STARVED_COMM_MAX = 0.33
@@ -326,10 +331,27 @@ def inject(
         if slug == "exposed-allreduce" and not fixed:
             p["overlap"] = False
         elif slug == "bandwidth-bound-collective":
-            # a link that runs below its rated speed, alike on every rank: the same gradients
-            # take longer than backward to reduce
-            target = float(inj.uniform(1.15, 1.6))
-            p["busbw_eff"] = p["busbw_eff"] * p["comm_ratio"] / target
+            # the ring runs through the hosts over PCIe (NVLink peer-to-peer not in use), alike
+            # on every rank, at that link's ceiling: its bus bandwidth is what the GPU's PCIe
+            # link moves. The same gradients then take 8-12x longer to reduce than over NVLink;
+            # the per-GPU batch is the drawn one where that leaves the all-reduce 1.15-1.6x the
+            # compute, else as many tokens as bring it into that band (more where the link
+            # leaves it longer, fewer where shorter): the step stays a bandwidth-bound one
+            # without a step length that names it
+            eff = PCIE_RING_SHARE * hw.pcie_gbps / hw.achievable_busbw_gbps
+            eff *= float(inj.uniform(0.95, 1.03))
+            nat = p["comm_ratio"] * p["busbw_eff"] / eff  # all-reduce / compute at that link
+            lo, hi = float(inj.uniform(1.15, 1.3)), float(inj.uniform(1.4, 1.6))
+            target = min(max(nat, lo), hi)
+            tok = p["batch"] * p["seq"]
+            want = tok * nat / target
+            while p["seq"] > 512 and want < p["seq"]:
+                p["seq"] //= 2
+            p["batch"] = int(max(1, round(want / p["seq"])))
+            while p["batch"] > 1 and ddp_memory_share(p, hw) > HBM_USABLE:
+                p["batch"] -= 1
+            p["busbw_eff"] = eff
+            p["comm_ratio"] = nat * tok / (p["batch"] * p["seq"])
             if fixed:  # the fix sends half the bytes: bf16 gradients, or a compression hook
                 if p["grad_dtype"] == "Float":
                     p["grad_dtype"] = "BFloat16"
