@@ -111,7 +111,12 @@ def analyse(ranks: list[RankTrace]) -> dict:
         "ranks": [r.rank for r in ranks],
         "device": device,
         "link": (
-            {"name": link.name, "gbps": link.gbps, "achievable_fraction": link.achievable_fraction}
+            {
+                "name": link.name,
+                "gbps": link.gbps,
+                "achievable_fraction": link.achievable_fraction,
+                "pcie_gbps": link.pcie_gbps,
+            }
             if link
             else None
         ),

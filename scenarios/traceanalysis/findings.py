@@ -39,6 +39,8 @@ STRAGGLER_MIN_RANKS = 3
 # bus bandwidth at least this share of the link's achievable figure: the link runs at its
 # ceiling; below it the fabric runs slow (both are bandwidth-bound: it only words the finding)
 BUSBW_SHARE = 0.60
+# bus bandwidth in this band of the GPU's PCIe link: a ring through the hosts at that link's ceiling
+PCIE_RING_SHARE = (0.6, 0.95)
 # GPU idle share of step with point-to-point (pipeline) traffic, not counting idle while the
 # host waits for the data loader, the compiler or the allocator (those stall every stage alike)
 BUBBLE_SHARE = 0.10
@@ -180,6 +182,18 @@ def _schedule_bubble(a: dict) -> tuple[int, int, int, float] | None:
         if m2 >= 1:
             m, v = m2, max(1, round(max(per) / (4 * m2)))
     return p, m, v, (p - 1) / (v * m + p - 1)
+
+
+def _host_path(busbw: float, link: dict) -> str:
+    """A bus bandwidth near the ceiling of the GPU's PCIe link (a ring reaches about 80 % of its
+    link) says where the ring runs: through the hosts, not over the scale-up link."""
+    pcie = link.get("pcie_gbps")
+    if not pcie or not PCIE_RING_SHARE[0] * pcie <= busbw <= PCIE_RING_SHARE[1] * pcie:
+        return ""
+    return (
+        f"; {100 * busbw / pcie:.0f}% of the GPU's {pcie:.0f} GB/s PCIe link, a PCIe link's "
+        "ring ceiling: the ring likely runs through the hosts (NCCL_DEBUG=INFO names the transport)"
+    )
 
 
 def evaluate(a: dict) -> list[dict]:
@@ -371,6 +385,7 @@ def evaluate(a: dict) -> list[dict]:
                         if at_ceiling
                         else "well below what the link achieves, the fabric runs slow"
                     )
+                    + _host_path(big["busbw_gbps"], link)
                 )
             elif big.get("busbw_gbps") is not None:
                 bw = f"bus bandwidth {big['busbw_gbps']:.0f} GB/s (link unknown)"

@@ -14,13 +14,15 @@ class Link:
     name: str
     gbps: float  # unidirectional per GPU, GB/s
     achievable_fraction: float = 0.80
+    pcie_gbps: float | None = None  # the GPU's host link, GB/s (a ring through the hosts)
 
 
 # deviceProperties names as Kineto writes them ("NVIDIA A100-PG509-200", "NVIDIA H100 80GB HBM3")
 _KNOWN: list[tuple[re.Pattern[str], Link]] = [
     (
         re.compile(rf"\b{k}", re.I),
-        Link(hw.name, hw.scaleup_link, hw.scaleup_gbps, hw.achievable_bus_fraction),
+        Link(hw.name, hw.scaleup_link, hw.scaleup_gbps, hw.achievable_bus_fraction,
+             hw.pcie_gbps),
     )
     for k, hw in (("A100", HARDWARE["a100"]), ("H100", HARDWARE["h100"]),
                   ("H200", HARDWARE["h200"]), ("MI300X", HARDWARE["mi300x"]))
