@@ -403,12 +403,14 @@ def _busbw_spread(scenario: str, seed: int) -> tuple[float, float, float]:
 def test_the_busbw_rule_the_track_teaches_holds_on_the_trainers_traces():
     """The bandwidth-bound signature and the lookalikes page said a bandwidth-bound all-reduce's
     busbw comes out near the link's achievable figure. The trainer's bandwidth-bound traces move
-    their bytes far below it (a fabric that delivers less), alike on every rank, so a learner
-    following the page called them stragglers. The pages teach the spread across ranks, which is
-    what tells the two apart on these traces."""
+    their bytes far below NVLink's (their ring runs through the hosts, at the PCIe link's
+    ceiling), alike on every rank, so a learner following the page called them stragglers. The
+    pages teach the spread across ranks, which is what tells the two apart on these traces, and
+    the slower link to compare with. (A rank's median can read a few % low where its step's
+    first bucket, which waits for the last rank to arrive, is among its largest.)"""
     for seed in (2, 6):
         lo, hi, achievable = _busbw_spread("bandwidth-bound-collective", seed)
-        assert hi < 1.05 * lo and hi < 0.5 * achievable  # the same on every rank, far below
+        assert hi < 1.1 * lo and hi < 0.2 * achievable  # the same on every rank, far below
     for seed in (3, 6):  # data-parallel stragglers: the late rank's own kernel is near the link
         lo, hi, achievable = _busbw_spread("straggler", seed)
         assert hi > 0.9 * achievable and lo < 0.5 * hi
@@ -418,6 +420,7 @@ def test_the_busbw_rule_the_track_teaches_holds_on_the_trainers_traces():
     assert "If every rank is near\nthat number, the collective is bandwidth-bound" not in signature
     assert "the spread across ranks" in lookalikes
     assert "every rank's busbw comes out near the" not in lookalikes
+    assert "through the hosts' PCIe" in lookalikes and "PCIe link" in signature
 
 
 def test_the_interleaved_bubble_example_computes():
