@@ -842,7 +842,8 @@ _HOW = {
     "alloc_api_time": "nsys cuda_api_sum or the trace: cudaMalloc/cudaFree count and time per "
     "steady-state step; memory_stats()['num_alloc_retries'].",
     "busbw_vs_link": "bytes = In msg nelems × dtype size; busbw = bytes ÷ time × 2(n−1)/n; compare "
-    "with the link's achievable bandwidth on every rank.",
+    "with the achievable bandwidth of the link the ring runs on (NVLink, or PCIe through the "
+    "hosts: a ring reaches about 80 % of either), on every rank.",
     "step_series_shapes": "Plot step time per step against the input shape; TORCH_LOGS=recompiles "
     "names the guard that failed.",
     "gpu_idle_breakdown": "HTA temporal and idle-time breakdown per rank.",
