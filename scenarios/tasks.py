@@ -11,7 +11,7 @@ def refill_pool(scenario: str | None = None) -> int:
     schedule), every scenario whose unclaimed stock is under it. Returns the traces inserted."""
     if scenario is not None:
         return pool.refill(scenario)
-    return sum(refill_all().values())
+    return pool.refill_many(engine.SCENARIOS)
 
 
 @shared_task(name="scenarios.tasks.refill_all", acks_late=True, reject_on_worker_lost=True)

@@ -36,6 +36,12 @@ class Hardware:
     def achievable_busbw_gbps(self) -> float:
         return self.scaleup_gbps * self.achievable_bus_fraction
 
+    @property
+    def host_ring_busbw_gbps(self) -> float:
+        """Bus bandwidth of a large ring all-reduce through the hosts over PCIe (NVLink
+        peer-to-peer not in use): the same share of the PCIe link a ring reaches of NVLink."""
+        return self.pcie_gbps * self.achievable_bus_fraction
+
 
 HARDWARE: dict[str, Hardware] = {
     "a100": Hardware(

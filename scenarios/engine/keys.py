@@ -677,7 +677,8 @@ def build_key(slug: str, M: Measured, f: dict, hw: Hardware, p: dict) -> dict:
             f"one large all-reduce, its shortest copy across ranks: busbw = S × 2(n−1)/n ÷ t = "
             f"{gb1:.3f} GB × {fac:.2f} ÷ {t1:.2f} ms "
             f"= {bw:.0f} GB/s, {_pct(100 * bw / pcie)} % of the {pcie:.0f} GB/s PCIe link "
-            f"(a ring reaches about 80 % of its link), {_pct(100 * bw / hw.scaleup_gbps)} % of "
+            f"(a ring reaches about {100 * hw.achievable_bus_fraction:.0f} % of its link), "
+            f"{_pct(100 * bw / hw.scaleup_gbps)} % of "
             f"{hw.scaleup_link}'s {hw.scaleup_gbps:.0f} GB/s",
             f"{round(f['colls_per_step'])} all-reduces per step move {gb:.2f} GB of gradients "
             f"in all: transfer per step = {s(xfer)} ms, queued back to back past the end of "

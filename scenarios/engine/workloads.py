@@ -304,11 +304,6 @@ def _size_starved_ddp(p: dict, inj: np.random.Generator) -> None:
     p["comm_ratio"] = p["comm_ratio"] * tok / (p["batch"] * seq)
 
 
-# the share of a GPU's PCIe link (`Hardware.pcie_gbps`) a ring all-reduce through the hosts
-# reaches, as a ring over NVLink reaches about 80 % of NVLink's
-PCIE_RING_SHARE = 0.8
-
-
 # the most all-reduce per compute a starved job is sized to: about the 95th percentile of the
 # drawn jobs' own (0.08-0.39), so its overlap stays theirs
 _STARVED_COMM_MAX = 0.33
@@ -338,8 +333,9 @@ def inject(
             # compute, else as many tokens as bring it into that band (more where the link
             # leaves it longer, fewer where shorter): the step stays a bandwidth-bound one
             # without a step length that names it
-            eff = PCIE_RING_SHARE * hw.pcie_gbps / hw.achievable_busbw_gbps
-            eff *= float(inj.uniform(0.95, 1.03))
+            eff = (
+                hw.host_ring_busbw_gbps / hw.achievable_busbw_gbps * float(inj.uniform(0.95, 1.03))
+            )
             nat = p["comm_ratio"] * p["busbw_eff"] / eff  # all-reduce / compute at that link
             lo, hi = float(inj.uniform(1.15, 1.3)), float(inj.uniform(1.4, 1.6))
             target = min(max(nat, lo), hi)

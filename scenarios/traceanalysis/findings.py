@@ -40,7 +40,7 @@ STRAGGLER_MIN_RANKS = 3
 # ceiling; below it the fabric runs slow (both are bandwidth-bound: it only words the finding)
 BUSBW_SHARE = 0.60
 # bus bandwidth in this band of the GPU's PCIe link: a ring through the hosts at that link's ceiling
-PCIE_RING_SHARE = (0.6, 0.95)
+PCIE_RING_BAND = (0.6, 0.95)
 # GPU idle share of step with point-to-point (pipeline) traffic, not counting idle while the
 # host waits for the data loader, the compiler or the allocator (those stall every stage alike)
 BUBBLE_SHARE = 0.10
@@ -188,7 +188,7 @@ def _host_path(busbw: float, link: dict) -> str:
     """A bus bandwidth near the ceiling of the GPU's PCIe link (a ring reaches about 80 % of its
     link) says where the ring runs: through the hosts, not over the scale-up link."""
     pcie = link.get("pcie_gbps")
-    if not pcie or not PCIE_RING_SHARE[0] * pcie <= busbw <= PCIE_RING_SHARE[1] * pcie:
+    if not pcie or not PCIE_RING_BAND[0] * pcie <= busbw <= PCIE_RING_BAND[1] * pcie:
         return ""
     return (
         f"; {100 * busbw / pcie:.0f}% of the GPU's {pcie:.0f} GB/s PCIe link, a PCIe link's "
@@ -383,9 +383,9 @@ def evaluate(a: dict) -> list[dict]:
                     + (
                         "the link's achievable ceiling"
                         if at_ceiling
-                        else "well below what the link achieves, the fabric runs slow"
+                        else "well below what the link achieves"
+                        + (_host_path(big["busbw_gbps"], link) or ", the fabric runs slow")
                     )
-                    + _host_path(big["busbw_gbps"], link)
                 )
             elif big.get("busbw_gbps") is not None:
                 bw = f"bus bandwidth {big['busbw_gbps']:.0f} GB/s (link unknown)"

@@ -147,11 +147,9 @@ def test_an_on_demand_trace_draws_another_seed_when_one_hosts_no_workload(monkey
 def test_beat_runs_refill_pool_which_without_a_scenario_tops_up_every_short_one(
     no_refill, settings
 ):
-    from django.conf import settings as live
-
     from scenarios.tasks import refill_pool
 
-    entry = next(e for e in live.CELERY_BEAT_SCHEDULE.values() if "refill" in e["task"])
+    entry = next(e for e in settings.CELERY_BEAT_SCHEDULE.values() if "refill" in e["task"])
     assert entry["task"] == pool.REFILL_TASK == refill_pool.name
     assert not entry.get("args")  # no scenario: all of them
     settings.TRACETRACK = {**settings.TRACETRACK, "POOL_TARGET": 1}

@@ -125,9 +125,10 @@ def test_overlapped_comm_that_outlasts_compute_is_bandwidth_bound():
 def test_a_bandwidth_at_the_pcie_links_ceiling_says_the_ring_runs_through_the_hosts():
     # 6.6M bf16 elements (13.2 MB) in 300 µs on 2 ranks: 44 GB/s of bus bandwidth, 80 % of an
     # H100's 55 GB/s PCIe link, 10 % of NVLink4's 450
-    (c,) = analyse(job(comm_nelems=6_600_000))["per_rank"][0]["collectives"]
+    a = analyse(job(comm_nelems=6_600_000))
+    (c,) = a["per_rank"][0]["collectives"]
     assert c["busbw_gbps"] == pytest.approx(44, rel=0.02)
-    f = analyse(job(comm_nelems=6_600_000))["findings"]
+    f = a["findings"]
     assert f and f[0]["slug"] == "bandwidth-bound-collective"
     assert "80% of the GPU's 55 GB/s PCIe link" in f[0]["measured"]
     assert "through the hosts" in f[0]["measured"]
