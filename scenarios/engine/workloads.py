@@ -162,16 +162,32 @@ def ddp_memory_share(p: dict, hw: Hardware) -> float:
     return (16 * 12 * d * d * L + act) / (hw.hbm_gb * 1e9)
 
 
-def hosts(slug: str, family: str, p: dict, inj: np.random.Generator, hw: Hardware) -> bool:
+# the longest a memory-bound DDP job's step may be, estimated, against the drawn job's: a draw
+# whose one sequence at the length the chain needs runs longer (an A100 job of 2k tokens a GPU
+# whose chain dominates only at 5-7k) is drawn again, for every scenario alike
+MB_STEP_CAP = 2.0
+
+
+def host_step_ratio(
+    slug: str, family: str, p: dict, inj: np.random.Generator, hw: Hardware
+) -> float:
     """Whether the drawn workload `p` can host scenario `slug` as `inject` would make it (the
-    injection's stream `inj` is consumed; `p` is left as it was). A memory-bound DDP job whose
-    score chain dominates only at sequences whose score matrices would not fit on the GPU
-    cannot happen: such a draw does not host it."""
+    injection's stream `inj` is consumed; `p` is left as it was), and at what step: infinity
+    where it cannot, else the scenario's step over the drawn job's (estimated GPU time a layer;
+    1.0 for scenarios whose step is not sized here). A memory-bound DDP job whose score chain
+    dominates only at sequences whose score matrices would not fit on the GPU cannot happen;
+    one whose step would run over `MB_STEP_CAP` times the drawn job's can, but there the step
+    alone would name the scenario (see `_draw_workload`)."""
     if slug != "memory-bound-kernel" or family not in ("ddp", "ddp_compile"):
-        return True
+        return 1.0
     q = copy.deepcopy(p)
     inject(slug, family, q, inj, hw)
-    return ddp_memory_share(q, hw) <= HBM_USABLE
+    if ddp_memory_share(q, hw) > HBM_USABLE:
+        return float("inf")
+    L = p["layers"]
+    t0 = _layer_seconds(p, hw, p["seq"], p["batch"], sum(_eager_layers(p)) / L)
+    t1 = _layer_seconds(q, hw, q["seq"], q["batch"], sum(_eager_layers(q)) / L)
+    return t1 / t0
 
 
 def _fit_eager_seq(p: dict, hw: Hardware, frac: float) -> None:

@@ -410,7 +410,7 @@ def test_hta_export_invariants(slug):
         assert obj["distributedInfo"]["rank"] == r
         _check_events(obj["traceEvents"])
         steps = [e for e in obj["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
-        assert len(steps) >= (2 if tr.family == "pp" else 6)
+        assert len(steps) >= (2 if tr.family == "pp" else 5)  # a DDP window: 5-7 steps
 
 
 def test_perfetto_merged_unique_pids_and_flows():
@@ -624,7 +624,26 @@ def test_a_starving_or_memory_bound_ddp_job_is_sized_near_its_workload():
             assert t.key.facts["loader_ms_per_step"] > 0.2 * t.key.step_ms, seed
     mb = _step_over_drawn("memory-bound-kernel", seeds)
     assert len(mb) >= 15
-    assert np.median(mb) < 2.8 and np.percentile(mb, 75) < 5.0, sorted(mb)
+    assert np.median(mb) < 1.6 and max(mb) < 2.2, sorted(mb)
+
+
+def test_a_memory_bound_a100_job_is_not_one_sequence_longer_than_its_family_runs():
+    """Issue 12: on A100 (half the FLOPs per byte of HBM of the others) a score chain dominates
+    only at 5-7k-token sequences, and an A100 DDP job of the family runs 1-4k tokens a GPU: one
+    such sequence made the memory-bound step 2.3x the same seed's healthy one at the median and
+    up to 7x (seeds 200-239), so step time alone named it. A draw whose memory-bound job would
+    run over twice the drawn job's step is drawn again, for every scenario alike."""
+    ratios = []
+    for seed in range(200, 240):
+        h = gen("healthy", seed, hardware="a100")
+        if h.family not in ("ddp", "ddp_compile"):
+            continue
+        t = gen("memory-bound-kernel", seed, hardware="a100")
+        if t.family == h.family:
+            assert t.prompt["workload"] == h.prompt["workload"], seed
+            ratios.append(t.key.step_ms / h.key.step_ms)
+    assert len(ratios) >= 15
+    assert np.median(ratios) < 1.8 and max(ratios) < 2.3, sorted(ratios)
 
 
 def _softmax_per_step(tr) -> float:
@@ -878,18 +897,21 @@ def test_no_ddp_job_needs_more_memory_than_its_gpu_has():
 
 
 def test_a_draw_that_cannot_host_its_scenario_is_drawn_again_until_one_can(monkeypatch):
-    """On A100 63 % of the DDP draws cannot host a memory-bound job, so a few seeds in a
-    thousand miss sixteen times in a row: the workload keeps drawing (here the 21st draw is the
-    first that hosts it, and it is the one used), and where no draw can host the scenario the
-    trace is refused with a clear error, never generated as a job that could not run."""
-    real = E.W.hosts
+    """On A100 83 % of the DDP draws cannot host a memory-bound job within the step cap (58 %
+    at all), so many seeds miss several times in a row: the workload keeps drawing (here the
+    21st draw is the first that hosts it, and it is the one used); where no draw hosts it
+    within the cap, the first that hosts it at all is used; and where no draw can host the
+    scenario the trace is refused with a clear error, never generated as a job that could not
+    run."""
+    real = E.W.host_step_ratio
     tried = 0
+    inf = float("inf")
 
     def hosts_from_21st(slug, family, p, inj, hw):
         nonlocal tried
         if slug == "memory-bound-kernel":
             tried += 1
-            return tried >= 21 and real(slug, family, p, inj, hw)
+            return real(slug, family, p, inj, hw) if tried >= 21 else inf
         return real(slug, family, p, inj, hw)
 
     seed = next(
@@ -898,7 +920,7 @@ def test_a_draw_that_cannot_host_its_scenario_is_drawn_again_until_one_can(monke
         if E._family_for(("memory-bound-kernel",), s) == E._family_for(("healthy",), s) == "ddp"
     )
     hw_key, fr = E._pick(seed, "a100", None)
-    monkeypatch.setattr(E.W, "hosts", hosts_from_21st)
+    monkeypatch.setattr(E.W, "host_step_ratio", hosts_from_21st)
     p, _ = E._draw_workload("ddp", seed, hw_key, fr)
     assert tried >= 21
     rng = E._workload_rng(seed, hw_key, fr, tried - 1)
@@ -907,7 +929,26 @@ def test_a_draw_that_cannot_host_its_scenario_is_drawn_again_until_one_can(monke
         again[k] for k in ("layers", "hidden", "batch")
     ]
 
-    monkeypatch.setattr(E.W, "hosts", lambda *a: False)
+    # where no draw keeps the memory-bound step within the cap, the first draw that fits is used
+    hw = E.get_hardware(hw_key)
+
+    def draw(a):
+        return E.W.ddp_params(E._workload_rng(seed, hw_key, fr, a), hw) | {"family": "ddp"}
+
+    inj = "memory-bound-kernel", seed, hw_key, fr
+    fits = [
+        real("memory-bound-kernel", "ddp", draw(a), E._inject_rng(*inj), hw) < inf
+        for a in range(64)
+    ]
+    over_cap = E.W.MB_STEP_CAP + 0.1
+    monkeypatch.setattr(E.W, "host_step_ratio", lambda *a: max(over_cap, real(*a)))
+    p, _ = E._draw_workload("ddp", seed, hw_key, fr)
+    first = draw(fits.index(True))
+    assert [p[k] for k in ("layers", "hidden", "batch", "mfu_eff")] == [
+        first[k] for k in ("layers", "hidden", "batch", "mfu_eff")
+    ]
+
+    monkeypatch.setattr(E.W, "host_step_ratio", lambda *a: inf)
     with pytest.raises(E.NoHostingWorkload, match=r"memory-bound-kernel.*64 draws"):
         E.generate("memory-bound-kernel", seed, hardware="a100")
     with pytest.raises(E.NoHostingWorkload, match=r"memory-bound-kernel.*64 draws"):
@@ -919,7 +960,7 @@ def test_a_memory_bound_ddp_job_runs_the_same_model_as_healthy_on_the_same_seed(
     host a memory-bound job is drawn again for every scenario of the family, not for the
     memory-bound job alone: redrawn for it alone, no A100 memory-bound job was a large model
     (mean width 2 360 against the family's 3 000, none over 1.6B parameters), so a big model
-    on an A100 ruled memory-bound out. Per seed, on A100 (where 63 % of draws cannot host it),
+    on an A100 ruled memory-bound out. Per seed, on A100 (where 83 % of draws cannot host it),
     the memory-bound trace runs the healthy trace's model on the same ranks, and so does a
     straggler's."""
     compared = 0

@@ -238,8 +238,11 @@ def test_launch_bound_kernels_are_shorter_than_their_launches(hta):
 def test_memory_bound_kernel_family_dominates(hta):
     h, healthy = hta("memory-bound-kernel"), hta("healthy", HEALTHY_DDP)
     got, base = non_gemm_share(h.s), non_gemm_share(healthy.s)
-    assert got > 0.25, got
-    assert got > 2 * base, (got, base)
+    # the chain holds over half the GPU time; a healthy DDP job's non-GEMM kernels (norms,
+    # activations, the optimizer, eager attention where it runs) read 0.11-0.42 (h100, seeds
+    # 0-79), a memory-bound one's 0.59-0.70 (seeds 0-39)
+    assert got > 0.5, got
+    assert got > base + 0.15, (got, base)
     assert close(got, h.facts["nongemm_share"], 0.03, 0), (got, h.facts["nongemm_share"])
 
 
