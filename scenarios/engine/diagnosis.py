@@ -14,7 +14,6 @@ giveaway; the fix list carries plausible wrong fixes too.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .catalog import ANSWERS, FIXES, THEORY_TEXT
-from .measure import row_name
+from .measure import is_gemm_kernel, per_args, row_name
 from .model import C_KERN, COMPUTE, MAIN, NCCL
 
 # --------------------------------------------------------------------------- tolerances
@@ -360,7 +359,7 @@ def red_herring(prompt: Mapping[str, Any] | None, facts: Mapping[str, Any]) -> l
 
 # --------------------------------------------------------------------------- measuring
 
-_GEMM_RE = re.compile(r"gemm|Cijk_|gemv|wvSplitK|flash|fmha", re.I)
+
 _DTYPE_BYTES = {"BFloat16": 2, "Half": 2, "Float": 4, "Double": 8, "Float8_e4m3fn": 1}
 
 
@@ -410,8 +409,13 @@ class Values:
     evidence: dict[str, list[dict]] = field(default_factory=dict)
 
 
-def _name_ids(names: Sequence[str], pred) -> np.ndarray:
-    return np.array([i for i, n in enumerate(names) if pred(n)], dtype=np.int64)
+_ALLOC_CALLS = ("cudaMalloc", "cudaFree", "hipMalloc", "hipFree")
+
+
+def _named(name: np.ndarray, names: Sequence[str], pred) -> np.ndarray:
+    """Which events' names satisfy `pred`: decided once per name, then looked up per event."""
+    lut = np.fromiter((bool(pred(n)) for n in names), bool, len(names))
+    return lut[name] if len(names) else np.zeros(len(name), bool)
 
 
 def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence[dict]) -> Values:
@@ -420,8 +424,7 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
     ts = cols["ts"].astype(np.int64)
     te = ts + cols["dur"].astype(np.int64)
     dur = te - ts
-    step_ids = _name_ids(names, lambda n: n.startswith("ProfilerStep#"))
-    is_step = np.isin(name, step_ids) & (tid == MAIN)
+    is_step = _named(name, names, lambda n: n.startswith("ProfilerStep#")) & (tid == MAIN)
     ranks = sorted(set(rank_c.tolist()))
     R: dict[int, _Rank] = {}
     for r in ranks:
@@ -487,10 +490,10 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
     nccl_idx = np.flatnonzero(nccl & (cols["aid"] >= 0))
     if len(nccl_idx):
         a = cols["aid"][nccl_idx]
-        nel = np.array([float(args[i].get("In msg nelems", 0)) for i in a])
-        db = np.array([_DTYPE_BYTES.get(str(args[i].get("dtype", "BFloat16")), 2) for i in a])
-        grp = np.array([float(args[i].get("Group size", 1)) for i in a])
-        coll = [str(args[i].get("Collective name", "")) for i in a]
+        nel = per_args(args, a, lambda x: float(x.get("In msg nelems", 0)))
+        db = per_args(args, a, lambda x: _DTYPE_BYTES.get(str(x.get("dtype", "BFloat16")), 2))
+        grp = per_args(args, a, lambda x: float(x.get("Group size", 1)))
+        coll = per_args(args, a, lambda x: str(x.get("Collective name", "")), object).tolist()
         fac = np.array(
             [
                 2 * (g - 1) / g
@@ -553,8 +556,7 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
     # kernel runs (medians: a few big GEMMs do not hide a stream of tiny kernels). Far above 1
     # the GPU finishes each kernel long before the next one is launched.
     k_total = float(dur[kern_s].sum())
-    launch_ids = _name_ids(names, lambda n: n.endswith("LaunchKernel"))
-    launch = in_steps(np.isin(name, launch_ids))
+    launch = in_steps(_named(name, names, lambda n: n.endswith("LaunchKernel")))
     ratio_rank = []
     for r in ranks:
         lt = np.sort(ts[launch & (rank_c == r)])
@@ -565,17 +567,17 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
         put("launch_ratio", float(np.median(ratio_rank)), min(ratio_rank), max(ratio_rank))
     else:
         put("launch_ratio", 0.0)
-    sync_ids = _name_ids(names, lambda n: n.endswith("Synchronize"))
-    syncs = in_steps(np.isin(name, sync_ids) & (tid == MAIN))
+    is_sync = _named(name, names, lambda n: n.endswith("Synchronize"))
+    syncs = in_steps(is_sync & (tid == MAIN))
     put("syncs_per_step", syncs.sum() / S / nR)
-    alloc_ids = _name_ids(names, lambda n: n in ("cudaMalloc", "cudaFree", "hipMalloc", "hipFree"))
-    allocs = in_steps(np.isin(name, alloc_ids))
+    is_alloc = _named(name, names, lambda n: n in _ALLOC_CALLS)
+    allocs = in_steps(is_alloc)
     put("alloc_per_step", allocs.sum() / S / nR)
-    gemm_ids = _name_ids(names, lambda n: bool(_GEMM_RE.search(n)))
-    non_gemm = kern_s & ~np.isin(name, gemm_ids)
+    is_gemm = _named(name, names, is_gemm_kernel)
+    non_gemm = kern_s & ~is_gemm
     put("non_gemm_share", 100 * float(dur[non_gemm].sum()) / k_total if k_total else 0.0)
-    loader_ids = _name_ids(names, lambda n: n.startswith("enumerate(DataLoader)"))
-    loader = in_steps(np.isin(name, loader_ids))
+    is_loader = _named(name, names, lambda n: n.startswith("enumerate(DataLoader)"))
+    loader = in_steps(is_loader)
     lr = np.array([dur[loader & (rank_c == r)].sum() for r in ranks], float) / S / 1e6
     put("loader_wait", float(lr.mean()), float(lr.min()), float(lr.max()))
     series = step.max(axis=0)
@@ -584,10 +586,10 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
     masks = {
         "exposed_comm": nccl,
         "busbw": nccl,
-        "syncs_per_step": np.isin(name, sync_ids) & (tid == MAIN),
-        "alloc_per_step": np.isin(name, alloc_ids),
-        "loader_wait": np.isin(name, loader_ids),
-        "non_gemm_share": kern & ~np.isin(name, gemm_ids),
+        "syncs_per_step": is_sync & (tid == MAIN),
+        "alloc_per_step": is_alloc,
+        "loader_wait": is_loader,
+        "non_gemm_share": kern & ~is_gemm,
     }
     v.evidence = _evidence(ts, te, rank_c, tid, ranks, R, n_steps, series, comp_ms, nccl_ms, masks)
     return v

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -10,7 +13,15 @@ from .hardware import Hardware
 from .kernels import DTYPE_BYTES
 from .model import AUTOGRAD, C_KERN, C_RT, COMPUTE, MAIN, NCCL, WORKER0, WORKER1
 
-GEMM_RE = re.compile(r"gemm|Cijk_|gemv|wvSplitK", re.I)
+GEMM_RE = re.compile(r"gemm|Cijk_|gemv|wvSplitK|flash|fmha", re.I)
+
+
+@functools.lru_cache(maxsize=8192)
+def is_gemm_kernel(name: str) -> bool:
+    """A matmul or fused-attention kernel (names repeat from trace to trace: decided once each)."""
+    return bool(GEMM_RE.search(name))
+
+
 ROW_NAMES = {
     MAIN: "python main thread",
     WORKER0: "dataloader worker 0",
@@ -26,6 +37,16 @@ def row_name(rank: int, tid: int) -> str:
     if tid == -1:
         return "CUDA API"
     return ROW_NAMES[tid]
+
+
+def per_args(
+    args: Sequence[dict], aids: np.ndarray, fn: Callable[[dict], Any], dtype: Any = float
+) -> np.ndarray:
+    """`fn` of each event's args entry, for events whose args ids are `aids`: args are interned,
+    so it runs once per distinct entry and the events look their value up."""
+    u, inv = np.unique(aids, return_inverse=True)
+    vals = np.array([fn(args[a]) for a in u.tolist()], dtype=dtype)
+    return vals[inv] if len(aids) else np.zeros(0, dtype)
 
 
 def merge(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -251,10 +272,11 @@ class Measured:
             )
             return
         aids = c["aid"][m]
-        nel = np.array([self.args[a].get("In msg nelems", 0) for a in aids], float)
-        db = np.array([DTYPE_BYTES.get(self.args[a].get("dtype", "BFloat16"), 2) for a in aids])
-        grp = np.array([self.args[a].get("Group size", 1) for a in aids], float)
-        is_ar = np.array([self.args[a].get("Collective name") == "allreduce" for a in aids])
+        A = self.args
+        nel = per_args(A, aids, lambda a: a.get("In msg nelems", 0))
+        db = per_args(A, aids, lambda a: DTYPE_BYTES.get(a.get("dtype", "BFloat16"), 2), np.int64)
+        grp = per_args(A, aids, lambda a: a.get("Group size", 1))
+        is_ar = per_args(A, aids, lambda a: a.get("Collective name") == "allreduce", bool)
         nbytes = nel * db
         dur_s = self.dur[m] / 1e6
         factor = np.where(is_ar, 2 * (grp - 1) / np.maximum(grp, 1), 1.0)
@@ -552,14 +574,7 @@ class Measured:
         names = c["name"][k]
         uniq, inv = np.unique(names, return_inverse=True)
         sums = np.bincount(inv, weights=self.dur[k])
-        is_gemm = np.array(
-            [
-                bool(GEMM_RE.search(self.names[u]))
-                or "flash" in self.names[u]
-                or "fmha" in self.names[u]
-                for u in uniq
-            ]
-        )
+        is_gemm = np.array([is_gemm_kernel(self.names[u]) for u in uniq])
         f["nongemm_share"] = float(sums[~is_gemm].sum() / total) if total else 0.0
         order = np.argsort(-sums)
         f["top_kernels"] = [
@@ -568,13 +583,8 @@ class Measured:
         # score-matrix elementwise chain: kernels whose launching op carries 4-D Input Dims
         # the ops that launch them: forward on the main thread, backward on the autograd thread
         outer = (self.mask(tid=MAIN) | self.mask(tid=AUTOGRAD)) & (c["aid"] >= 0) & (c["cat"] == 1)
-        dims4 = (
-            np.array(
-                [len((self.args[a].get("Input Dims") or [[]])[0]) == 4 for a in c["aid"][outer]],
-                bool,
-            )
-            if outer.any()
-            else np.zeros(0, bool)
+        dims4 = per_args(
+            self.args, c["aid"][outer], lambda a: len((a.get("Input Dims") or [[]])[0]) == 4, bool
         )
         fam_ms, fam_bytes, fam_time = 0.0, 0.0, 0.0
         if dims4.any():
