@@ -320,6 +320,17 @@ def _size_starved_ddp(p: dict, inj: np.random.Generator) -> None:
     p["comm_ratio"] = p["comm_ratio"] * tok / (p["batch"] * seq)
 
 
+def _resize_tokens(p: dict, want: float) -> None:
+    """A DDP job's per-GPU batch set to about `want` tokens: the sequence halved (not below
+    512) while one is longer than that, then as many sequences as come nearest."""
+    while p["seq"] > 512 and want < p["seq"]:
+        p["seq"] //= 2
+    p["batch"] = int(max(1, round(want / p["seq"])))
+
+
+# the least all-reduce per compute an exposed all-reduce job is sized to
+_EXPOSED_COMM_MIN = 0.1
+
 # the most all-reduce per compute a starved job is sized to: about the 95th percentile of the
 # drawn jobs' own (0.08-0.39), so its overlap stays theirs
 _STARVED_COMM_MAX = 0.33
@@ -339,8 +350,18 @@ def inject(
             p["shape_f"], p["new_shape_steps"] = p["len_plan"]
         if slug == "input-starvation":
             _size_starved_ddp(p, inj)
-        if slug == "exposed-allreduce" and not fixed:
-            p["overlap"] = False
+        if slug == "exposed-allreduce":
+            # an all-reduce that waits for backward to end adds its whole length to the step:
+            # a job whose all-reduce would be under `_EXPOSED_COMM_MIN` of its compute runs as
+            # many fewer tokens as bring it there (the fixed twin too), so the wait stays one a
+            # reader sees (a DDP draw's is 0.08-0.3, and on A100, where the draws that host a
+            # memory-bound job run long compute, more of them sit near the bottom)
+            if p["comm_ratio"] < _EXPOSED_COMM_MIN:
+                tok = p["batch"] * p["seq"]
+                _resize_tokens(p, tok * p["comm_ratio"] / _EXPOSED_COMM_MIN)
+                p["comm_ratio"] *= tok / (p["batch"] * p["seq"])
+            if not fixed:
+                p["overlap"] = False
         elif slug == "bandwidth-bound-collective":
             # the ring runs through the hosts over PCIe (NVLink peer-to-peer not in use), alike
             # on every rank, at that link's ceiling: its bus bandwidth is what the GPU's PCIe
@@ -356,10 +377,7 @@ def inject(
             lo, hi = float(inj.uniform(1.15, 1.3)), float(inj.uniform(1.4, 1.6))
             target = min(max(nat, lo), hi)
             tok = p["batch"] * p["seq"]
-            want = tok * nat / target
-            while p["seq"] > 512 and want < p["seq"]:
-                p["seq"] //= 2
-            p["batch"] = int(max(1, round(want / p["seq"])))
+            _resize_tokens(p, tok * nat / target)
             while p["batch"] > 1 and ddp_memory_share(p, hw) > HBM_USABLE:
                 p["batch"] -= 1
             p["busbw_eff"] = eff

@@ -627,6 +627,20 @@ def test_a_starving_or_memory_bound_ddp_job_is_sized_near_its_workload():
     assert np.median(mb) < 1.6 and max(mb) < 2.2, sorted(mb)
 
 
+def test_an_exposed_all_reduce_costs_every_ddp_step_a_wait_a_reader_sees():
+    """Issue 12: the signature at a strength a careful reader still sees. An all-reduce that
+    waits for backward adds its whole length to the step; a job whose all-reduce would be under
+    a tenth of its compute runs fewer tokens, so the wait stays at least ~6 % of the step (A100
+    seed 7018 read 5.5 %, under the upload reader's 5 % median threshold on some steps)."""
+    shares = []
+    for seed in range(7000, 7040):
+        t = gen("exposed-allreduce", seed)
+        if t.family in ("ddp", "ddp_compile"):
+            shares.append(t.key.facts["exposed_comm_ms"] / t.key.step_ms)
+    assert len(shares) >= 30
+    assert min(shares) >= 0.06, sorted(shares)[:3]
+
+
 def test_a_memory_bound_a100_job_is_not_one_sequence_longer_than_its_family_runs():
     """Issue 12: on A100 (half the FLOPs per byte of HBM of the others) a score chain dominates
     only at 5-7k-token sequences, and an A100 DDP job of the family runs 1-4k tokens a GPU: one
