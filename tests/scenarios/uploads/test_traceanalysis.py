@@ -136,6 +136,21 @@ def test_a_bandwidth_at_the_pcie_links_ceiling_says_the_ring_runs_through_the_ho
     assert "PCIe" not in analyse(job())["findings"][0]["measured"]
 
 
+def test_a_collective_that_starts_under_compute_but_outlasts_it_is_not_serialised():
+    # a sixth of the all-reduce under compute (50 of 300 µs), 250 µs of 1000 exposed: its
+    # buckets start during backward, so the wait is the transfer's length, not its order
+    f = analyse(job(comm_at=550.0))["findings"]
+    assert f and f[0]["slug"] == "bandwidth-bound-collective", [x["slug"] for x in f]
+    assert "exposed-allreduce" not in [x["slug"] for x in f]
+
+
+def test_a_healthy_last_bucket_tail_raises_no_collective_finding():
+    # 170 of 300 µs under compute, the last 130 µs (13 % of the step) after it: the tail a
+    # healthy DDP step with a large all-reduce share leaves, not a bandwidth-bound step
+    slugs = [x["slug"] for x in analyse(job(comm_at=430.0))["findings"]]
+    assert not {"bandwidth-bound-collective", "exposed-allreduce"} & set(slugs), slugs
+
+
 def test_serialised_allreduce_is_exposed():
     f = analyse(job(comm_at=610.0))["findings"]  # comm only after compute: overlap 0 %
     assert f and f[0]["slug"] == "exposed-allreduce"
