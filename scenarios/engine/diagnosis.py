@@ -359,7 +359,6 @@ def red_herring(prompt: Mapping[str, Any] | None, facts: Mapping[str, Any]) -> l
 
 # --------------------------------------------------------------------------- measuring
 
-
 _DTYPE_BYTES = {"BFloat16": 2, "Half": 2, "Float": 4, "Double": 8, "Float8_e4m3fn": 1}
 
 
