@@ -595,15 +595,16 @@ def test_answer_key_magnitudes():
             assert abs(idle - theory) < 0.05, (hw, seed, idle, theory)
 
 
-def _step_over_drawn(slug: str, seeds: range) -> list[float]:
+def _step_over_drawn(slug: str, seeds: range, hardware: str | None = None) -> list[float]:
     """The scenario's step time over the healthy job's of the same workload draw (DDP only)."""
     out = []
     for seed in seeds:
-        h = gen("healthy", seed)
+        h = gen("healthy", seed, hardware)
         if h.family not in ("ddp", "ddp_compile"):
             continue
-        t = gen(slug, seed)
+        t = gen(slug, seed, hardware)
         assert t.family == h.family, seed
+        assert t.prompt["workload"] == h.prompt["workload"], seed
         out.append(t.key.step_ms / h.key.step_ms)
     return out
 
@@ -647,15 +648,7 @@ def test_a_memory_bound_a100_job_is_not_one_sequence_longer_than_its_family_runs
     such sequence made the memory-bound step 2.3x the same seed's healthy one at the median and
     up to 7x (seeds 200-239), so step time alone named it. A draw whose memory-bound job would
     run over twice the drawn job's step is drawn again, for every scenario alike."""
-    ratios = []
-    for seed in range(200, 240):
-        h = gen("healthy", seed, hardware="a100")
-        if h.family not in ("ddp", "ddp_compile"):
-            continue
-        t = gen("memory-bound-kernel", seed, hardware="a100")
-        if t.family == h.family:
-            assert t.prompt["workload"] == h.prompt["workload"], seed
-            ratios.append(t.key.step_ms / h.key.step_ms)
+    ratios = _step_over_drawn("memory-bound-kernel", range(200, 240), "a100")
     assert len(ratios) >= 15
     assert np.median(ratios) < 1.8 and max(ratios) < 2.3, sorted(ratios)
 
