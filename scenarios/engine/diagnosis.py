@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .catalog import ANSWERS, FIXES, THEORY_TEXT
+from .kernels import DTYPE_BYTES
 from .measure import is_gemm_kernel, per_args, row_name
 from .model import C_KERN, COMPUTE, MAIN, NCCL
 
@@ -359,8 +360,6 @@ def red_herring(prompt: Mapping[str, Any] | None, facts: Mapping[str, Any]) -> l
 
 # --------------------------------------------------------------------------- measuring
 
-_DTYPE_BYTES = {"BFloat16": 2, "Half": 2, "Float": 4, "Double": 8, "Float8_e4m3fn": 1}
-
 
 def _merge(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Union of intervals as disjoint sorted intervals."""
@@ -490,7 +489,7 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
     if len(nccl_idx):
         a = cols["aid"][nccl_idx]
         nel = per_args(args, a, lambda x: float(x.get("In msg nelems", 0)))
-        db = per_args(args, a, lambda x: _DTYPE_BYTES.get(str(x.get("dtype", "BFloat16")), 2))
+        db = per_args(args, a, lambda x: DTYPE_BYTES.get(str(x.get("dtype", "BFloat16")), 2))
         grp = per_args(args, a, lambda x: float(x.get("Group size", 1)))
         coll = per_args(args, a, lambda x: str(x.get("Collective name", "")), object).tolist()
         fac = np.array(

@@ -489,4 +489,6 @@ EMBED_BWD: list[tuple[str, float]] = [
 ]
 
 
-DTYPE_BYTES = {"BFloat16": 2, "Float": 4, "Half": 2}
+# bytes an element, by the dtype name the profiler writes in a collective's args; the engine
+# writes the first three, the key reader also sizes the other two
+DTYPE_BYTES = {"BFloat16": 2, "Float": 4, "Half": 2, "Double": 8, "Float8_e4m3fn": 1}
