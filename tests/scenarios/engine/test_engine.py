@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from scenarios import engine as E
-from scenarios.engine.model import AUTOGRAD, C_RT, COMPUTE, MAIN
+from scenarios.engine.model import AUTOGRAD, C_KERN, C_RT, COMPUTE, MAIN
 
 SEEDS = [1, 2, 3, 4]
 
@@ -651,6 +651,38 @@ def test_a_memory_bound_a100_job_is_not_one_sequence_longer_than_its_family_runs
     ratios = _step_over_drawn("memory-bound-kernel", range(200, 240), "a100")
     assert len(ratios) >= 15
     assert np.median(ratios) < 1.8 and max(ratios) < 2.3, sorted(ratios)
+
+
+_CHAIN_KERNEL = re.compile(r"elementwise|SoftMax|dropout|masked_scale")
+_GEMM_KERNEL = re.compile(r"gemm|Cijk_|cutlass|xmma", re.I)
+
+
+def test_a_memory_bound_chain_is_the_hottest_kernel_family_on_every_trace():
+    """Issue 12: "the hottest kernel is a GEMM in 40 of 40 traces, so nothing dominates". Read
+    off the compute stream's kernels, as HTA's kernel breakdown would: on every memory-bound
+    trace the kernel with the most GPU time is one of the elementwise / softmax / dropout
+    family, and that family holds more GPU time than all the GEMMs together (half of it or
+    more on most traces); a healthy job of the same seeds is the other way round."""
+    seen = 0
+    for seed in range(24):
+        for slug in ("memory-bound-kernel", "healthy"):
+            tr = gen(slug, seed)
+            if tr.family not in ("ddp", "ddp_compile"):
+                break
+            c = tr.cols
+            k = (c["tid"] == COMPUTE) & (c["cat"] == C_KERN)
+            per_name = np.bincount(c["name"][k], weights=c["dur"][k], minlength=len(tr.names))
+            total = per_name.sum()
+            chain = sum(v for i, v in enumerate(per_name) if _CHAIN_KERNEL.search(tr.names[i]))
+            gemm = sum(v for i, v in enumerate(per_name) if _GEMM_KERNEL.search(tr.names[i]))
+            top = tr.names[int(np.argmax(per_name))]
+            if slug == "healthy":
+                assert gemm > chain, (seed, gemm / total, chain / total)
+                continue
+            seen += 1
+            assert _CHAIN_KERNEL.search(top), (seed, top[:80])
+            assert chain > gemm and chain > 0.45 * total, (seed, chain / total, gemm / total)
+    assert seen >= 15, seen
 
 
 def _softmax_per_step(tr) -> float:
