@@ -22,7 +22,7 @@ import numpy as np
 
 from .catalog import ANSWERS, FIXES, THEORY_TEXT
 from .kernels import DTYPE_BYTES
-from .measure import is_gemm_kernel, per_args, row_name
+from .measure import is_gemm_kernel, merge, per_args, row_name
 from .model import C_KERN, COMPUTE, MAIN, NCCL
 
 # --------------------------------------------------------------------------- tolerances
@@ -361,18 +361,6 @@ def red_herring(prompt: Mapping[str, Any] | None, facts: Mapping[str, Any]) -> l
 # --------------------------------------------------------------------------- measuring
 
 
-def _merge(s: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals as disjoint sorted intervals."""
-    if len(s) == 0:
-        return s, e
-    o = np.argsort(s, kind="stable")
-    s, e = s[o], e[o]
-    ce = np.maximum.accumulate(e)
-    new = np.r_[True, s[1:] > ce[:-1]]
-    idx = np.flatnonzero(new)
-    return s[idx], np.maximum.reduceat(ce, idx)
-
-
 def _covered(ms: np.ndarray, me: np.ndarray, w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
     """Length of the disjoint intervals (ms, me) inside each window [w0, w1)."""
     if len(ms) == 0:
@@ -431,8 +419,8 @@ def measure(cols: Mapping[str, np.ndarray], names: Sequence[str], args: Sequence
         w0, w1 = ts[m][o], te[m][o]
         cm = (rank_c == r) & (tid == COMPUTE)
         nm = (rank_c == r) & (tid == NCCL)
-        comp = _merge(ts[cm], te[cm])
-        both = _merge(np.r_[ts[cm], ts[nm]], np.r_[te[cm], te[nm]])
+        comp = merge(ts[cm], te[cm])
+        both = merge(np.r_[ts[cm], ts[nm]], np.r_[te[cm], te[nm]])
         R[r] = _Rank(w0, w1, comp, both)
     n_steps = min(len(R[r].w0) for r in ranks)
     nR = len(ranks)
